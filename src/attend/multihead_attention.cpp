@@ -1,0 +1,68 @@
+#include "attend/multihead_attention.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.hpp"
+#include "kernels/matmul.hpp"
+
+namespace sf {
+
+namespace {
+
+Status validate(const MhaWeights& w, const float* query, int L, const float* kv, int S,
+                const MhaOptions& options, const float* out, const float* attn) {
+  const auto bad = [](const std::string& m) {
+    return Status(ErrorCode::kInvalidArgument, "multihead attention: " + m);
+  };
+  if (w.embed_dim <= 0) return bad("embed_dim must be > 0");
+  if (w.num_heads <= 0 || w.embed_dim % w.num_heads != 0)
+    return bad("num_heads (" + std::to_string(w.num_heads) + ") must divide embed_dim (" +
+               std::to_string(w.embed_dim) + ")");
+  if (L < 0 || S < 0) return bad("negative sequence length");
+  if (!w.in_proj_weight || !w.out_proj_weight) return bad("missing projection weights");
+  if ((L > 0 && (!query || !out)) || (S > 0 && !kv)) return bad("missing input or output buffer");
+  if (options.weights != AttentionWeights::kNone && !attn && L > 0 && S > 0)
+    return bad("attention weights requested without a buffer");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status multihead_attention(const MhaWeights& w, const float* query, int L, const float* kv, int S,
+                           const MhaOptions& options, float* out, float* attn) {
+  SF_RETURN_IF_ERROR(validate(w, query, L, kv, S, options, out, attn));
+  if (L == 0) return Status::Ok();
+  const bool ref = options.kernels == kernels::KernelSet::kReference;
+  const auto gemm_nt = ref ? kernels::gemm_nt_ref : kernels::gemm_nt;
+  const auto head = ref ? kernels::attention_head_ref : kernels::attention_head;
+
+  const int E = w.embed_dim, H = w.num_heads, Dh = E / H;
+  const float* bias = w.in_proj_bias;
+  // q:(L,E), kv_proj:(S,2E) holding K in columns [0,E) and V in [E,2E): one gemm for both.
+  std::vector<float> q(static_cast<size_t>(L) * E), kvp(static_cast<size_t>(S) * 2 * E);
+  std::vector<float> ctx(static_cast<size_t>(L) * E);
+  gemm_nt(L, E, E, 1.0f, query, E, w.in_proj_weight, E, bias, q.data(), E);
+  if (S > 0)
+    gemm_nt(S, 2 * E, E, 1.0f, kv, E, w.in_proj_weight + E * E, E, bias ? bias + E : nullptr,
+            kvp.data(), 2 * E);
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  const size_t map = static_cast<size_t>(L) * S;
+  std::vector<float> head_map(options.weights == AttentionWeights::kAveraged ? map : 0);
+  for (int h = 0; h < H; ++h) {
+    float* weights = nullptr;
+    if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map;
+    if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
+    head(L, S, Dh, scale, q.data() + h * Dh, E, kvp.data() + h * Dh, 2 * E,
+         kvp.data() + E + h * Dh, 2 * E, options.key_padding_mask, options.causal,
+         ctx.data() + h * Dh, E, weights);
+    if (options.weights == AttentionWeights::kAveraged)
+      for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;
+  }
+  gemm_nt(L, E, E, 1.0f, ctx.data(), E, w.out_proj_weight, E, w.out_proj_bias, out, E);
+  return Status::Ok();
+}
+
+}  // namespace sf

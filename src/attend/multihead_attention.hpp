@@ -1,0 +1,44 @@
+// Attend stage: multi-head attention with torch.nn.MultiheadAttention semantics and weight layout.
+//
+//   Q = query W_q^T + b_q,  K = kv W_k^T + b_k,  V = kv W_v^T + b_v     (packed in_proj, [q; k; v])
+//   head h uses columns h*Dh .. (h+1)*Dh, Dh = E / H, scores scaled by 1 / sqrt(Dh)
+//   out = concat_h(softmax(Q_h K_h^T / sqrt(Dh), masked) V_h) W_o^T + b_o
+//
+// Masks: key_padding_mask (S), nonzero = ignore that key (torch's bool True); causal masks key j
+// for query i when j > i (torch's triu(ones, 1) attn_mask). A query whose keys are all masked has
+// a zero attention context, so its output row is out_proj_bias, and its weights are zero: what
+// torch >= 2.5 computes with need_weights=False (torch 1.13 returns NaN there). Never NaN.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.hpp"
+#include "kernels/kernel_set.hpp"
+
+namespace sf {
+
+struct MhaWeights {
+  int embed_dim = 0;                      // E
+  int num_heads = 0;                      // H, divides E
+  const float* in_proj_weight = nullptr;  // (3E, E)
+  const float* in_proj_bias = nullptr;    // (3E) or null (bias=False)
+  const float* out_proj_weight = nullptr; // (E, E)
+  const float* out_proj_bias = nullptr;   // (E) or null
+};
+
+enum class AttentionWeights { kNone, kPerHead, kAveraged };
+
+struct MhaOptions {
+  const std::uint8_t* key_padding_mask = nullptr;  // (S) or null
+  bool causal = false;
+  AttentionWeights weights = AttentionWeights::kNone;  // kNone takes the online-softmax path
+  kernels::KernelSet kernels = kernels::KernelSet::kSimd;
+};
+
+// query:(L, E), kv:(S, E) (pass the same pointer for self-attention) -> out:(L, E);
+// attn:(H, L, S) for kPerHead, (L, S) for kAveraged (mean over heads), unused for kNone.
+// Errors: kInvalidArgument for E, H, L, S out of range or a missing buffer.
+Status multihead_attention(const MhaWeights& w, const float* query, int L, const float* kv, int S,
+                           const MhaOptions& options, float* out, float* attn);
+
+}  // namespace sf

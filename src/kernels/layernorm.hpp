@@ -1,0 +1,18 @@
+// Layer norm over the last axis, torch.nn.LayerNorm semantics: biased variance, eps inside the
+// square root (default 1e-5, as nn.LayerNorm and nn.TransformerEncoderLayer use).
+//
+// x:(rows, d) gamma:(d) beta:(d) -> y:(rows, d). gamma/beta may be null (1 and 0); y may alias x.
+// Two passes (mean, then centred sum of squares) rather than E[x^2] - E[x]^2, which cancels badly
+// for inputs with a large mean.
+#pragma once
+
+namespace sf::kernels {
+
+constexpr float kLayerNormEps = 1e-5f;
+
+void layer_norm(const float* x, int rows, int d, const float* gamma, const float* beta, float eps,
+                float* y);
+void layer_norm_ref(const float* x, int rows, int d, const float* gamma, const float* beta,
+                    float eps, float* y);
+
+}  // namespace sf::kernels
