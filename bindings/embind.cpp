@@ -1,0 +1,103 @@
+// The Embind surface of the core: typed arrays in, typed arrays out, no state. Every function
+// returns a plain object: { ok: true, ... } or { ok: false, code, message }, which the JS package
+// (web/src) turns into values or a SensorformerError; nothing here throws or aborts. Lengths are
+// checked against the stated shapes before any pointer reaches the core.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <string>
+#include <vector>
+
+#include "attend/multihead_attention.hpp"
+#include "encode/time_encoding.hpp"
+#include "kernels/simd.hpp"
+
+using emscripten::val;
+
+namespace {
+
+val failure(const sf::Status& s) {
+  val r = val::object();
+  r.set("ok", false);
+  r.set("code", std::string(sf::error_code_name(s.code())));
+  r.set("message", s.message());
+  return r;
+}
+
+sf::Status check_length(const std::string& name, size_t got, size_t want) {
+  if (got == want) return sf::Status::Ok();
+  return {sf::ErrorCode::kShapeMismatch,
+          name + " has " + std::to_string(got) + " elements, expected " + std::to_string(want)};
+}
+
+template <class T>
+std::vector<T> copy_in(const val& typed_array) {
+  if (typed_array.isNull() || typed_array.isUndefined()) return {};
+  return emscripten::convertJSArrayToNumberVector<T>(typed_array);
+}
+
+// Copies out of the wasm heap: the caller's array stays valid when the heap grows.
+template <class T>
+val copy_out(const char* ctor, const std::vector<T>& v) {
+  return val::global(ctor).new_(val(emscripten::typed_memory_view(v.size(), v.data())));
+}
+
+// times: Float64Array (n) seconds -> { ok, data: Float32Array (n * dModel) }
+val time_encoding(val times, double t_ref, int d_model, double max_period) {
+  const auto t = copy_in<double>(times);
+  std::vector<float> out(t.size() * static_cast<size_t>(d_model > 0 ? d_model : 0));
+  const sf::Status s = sf::encode_time({d_model, max_period}, t.data(), static_cast<int>(t.size()),
+                                       t_ref, out.data());
+  if (!s.ok()) return failure(s);
+  val r = val::object();
+  r.set("ok", true);
+  r.set("data", copy_out("Float32Array", out));
+  return r;
+}
+
+// query: (L, E), kv: (S, E); weightsMode 0 none, 1 per head (H, L, S), 2 averaged (L, S).
+val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_proj_weight,
+                        val in_proj_bias, val out_proj_weight, val out_proj_bias,
+                        val key_padding_mask, bool causal, int weights_mode) {
+  if (L < 0 || S < 0 || E <= 0 || H <= 0 || weights_mode < 0 || weights_mode > 2)
+    return failure({sf::ErrorCode::kInvalidArgument, "multihead attention: bad sizes or weights mode"});
+  const size_t e = E;
+  const auto q = copy_in<float>(query), x = copy_in<float>(kv), ipw = copy_in<float>(in_proj_weight),
+             ipb = copy_in<float>(in_proj_bias), opw = copy_in<float>(out_proj_weight),
+             opb = copy_in<float>(out_proj_bias);
+  const auto kpm = copy_in<std::uint8_t>(key_padding_mask);
+  for (const sf::Status& s :
+       {check_length("query", q.size(), L * e), check_length("key/value", x.size(), S * e),
+        check_length("in_proj_weight", ipw.size(), 3 * e * e),
+        check_length("out_proj_weight", opw.size(), e * e),
+        ipb.empty() ? sf::Status() : check_length("in_proj_bias", ipb.size(), 3 * e),
+        opb.empty() ? sf::Status() : check_length("out_proj_bias", opb.size(), e),
+        kpm.empty() ? sf::Status() : check_length("key_padding_mask", kpm.size(), S)})
+    if (!s.ok()) return failure(s);
+
+  const sf::MhaWeights w{E, H, ipw.data(), ipb.empty() ? nullptr : ipb.data(), opw.data(),
+                         opb.empty() ? nullptr : opb.data()};
+  sf::MhaOptions opt;
+  opt.key_padding_mask = kpm.empty() ? nullptr : kpm.data();
+  opt.causal = causal;
+  opt.weights = static_cast<sf::AttentionWeights>(weights_mode);
+  std::vector<float> out(L * e);
+  std::vector<float> attn(weights_mode == 0 ? 0 : static_cast<size_t>(weights_mode == 1 ? H : 1) * L * S);
+  const sf::Status s = sf::multihead_attention(w, q.data(), L, x.data(), S, opt, out.data(), attn.data());
+  if (!s.ok()) return failure(s);
+  val r = val::object();
+  r.set("ok", true);
+  r.set("output", copy_out("Float32Array", out));
+  if (weights_mode != 0) r.set("attention", copy_out("Float32Array", attn));
+  return r;
+}
+
+std::string simd_arch() { return sf::kernels::simd_arch_name(); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(sensorformer) {
+  emscripten::function("timeEncoding", &time_encoding);
+  emscripten::function("multiheadAttention", &multihead_attention);
+  emscripten::function("simdArch", &simd_arch);
+}

@@ -1,0 +1,101 @@
+// The Embind core from Node against the same PyTorch fixtures as the C++ suite.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { loadCore, SensorformerError } from '../../web/src/index.js';
+import { allClose, fixturePath, readSafetensors } from './safetensors.js';
+
+// PyTorch's float32 attention tolerances (test_transformers.py); the encoding bound of the issue.
+const OUT_ATOL = 1e-5, OUT_RTOL = 5e-6;
+const TIME_ATOL = 1e-5;
+
+const core = await loadCore();
+const attn = readSafetensors(fixturePath('attention.safetensors'));
+const time = readSafetensors(fixturePath('time_encoding.safetensors'));
+
+function assertClose(actual, expected, atol, rtol, what) {
+  const r = allClose(actual, expected, atol, rtol);
+  assert.ok(r.ok, `${what}: ${r.message}`);
+  return r.maxAbs;
+}
+
+test('the module runs WebAssembly SIMD kernels', () => {
+  assert.equal(core.simdArch, 'sse4.1');  // xsimd's SSE4.1 path, lowered to wasm simd128
+});
+
+for (const c of JSON.parse(time.metadata.cases)) {
+  test(`time encoding ${c.name} matches the float64 formula`, () => {
+    const t = time.tensors[`${c.name}.t`].data, tRef = time.tensors[`${c.name}.t_ref`].data[0];
+    const { data, dims } = core.timeEncoding(t, { dModel: c.d, maxPeriod: c.max_period, referenceTime: tRef });
+    assert.deepEqual(dims, [c.n, c.d]);
+    const maxAbs = assertClose(data, time.tensors[`${c.name}.enc`].data, TIME_ATOL, 0, c.name);
+    console.log(`parity ${c.name}: max|diff| ${maxAbs.toExponential(3)}`);
+  });
+}
+
+for (const c of JSON.parse(attn.metadata.cases)) {
+  test(`multihead attention ${c.name} matches torch`, () => {
+    const T = (k) => attn.tensors[`${c.name}.${k}`]?.data;
+    const { n: N, e: E, heads: H } = c;
+    const rows = T('weight_rows'), R = rows.length;
+    const weights = { inProjWeight: T('in_proj_weight'), inProjBias: T('in_proj_bias'), outProjWeight: T('out_proj_weight'), outProjBias: T('out_proj_bias') };
+    let worst = 0;
+    for (let b = 0; b < c.batch; b++) {
+      const x = T('x').subarray(b * N * E, (b + 1) * N * E);
+      const keyPaddingMask = c.key_padding ? T('key_padding_mask').subarray(b * N, (b + 1) * N) : null;
+      const want = T('out').subarray(b * N * E, (b + 1) * N * E);
+      for (const attention of ['none', 'per-head', 'average']) {
+        const r = core.multiheadAttention(x, { embedDim: E, numHeads: H, weights, keyPaddingMask, causal: c.causal, attention });
+        worst = Math.max(worst, assertClose(r.output, want, OUT_ATOL, OUT_RTOL, `${c.name} b${b} ${attention}`));
+        if (attention === 'none') continue;
+        for (let k = 0; k < R; k++) {
+          const i = rows[k];
+          if (attention === 'per-head') {
+            assert.deepEqual(r.attentionDims, [H, N, N]);
+            for (let h = 0; h < H; h++)
+              assertClose(r.attention.subarray((h * N + i) * N, (h * N + i + 1) * N),
+                T('attn_per_head').subarray(((b * H + h) * R + k) * N, ((b * H + h) * R + k + 1) * N), OUT_ATOL, OUT_RTOL, `${c.name} head ${h} row ${i}`);
+          } else {
+            assert.deepEqual(r.attentionDims, [N, N]);
+            assertClose(r.attention.subarray(i * N, (i + 1) * N), T('attn_avg').subarray((b * R + k) * N, (b * R + k + 1) * N), OUT_ATOL, OUT_RTOL, `${c.name} avg row ${i}`);
+          }
+        }
+      }
+    }
+    console.log(`parity ${c.name}: max|diff| ${worst.toExponential(3)}`);
+  });
+}
+
+test('a query with every key masked gets out_proj_bias and zero weights, not NaN', () => {
+  const E = 4, H = 2;
+  const weights = {
+    inProjWeight: Float32Array.from({ length: 3 * E * E }, (_, i) => Math.sin(i)),
+    outProjWeight: Float32Array.from({ length: E * E }, (_, i) => Math.cos(i)),
+    outProjBias: Float32Array.of(0.5, -1, 2, 0.25),
+  };
+  const x = Float32Array.from({ length: 2 * E }, (_, i) => i / 3);
+  const r = core.multiheadAttention(x, { embedDim: E, numHeads: H, weights, keyPaddingMask: Uint8Array.of(1, 1), attention: 'per-head' });
+  assert.deepEqual(Array.from(r.output), [0.5, -1, 2, 0.25, 0.5, -1, 2, 0.25]);
+  assert.ok(r.attention.every((w) => w === 0));
+});
+
+test('bad input is a SensorformerError with a code', () => {
+  const code = (fn) => {
+    try { fn(); } catch (e) {
+      assert.ok(e instanceof SensorformerError, `${e}`);
+      return e.code;
+    }
+    assert.fail('no error thrown');
+  };
+  assert.equal(code(() => core.timeEncoding([0, NaN], { dModel: 4 })), 'NON_FINITE');
+  assert.equal(code(() => core.timeEncoding([0], { dModel: 3 })), 'INVALID_ARGUMENT');
+  assert.equal(code(() => core.timeEncoding([0], { dModel: 4, maxPeriod: -1 })), 'INVALID_ARGUMENT');
+  assert.equal(code(() => core.timeEncoding([0], { dModel: 4, referenceTime: Infinity })), 'NON_FINITE');
+  const E = 4, w = { inProjWeight: new Float32Array(3 * E * E), outProjWeight: new Float32Array(E * E) };
+  assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 3, weights: w })), 'INVALID_ARGUMENT');
+  assert.equal(code(() => core.multiheadAttention(new Float32Array(7), { embedDim: E, numHeads: 2, weights: w })), 'SHAPE_MISMATCH');
+  assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: { ...w, inProjWeight: new Float32Array(5) } })), 'SHAPE_MISMATCH');
+  assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, keyPaddingMask: Uint8Array.of(1) })), 'SHAPE_MISMATCH');
+  assert.equal(code(() => core.multiheadAttention([1, 2, 3, 4], { embedDim: E, numHeads: 2, weights: w })), 'INVALID_ARGUMENT');
+  assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, attention: 'all' })), 'INVALID_ARGUMENT');
+});

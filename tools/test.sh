@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite (`npm test`): build, then the GoogleTest suite natively and as WASM under
+# Node, then the node:test suite against the package's module.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/build.sh
+
+# Runs one ctest tree; prints the parity/arch lines and the summary, the whole log on failure.
+run_gtest() {
+  local log="$1/ctest.log" rc=0
+  ctest --test-dir "$1" --output-on-failure -V >"$log" 2>&1 || rc=$?
+  grep -E '\[ (parity|simd) ' "$log" | sed -E 's/^[0-9]+: //' || true
+  if [ "$rc" -ne 0 ]; then
+    grep -E -A12 'Failure|FAILED' "$log" | head -200
+  fi
+  grep -E '^\[  (PASSED|FAILED)  \]|tests passed|tests failed' "$log" | sed -E 's/^[0-9]+: //'
+  return "$rc"
+}
+
+echo "== gtest, native ($(uname -m))"
+run_gtest build/native
+echo "== gtest, WebAssembly SIMD under Node"
+run_gtest build/wasm
+echo "== node:test"
+node --test tests/js/

@@ -1,0 +1,17 @@
+// Every failure the package reports is a SensorformerError with a stable `code`:
+//   from the core:   INVALID_ARGUMENT, SHAPE_MISMATCH, INDEX_OUT_OF_RANGE, NON_FINITE, BAD_FORMAT,
+//                    UNSUPPORTED_DTYPE, MISSING_TENSOR, IO
+//   from the loader: WASM_FETCH_FAILED, WASM_NOT_WASM, WASM_NO_SIMD, WASM_INSTANTIATE_FAILED
+export class SensorformerError extends Error {
+  constructor(code, message, options) {
+    super(message, options);
+    this.name = 'SensorformerError';
+    this.code = code;
+  }
+}
+
+// The core answers { ok: false, code, message } instead of throwing: make that an exception here.
+export function unwrap(result) {
+  if (!result.ok) throw new SensorformerError(result.code, result.message);
+  return result;
+}

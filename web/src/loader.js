@@ -1,0 +1,88 @@
+// The one place the WebAssembly module is created, memoized. It fetches or reads the .wasm itself
+// and hands the instance to Emscripten's glue (instantiateWasm), so the glue never guesses a path:
+// the same code runs in Node >= 20 (bytes read from disk), browsers and bundlers
+// (new URL('../dist/…wasm', import.meta.url) is what Vite and others rewrite to the emitted asset).
+import createSensorformerCore from '../dist/sensorformer-core.js';
+import { SensorformerError } from './errors.js';
+
+const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
+const DEFAULT_WASM_URL = new URL('../dist/sensorformer-core.wasm', import.meta.url);
+
+// The smallest module using a v128 instruction: (func (result v128) v128.const i32x4 0 0 0 0).
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+]);
+
+export function hasWasmSimd() {
+  return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
+}
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
+
+async function readWasm(url) {
+  try {
+    if (url.protocol === 'file:') {
+      const { readFile } = await import(/* @vite-ignore */ 'node:fs/promises');
+      return new Uint8Array(await readFile(url));
+    }
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
+    return new Uint8Array(await response.arrayBuffer());
+  } catch (cause) {
+    throw new SensorformerError('WASM_FETCH_FAILED', `could not load sensorformer's WebAssembly from ${url}: ${cause.message}`, { cause });
+  }
+}
+
+function checkMagic(bytes, source) {
+  if (bytes.length >= 4 && WASM_MAGIC.every((b, i) => bytes[i] === b)) return;
+  const head = new TextDecoder().decode(bytes.subarray(0, 64)).trim();
+  const looksHtml = /^<(!doctype|html)/i.test(head);
+  throw new SensorformerError(
+    'WASM_NOT_WASM',
+    `${source} is not a WebAssembly module (expected bytes 00 61 73 6d, got ${looksHtml ? 'an HTML page' : JSON.stringify(head.slice(0, 16))}). ` +
+      'If a bundler or server rewrote the path, pass { wasmUrl } or { wasmBinary } to the loader.',
+  );
+}
+
+async function instantiate({ wasmUrl, wasmBinary } = {}) {
+  if (!hasWasmSimd()) {
+    throw new SensorformerError('WASM_NO_SIMD', 'this JavaScript engine has no WebAssembly SIMD (needs Chrome/Edge >= 91, Firefox >= 89, Safari >= 16.4 or Node >= 16.4)');
+  }
+  let bytes, source;
+  if (wasmBinary) {
+    bytes = wasmBinary instanceof Uint8Array ? wasmBinary : new Uint8Array(wasmBinary);
+    source = 'the wasmBinary option';
+  } else {
+    const url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : DEFAULT_WASM_URL;
+    bytes = await readWasm(url);
+    source = String(url);
+  }
+  checkMagic(bytes, source);
+
+  let failInstantiate;
+  const failed = new Promise((_, reject) => { failInstantiate = reject; });
+  const ready = createSensorformerCore({
+    instantiateWasm(imports, receiveInstance) {
+      const fail = (cause) => failInstantiate(new SensorformerError('WASM_INSTANTIATE_FAILED', `${source} could not be instantiated as sensorformer's core: ${cause.message}`, { cause }));
+      WebAssembly.instantiate(bytes, imports).then(({ instance, module }) => {
+        // Another module (an older build, a different package) compiles fine but lacks our exports.
+        if (!Object.values(instance.exports).some((e) => e instanceof WebAssembly.Memory)) throw new Error('it exports no memory');
+        receiveInstance(instance, module);
+      }).catch(fail);
+      return {};  // exports arrive asynchronously through receiveInstance
+    },
+    print: () => {},
+    printErr: (text) => console.warn(`[sensorformer] ${text}`),
+  });
+  return Promise.race([ready, failed]);
+}
+
+let pending = null;
+
+// Resolves to the Embind module. Options: { wasmUrl } (string or URL) or { wasmBinary }
+// (ArrayBuffer or Uint8Array). Options only matter on the first call; a failed load is retried.
+export function loadWasm(options) {
+  if (!pending) pending = instantiate(options).catch((e) => { pending = null; throw e; });
+  return pending;
+}
