@@ -48,6 +48,13 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
     gemm_nt(S, 2 * E, E, 1.0f, kv, E, w.in_proj_weight + E * E, E, bias ? bias + E : nullptr,
             kvp.data(), 2 * E);
 
+  std::vector<int> causal_limit;
+  const int* key_limit = options.key_limit;
+  if (!key_limit && options.causal) {
+    causal_limit.resize(L);
+    for (int i = 0; i < L; ++i) causal_limit[i] = i + 1;
+    key_limit = causal_limit.data();
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const size_t map = static_cast<size_t>(L) * S;
   std::vector<float> head_map(options.weights == AttentionWeights::kAveraged ? map : 0);
@@ -56,7 +63,7 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
     if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map;
     if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
     head(L, S, Dh, scale, q.data() + h * Dh, E, kvp.data() + h * Dh, 2 * E,
-         kvp.data() + E + h * Dh, 2 * E, options.key_padding_mask, options.causal,
+         kvp.data() + E + h * Dh, 2 * E, options.key_padding_mask, key_limit,
          ctx.data() + h * Dh, E, weights);
     if (options.weights == AttentionWeights::kAveraged)
       for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;

@@ -5,7 +5,8 @@
 //   out = concat_h(softmax(Q_h K_h^T / sqrt(Dh), masked) V_h) W_o^T + b_o
 //
 // Masks: key_padding_mask (S), nonzero = ignore that key (torch's bool True); causal masks key j
-// for query i when j > i (torch's triu(ones, 1) attn_mask). A query whose keys are all masked has
+// for query i when j > i (torch's triu(ones, 1) attn_mask); key_limit (L), when given instead,
+// masks keys j >= key_limit[i] (the model's time-causal mask over time-sorted keys). A query whose keys are all masked has
 // a zero attention context, so its output row is out_proj_bias, and its weights are zero: what
 // torch >= 2.5 computes with need_weights=False (torch 1.13 returns NaN there). Never NaN.
 #pragma once
@@ -31,6 +32,7 @@ enum class AttentionWeights { kNone, kPerHead, kAveraged };
 struct MhaOptions {
   const std::uint8_t* key_padding_mask = nullptr;  // (S) or null
   bool causal = false;
+  const int* key_limit = nullptr;                  // (L) or null; overrides causal
   AttentionWeights weights = AttentionWeights::kNone;  // kNone takes the online-softmax path
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };

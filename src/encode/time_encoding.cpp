@@ -28,14 +28,14 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
   return Status::Ok();
 }
 
-Status add_identity(float* x, int n, int d, const std::int32_t* ids, const float* table,
+Status add_embedding(float* x, int n, int d, const std::int32_t* ids, const float* table,
                     int table_rows) {
   for (int i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= table_rows)
-      return {ErrorCode::kIndexOutOfRange, "sensor identity: id " + std::to_string(ids[i]) +
+      return {ErrorCode::kIndexOutOfRange, "embedding: id " + std::to_string(ids[i]) +
                                                " at token " + std::to_string(i) +
                                                " is outside the table of " +
-                                               std::to_string(table_rows) + " sensors"};
+                                               std::to_string(table_rows) + " rows"};
   for (int i = 0; i < n; ++i) {
     const float* row = table + static_cast<long>(ids[i]) * d;
     for (int j = 0; j < d; ++j) x[i * d + j] += row[j];

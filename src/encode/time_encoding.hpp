@@ -22,9 +22,10 @@ struct TimeEncodingConfig {
 Status encode_time(const TimeEncodingConfig& config, const double* t, int n, double t_ref,
                    float* out, kernels::KernelSet kernels = kernels::KernelSet::kSimd);
 
-// x:(n, d) += table[ids[i]] for each row i; table:(table_rows, d), an nn.Embedding weight.
+// x:(n, d) += table[ids[i]] for each row i; table:(table_rows, d), an nn.Embedding weight (the
+// sensor-identity table, and the modality, placement and rate descriptor tables).
 // Errors: kIndexOutOfRange for an id outside [0, table_rows).
-Status add_identity(float* x, int n, int d, const std::int32_t* ids, const float* table,
+Status add_embedding(float* x, int n, int d, const std::int32_t* ids, const float* table,
                     int table_rows);
 
 }  // namespace sf

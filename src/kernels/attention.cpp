@@ -13,20 +13,22 @@ namespace sf::kernels {
 
 namespace {
 
-int valid_keys(int i, int S, bool causal) { return causal ? std::min(i + 1, S) : S; }
+int valid_keys(int i, int S, const int* key_limit) {
+  return key_limit ? std::max(0, std::min(key_limit[i], S)) : S;
+}
 
 // Explicit path: weights:(L,S) = masked_softmax(scale * q.k^T), out = weights.v.
 template <bool kRef>
 void attention_explicit(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                         int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
-                        bool causal, float* out, int ldo, float* weights) {
+                        const int* key_limit, float* out, int ldo, float* weights) {
   if (kRef) {
     gemm_nt_ref(L, S, Dh, scale, q, ldq, k, ldk, nullptr, weights, S);
-    for (int i = 0; i < L; ++i) masked_softmax_ref(weights + i * S, S, valid_keys(i, S, causal), key_ignore);
+    for (int i = 0; i < L; ++i) masked_softmax_ref(weights + i * S, S, valid_keys(i, S, key_limit), key_ignore);
     gemm_nn_ref(L, Dh, S, weights, S, v, ldv, out, ldo);
   } else {
     gemm_nt(L, S, Dh, scale, q, ldq, k, ldk, nullptr, weights, S);
-    for (int i = 0; i < L; ++i) masked_softmax(weights + i * S, S, valid_keys(i, S, causal), key_ignore);
+    for (int i = 0; i < L; ++i) masked_softmax(weights + i * S, S, valid_keys(i, S, key_limit), key_ignore);
     gemm_nn(L, Dh, S, weights, S, v, ldv, out, ldo);
   }
 }
@@ -35,7 +37,7 @@ void attention_explicit(int L, int S, int Dh, float scale, const float* q, int l
 // acc / l equals softmax(scores) . v without storing a row of S scores.
 void attention_online(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                       int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
-                      bool causal, float* out, int ldo) {
+                      const int* key_limit, float* out, int ldo) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   alignas(64) float s[kKeyBlock];
   std::vector<float> acc(Dh);
@@ -43,7 +45,7 @@ void attention_online(int L, int S, int Dh, float scale, const float* q, int ldq
   const int bend = simd_end(kKeyBlock, kFloatLanes);
   for (int i = 0; i < L; ++i) {
     const float* qi = q + i * ldq;
-    const int n_valid = valid_keys(i, S, causal);
+    const int n_valid = valid_keys(i, S, key_limit);
     float m = kNegInf, l = 0.0f;
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int j0 = 0; j0 < n_valid; j0 += kKeyBlock) {
@@ -92,24 +94,24 @@ void attention_online(int L, int S, int Dh, float scale, const float* q, int ldq
 
 void attention_head_ref(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                         int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
-                        bool causal, float* out, int ldo, float* weights) {
+                        const int* key_limit, float* out, int ldo, float* weights) {
   std::vector<float> scratch;
   if (!weights) {
     scratch.resize(static_cast<size_t>(L) * S);
     weights = scratch.data();
   }
-  attention_explicit<true>(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, causal, out, ldo,
+  attention_explicit<true>(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, key_limit, out, ldo,
                            weights);
 }
 
 void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
-                    int ldk, const float* v, int ldv, const std::uint8_t* key_ignore, bool causal,
+                    int ldk, const float* v, int ldv, const std::uint8_t* key_ignore, const int* key_limit,
                     float* out, int ldo, float* weights) {
   if (weights)
-    attention_explicit<false>(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, causal, out,
+    attention_explicit<false>(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, key_limit, out,
                               ldo, weights);
   else
-    attention_online(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, causal, out, ldo);
+    attention_online(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, key_limit, out, ldo);
 }
 
 }  // namespace sf::kernels

@@ -205,18 +205,24 @@ TEST(Activation, Relu) {
 
 // Both attention paths (online softmax without weights, explicit with weights) against the twin.
 TEST(Attention, HeadMatchesTwin) {
-  for (int L : {1, 7, 65, 267}) for (int Dh : {1, 5, 8, 16}) for (bool causal : {false, true}) {
+  // mask 0: key padding only; 1: + torch causal (i + 1); 2: + time-causal with ties (groups of 3
+  // equal times see each other), including queries that see no key at all.
+  for (int L : {1, 7, 65, 267}) for (int Dh : {1, 5, 8, 16}) for (int mask : {0, 1, 2}) {
+    const bool causal = mask > 0;
     const int S = L + (causal ? 0 : 3), ld = Dh + 2;
     auto q = random_floats(L * ld, 51 + L + Dh, -2, 2), k = random_floats(S * ld, 52, -2, 2),
          v = random_floats(S * ld, 53);
     std::vector<std::uint8_t> ignore(S);
     for (int j = 1; j < S; ++j) ignore[j] = (j % 4 == 2);
     const float scale = 1.0f / std::sqrt(float(Dh));
+    std::vector<int> limit(L);
+    for (int i = 0; i < L; ++i) limit[i] = mask == 1 ? i + 1 : std::min(S, (i / 3 + 1) * 3) - (i < 3 ? 3 : 0);
+    const int* key_limit = causal ? limit.data() : nullptr;
     std::vector<float> on(L * ld), ex(L * ld), ref(L * ld), w(L * S), wref(L * S);
-    attention_head(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), causal, on.data(), ld, nullptr);
-    attention_head(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), causal, ex.data(), ld, w.data());
-    attention_head_ref(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), causal, ref.data(), ld, wref.data());
-    const std::string tag = "L=" + std::to_string(L) + " Dh=" + std::to_string(Dh) + (causal ? " causal" : "");
+    attention_head(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), key_limit, on.data(), ld, nullptr);
+    attention_head(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), key_limit, ex.data(), ld, w.data());
+    attention_head_ref(L, S, Dh, scale, q.data(), ld, k.data(), ld, v.data(), ld, ignore.data(), key_limit, ref.data(), ld, wref.data());
+    const std::string tag = "L=" + std::to_string(L) + " Dh=" + std::to_string(Dh) + (mask == 1 ? " causal" : mask == 2 ? " time-causal" : "");
     // Outputs are convex combinations of |v| <= 1: 1e-6 absolute covers exp ulps and sum order
     // over up to 270 keys.
     for (int i = 0; i < L; ++i) {
@@ -232,12 +238,12 @@ TEST(Attention, FullyMaskedQueryIsZero) {
   auto q = random_floats(L * Dh, 1), k = random_floats(S * Dh, 2), v = random_floats(S * Dh, 3);
   const std::uint8_t all[S] = {1, 1, 1, 1};
   std::vector<float> out(L * Dh, 9.0f), w(L * S, 9.0f), ref(L * Dh, 9.0f);
-  attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, false, out.data(), Dh, nullptr);
+  attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, nullptr, out.data(), Dh, nullptr);
   for (float x : out) EXPECT_EQ(x, 0.0f);
-  attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, false, out.data(), Dh, w.data());
+  attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, nullptr, out.data(), Dh, w.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);
   for (float x : w) EXPECT_EQ(x, 0.0f);
-  attention_head_ref(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, false, ref.data(), Dh, nullptr);
+  attention_head_ref(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, all, nullptr, ref.data(), Dh, nullptr);
   for (float x : ref) EXPECT_EQ(x, 0.0f);
 }
 
@@ -248,7 +254,7 @@ TEST(Attention, OnlineSoftmaxSpansKeyBlocks) {
   for (int j = 0; j < S; ++j) for (int d = 0; d < Dh; ++d) v[j * Dh + d] = float(j);
   for (int d = 0; d < Dh; ++d) k[(S - 2) * Dh + d] = 10.0f;  // score 40 vs 0 elsewhere
   float out[Dh];
-  attention_head(1, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, false, out, Dh, nullptr);
+  attention_head(1, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, nullptr, out, Dh, nullptr);
   // hand-computed: weight e^40 on key S-2, 1 on each of the other S-1 keys
   const double big = std::exp(40.0), z = big + (S - 1);
   double others = 0;

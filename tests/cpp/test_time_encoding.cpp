@@ -59,7 +59,7 @@ TEST_P(TimeParity, MatchesFloat64Formula) {
       const auto ids = tensor<std::int32_t>(f, c.name + ".sensor_ids");
       const auto table = tensor<float>(f, c.name + ".identity_table");
       const auto want_sum = tensor<double>(f, c.name + ".enc_plus_identity");
-      ASSERT_TRUE(add_identity(out.data(), c.n, c.d, ids.data(), table.data(),
+      ASSERT_TRUE(add_embedding(out.data(), c.n, c.d, ids.data(), table.data(),
                                static_cast<int>(table.size()) / c.d).ok());
       // identity values are N(0,1) floats: their float32 sum adds one ulp of ~4 (5e-7).
       ASSERT_TRUE(AllClose(out.data(), want_sum.data(), out.size(), kTimeAtol, 0, tag + " + identity", &cl));
@@ -126,11 +126,11 @@ TEST(TimeEncoding, RejectsBadInput) {
 TEST(SensorIdentity, RejectsOutOfRangeIds) {
   std::vector<float> x(2 * 3), table(2 * 3, 1.0f);
   const std::int32_t ids[2] = {1, 2};
-  const Status s = add_identity(x.data(), 2, 3, ids, table.data(), 2);
+  const Status s = add_embedding(x.data(), 2, 3, ids, table.data(), 2);
   EXPECT_EQ(s.code(), ErrorCode::kIndexOutOfRange);
   for (float v : x) EXPECT_EQ(v, 0.0f) << "nothing is added when an id is bad";
   const std::int32_t neg[1] = {-1};
-  EXPECT_EQ(add_identity(x.data(), 1, 3, neg, table.data(), 2).code(), ErrorCode::kIndexOutOfRange);
+  EXPECT_EQ(add_embedding(x.data(), 1, 3, neg, table.data(), 2).code(), ErrorCode::kIndexOutOfRange);
 }
 
 }  // namespace

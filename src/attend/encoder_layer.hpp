@@ -1,0 +1,41 @@
+// One torch.nn.TransformerEncoderLayer (batch_first, dropout off) over a group of n tokens:
+//   post-norm (norm_first = false): x = LN1(x + SA(x));  x = LN2(x + FF(x))
+//   pre-norm  (norm_first = true):  x = x + SA(LN1(x));  x = x + FF(LN2(x))
+//   FF(x) = linear2(act(linear1(x))), act = relu or exact-erf gelu
+#pragma once
+
+#include <cstdint>
+
+#include "attend/multihead_attention.hpp"
+#include "core/status.hpp"
+#include "kernels/kernel_set.hpp"
+#include "model/config.hpp"
+
+namespace sf {
+
+struct EncoderLayerWeights {
+  MhaWeights self_attn;
+  int dim_feedforward = 0;
+  const float* linear1_weight = nullptr;  // (ff, d)
+  const float* linear1_bias = nullptr;    // (ff)
+  const float* linear2_weight = nullptr;  // (d, ff)
+  const float* linear2_bias = nullptr;    // (d)
+  const float* norm1_weight = nullptr;    // (d)
+  const float* norm1_bias = nullptr;
+  const float* norm2_weight = nullptr;
+  const float* norm2_bias = nullptr;
+};
+
+struct EncoderLayerOptions {
+  bool norm_first = false;
+  Activation activation = Activation::kRelu;
+  float layer_norm_eps = 1e-5f;
+  kernels::KernelSet kernels = kernels::KernelSet::kSimd;
+};
+
+// x:(n, d) updated in place. key_ignore (n) and key_limit (n) as in multihead_attention; attn
+// (H, n, n) receives the per-head attention weights when not null.
+Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& options, float* x,
+                     int n, const std::uint8_t* key_ignore, const int* key_limit, float* attn);
+
+}  // namespace sf

@@ -1,0 +1,52 @@
+// The model's hyper-parameters, read from the weights file's __metadata__["config"] JSON
+// (docs/model.md). Parsing validates every field and names the one that is wrong.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace sf {
+
+enum class Layout { kFlattened, kTime, kChannel, kFactorized };
+enum class Activation { kRelu, kGelu };
+
+struct ModalityConfig {
+  std::string name;
+  int patch_len = 0;  // samples (regular) or events (event-driven) per token
+  float mean = 0.0f;  // value normalisation: (x - mean) / std
+  float std = 1.0f;
+};
+
+struct ModelConfig {
+  int d_model = 0;
+  int n_heads = 0;
+  int n_layers = 0;
+  int dim_feedforward = 0;
+  Activation activation = Activation::kRelu;
+  bool norm_first = false;
+  float layer_norm_eps = 1e-5f;
+  bool final_norm = false;
+  Layout layout = Layout::kFlattened;
+  bool causal = false;
+  double time_bin = 1.0;              // seconds, channel grouping
+  double max_period = 10000.0;
+  double min_present_fraction = 0.5;  // a patch needs this share of present samples
+  int n_sensors = 0;
+  std::vector<ModalityConfig> modalities;
+  std::vector<std::string> placements;
+  std::vector<double> rate_bucket_edges_hz;
+  int n_outputs = 0;
+
+  int rate_buckets() const { return static_cast<int>(rate_bucket_edges_hz.size()) + 2; }
+  int modality_index(const std::string& name) const;   // -1 when unknown
+  int placement_index(const std::string& name) const;  // -1 when unknown
+  // Bucket 0: event-driven; else 1 + number of edges <= rate.
+  int rate_bucket(double rate_hz, bool event_driven) const;
+};
+
+Status parse_model_config(const std::string& json, ModelConfig* out);
+const char* layout_name(Layout l);
+
+}  // namespace sf

@@ -1,0 +1,206 @@
+#include "model/model.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "io/safetensors.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/matmul.hpp"
+#include "pool/pooling.hpp"
+
+namespace sf {
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+// Every tensor the config implies, with its shape (docs/model.md, "Weights file").
+std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c) {
+  const std::int64_t d = c.d_model, ff = c.dim_feedforward;
+  std::vector<std::pair<std::string, Shape>> t;
+  for (const auto& m : c.modalities) {
+    t.push_back({"tokenizer.value_proj." + m.name + ".weight", {d, m.patch_len}});
+    t.push_back({"tokenizer.value_proj." + m.name + ".bias", {d}});
+  }
+  t.push_back({"tokenizer.mask_token", {d}});
+  t.push_back({"tokenizer.sensor_embedding.weight", {c.n_sensors, d}});
+  t.push_back({"tokenizer.modality_embedding.weight", {static_cast<std::int64_t>(c.modalities.size()), d}});
+  t.push_back({"tokenizer.placement_embedding.weight", {static_cast<std::int64_t>(c.placements.size()), d}});
+  t.push_back({"tokenizer.rate_embedding.weight", {c.rate_buckets(), d}});
+  const auto layer = [&](const std::string& p) {
+    t.push_back({p + "self_attn.in_proj_weight", {3 * d, d}});
+    t.push_back({p + "self_attn.in_proj_bias", {3 * d}});
+    t.push_back({p + "self_attn.out_proj.weight", {d, d}});
+    t.push_back({p + "self_attn.out_proj.bias", {d}});
+    t.push_back({p + "linear1.weight", {ff, d}});
+    t.push_back({p + "linear1.bias", {ff}});
+    t.push_back({p + "linear2.weight", {d, ff}});
+    t.push_back({p + "linear2.bias", {d}});
+    for (const char* n : {"norm1", "norm2"}) {
+      t.push_back({p + n + ".weight", {d}});
+      t.push_back({p + n + ".bias", {d}});
+    }
+  };
+  for (int i = 0; i < c.n_layers; ++i) layer("encoder.layers." + std::to_string(i) + ".");
+  if (c.layout == Layout::kFactorized)
+    for (int i = 0; i < c.n_layers; ++i) layer("encoder.channel_layers." + std::to_string(i) + ".");
+  if (c.final_norm) {
+    t.push_back({"encoder.norm.weight", {d}});
+    t.push_back({"encoder.norm.bias", {d}});
+  }
+  if (c.n_outputs > 0) {
+    t.push_back({"head.weight", {c.n_outputs, d}});
+    t.push_back({"head.bias", {c.n_outputs}});
+  }
+  return t;
+}
+
+std::string shape_text(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + ")";
+}
+
+}  // namespace
+
+Status Model::load_file(const std::string& path, Model* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {ErrorCode::kIo, "cannot open model file " + path};
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return load(std::move(bytes), out);
+}
+
+Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
+  SafetensorsFile file;
+  SF_RETURN_IF_ERROR(SafetensorsFile::parse(std::move(bytes), &file));
+  const auto cfg = file.metadata().find("config");
+  if (cfg == file.metadata().end())
+    return {ErrorCode::kBadFormat, "model file has no __metadata__[\"config\"]: not a sensorformer weights file"};
+  Model m;
+  SF_RETURN_IF_ERROR(parse_model_config(cfg->second, &m.config_));
+
+  const auto expected = expected_tensors(m.config_);
+  for (const auto& [name, shape] : expected) {
+    const TensorInfo* info = file.find(name);
+    if (!info) return {ErrorCode::kMissingTensor, "model file lacks tensor '" + name + "' " + shape_text(shape)};
+    if (info->shape != shape)
+      return {ErrorCode::kBadFormat, "tensor '" + name + "' has shape " + shape_text(info->shape) +
+                                         ", the config needs " + shape_text(shape)};
+    if (info->dtype != Dtype::kF32 && info->dtype != Dtype::kF16 && info->dtype != Dtype::kBF16)
+      return {ErrorCode::kUnsupportedDtype, "tensor '" + name + "' is " + dtype_name(info->dtype) + "; weights must be F32, F16 or BF16"};
+    SF_RETURN_IF_ERROR(file.get_f32(name, &m.params_[name]));
+  }
+  for (const auto& [name, info] : file.tensors())
+    if (!m.params_.count(name))
+      return {ErrorCode::kBadFormat, "model file has tensor '" + name + "' that the config (layout " +
+                                         layout_name(m.config_.layout) + ") does not use"};
+  SF_RETURN_IF_ERROR(m.bind());
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Status Model::bind() {
+  const ModelConfig& c = config_;
+  for (const auto& m : c.modalities) {
+    embedding_.value_proj_weight.push_back(param("tokenizer.value_proj." + m.name + ".weight"));
+    embedding_.value_proj_bias.push_back(param("tokenizer.value_proj." + m.name + ".bias"));
+  }
+  embedding_.mask_token = param("tokenizer.mask_token");
+  embedding_.sensor = param("tokenizer.sensor_embedding.weight");
+  embedding_.modality = param("tokenizer.modality_embedding.weight");
+  embedding_.placement = param("tokenizer.placement_embedding.weight");
+  embedding_.rate = param("tokenizer.rate_embedding.weight");
+  const auto layer = [&](const std::string& p) {
+    EncoderLayerWeights w;
+    w.self_attn = {c.d_model, c.n_heads, param(p + "self_attn.in_proj_weight"), param(p + "self_attn.in_proj_bias"),
+                   param(p + "self_attn.out_proj.weight"), param(p + "self_attn.out_proj.bias")};
+    w.dim_feedforward = c.dim_feedforward;
+    w.linear1_weight = param(p + "linear1.weight");
+    w.linear1_bias = param(p + "linear1.bias");
+    w.linear2_weight = param(p + "linear2.weight");
+    w.linear2_bias = param(p + "linear2.bias");
+    w.norm1_weight = param(p + "norm1.weight");
+    w.norm1_bias = param(p + "norm1.bias");
+    w.norm2_weight = param(p + "norm2.weight");
+    w.norm2_bias = param(p + "norm2.bias");
+    return w;
+  };
+  for (int i = 0; i < c.n_layers; ++i) {
+    layers_.push_back(layer("encoder.layers." + std::to_string(i) + "."));
+    if (c.layout == Layout::kFactorized)
+      channel_layers_.push_back(layer("encoder.channel_layers." + std::to_string(i) + "."));
+  }
+  return Status::Ok();
+}
+
+Status Model::run_block(int layer, AttentionBlock block, const EncoderLayerWeights& w, const Tokens& t,
+                        const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const {
+  const int d = config_.d_model, H = config_.n_heads;
+  const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
+  const TokenGroups groups = group_tokens(t, block, config_.time_bin);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<int>& members = groups[g];
+    const int n = static_cast<int>(members.size());
+    std::vector<float> buf(static_cast<size_t>(n) * d);
+    std::vector<std::uint8_t> ignore(n);
+    std::vector<double> times(n);
+    for (int i = 0; i < n; ++i) {
+      std::memcpy(buf.data() + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
+      ignore[i] = !t.present[members[i]];
+      times[i] = t.time[members[i]];
+    }
+    const std::vector<int> limits = config_.causal ? time_causal_limits(times) : std::vector<int>();
+    AttentionMap map;
+    if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
+    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf.data(), n, ignore.data(), limits.empty() ? nullptr : limits.data(),
+                                     options.attention_maps ? map.weights.data() : nullptr));
+    for (int i = 0; i < n; ++i)
+      std::memcpy(x + static_cast<size_t>(members[i]) * d, buf.data() + static_cast<size_t>(i) * d, d * sizeof(float));
+    if (options.attention_maps) {
+      map.layer = layer;
+      map.block = block;
+      map.group = static_cast<int>(g);
+      map.tokens = members;
+      maps->push_back(std::move(map));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const {
+  const ModelConfig& c = config_;
+  ForwardResult r;
+  SF_RETURN_IF_ERROR(tokenize(c, window, &r.tokens));
+  const Tokens& t = r.tokens;
+  const int d = c.d_model, T = t.count;
+  r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
+  SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    switch (c.layout) {
+      case Layout::kFlattened: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kFlattened, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
+      case Layout::kTime: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kTime, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
+      case Layout::kChannel: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kChannel, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
+      case Layout::kFactorized:
+        SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kTime, layers_[l], t, options, r.embeddings.data(), &r.attention));
+        SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kChannel, channel_layers_[l], t, options, r.embeddings.data(), &r.attention));
+        break;
+    }
+  }
+  const bool ref = options.kernels == kernels::KernelSet::kReference;
+  if (c.final_norm && T > 0)
+    (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),
+                                                          param("encoder.norm.bias"), c.layer_norm_eps, r.embeddings.data());
+  r.pooled.resize(d);
+  masked_mean(r.embeddings.data(), T, d, t.present.data(), r.pooled.data());
+  if (c.n_outputs > 0) {
+    r.head.resize(c.n_outputs);
+    (ref ? kernels::linear_ref : kernels::linear)(1, d, c.n_outputs, r.pooled.data(), param("head.weight"),
+                                                  param("head.bias"), r.head.data());
+  }
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+}  // namespace sf

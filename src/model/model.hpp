@@ -1,0 +1,72 @@
+// The model: weights from one safetensors file, and the forward pass that wires the stages
+//   tokenize -> encode (token embedding) -> attend (encoder layers over the layout's groups)
+//   -> pool (masked mean, head)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attend/encoder_layer.hpp"
+#include "attend/layout.hpp"
+#include "core/status.hpp"
+#include "encode/token_embedding.hpp"
+#include "kernels/kernel_set.hpp"
+#include "model/config.hpp"
+#include "tokenize/tokenizer.hpp"
+
+namespace sf {
+
+struct AttentionMap {
+  int layer = 0;
+  AttentionBlock block = AttentionBlock::kFlattened;
+  int group = 0;
+  std::vector<int> tokens;     // (g) token indices, in the order of the map's rows and columns
+  std::vector<float> weights;  // (H, g, g)
+};
+
+struct ForwardOptions {
+  bool attention_maps = false;
+  kernels::KernelSet kernels = kernels::KernelSet::kSimd;
+};
+
+struct ForwardResult {
+  Tokens tokens;                  // labels: stream, modality, time, present (and more) per token
+  std::vector<float> embeddings;  // (T, d_model)
+  std::vector<float> pooled;      // (d_model)
+  std::vector<float> head;        // (n_outputs), empty without a head
+  std::vector<AttentionMap> attention;
+};
+
+class Model {
+ public:
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+
+  // Reads the safetensors bytes: config from __metadata__["config"], every tensor checked against
+  // it (missing, extra, misshaped -> kBadFormat / kMissingTensor naming the tensor); F16 and BF16
+  // are converted to float32.
+  static Status load(std::vector<std::uint8_t> bytes, Model* out);
+  static Status load_file(const std::string& path, Model* out);
+
+  const ModelConfig& config() const { return config_; }
+
+  Status forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const;
+
+ private:
+  Status bind();
+  const float* param(const std::string& name) const { return params_.at(name).data(); }
+  Status run_block(int layer, AttentionBlock block, const EncoderLayerWeights& w, const Tokens& t,
+                   const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const;
+
+  ModelConfig config_;
+  std::map<std::string, std::vector<float>> params_;  // nodes never move: pointers stay valid
+  TokenEmbeddingWeights embedding_;
+  std::vector<EncoderLayerWeights> layers_, channel_layers_;
+};
+
+}  // namespace sf

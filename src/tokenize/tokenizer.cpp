@@ -1,0 +1,100 @@
+#include "tokenize/tokenizer.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace sf {
+
+namespace {
+
+Status stream_error(ErrorCode code, size_t s, const std::string& m) {
+  return {code, "stream " + std::to_string(s) + ": " + m};
+}
+
+Status validate(const ModelConfig& c, const StreamInput& in, size_t s) {
+  if (in.sensor < 0 || in.sensor >= c.n_sensors)
+    return stream_error(ErrorCode::kIndexOutOfRange, s, "sensor " + std::to_string(in.sensor) +
+                        " is outside the model's " + std::to_string(c.n_sensors) + " sensors");
+  if (c.modality_index(in.modality) < 0)
+    return stream_error(ErrorCode::kInvalidArgument, s, "modality \"" + in.modality + "\" is not one the model knows");
+  if (c.placement_index(in.placement) < 0)
+    return stream_error(ErrorCode::kInvalidArgument, s, "placement \"" + in.placement + "\" is not one the model knows");
+  const size_t n = in.samples.size();
+  if (!in.present.empty() && in.present.size() != n)
+    return stream_error(ErrorCode::kShapeMismatch, s, "present has " + std::to_string(in.present.size()) +
+                        " entries for " + std::to_string(n) + " samples");
+  if (in.event_driven()) {
+    if (in.rate_hz != 0.0) return stream_error(ErrorCode::kInvalidArgument, s, "give rate_hz or timestamps, not both");
+    if (in.timestamps.size() != n)
+      return stream_error(ErrorCode::kShapeMismatch, s, "timestamps has " + std::to_string(in.timestamps.size()) +
+                          " entries for " + std::to_string(n) + " samples");
+    for (size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(in.timestamps[i])) return stream_error(ErrorCode::kNonFinite, s, "timestamp " + std::to_string(i) + " is not finite");
+      if (i > 0 && in.timestamps[i] < in.timestamps[i - 1])
+        return stream_error(ErrorCode::kInvalidArgument, s, "timestamps must not decrease (index " + std::to_string(i) + ")");
+    }
+  } else if (n > 0) {
+    if (!(in.rate_hz > 0.0) || !std::isfinite(in.rate_hz))
+      return stream_error(ErrorCode::kInvalidArgument, s, "a regular stream needs rate_hz > 0 (or give timestamps)");
+    if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, s, "start_time is not finite");
+  }
+  return Status::Ok();
+}
+
+bool sample_present(const StreamInput& in, size_t i) {
+  return std::isfinite(in.samples[i]) && (in.present.empty() || in.present[i] != 0);
+}
+
+}  // namespace
+
+Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
+  Tokens t;
+  if (window.has_reference_time && !std::isfinite(window.reference_time))
+    return {ErrorCode::kNonFinite, "window reference_time is not finite"};
+  double earliest = std::numeric_limits<double>::infinity();
+  t.value_offset.push_back(0);
+  for (size_t s = 0; s < window.streams.size(); ++s) {
+    const StreamInput& in = window.streams[s];
+    SF_RETURN_IF_ERROR(validate(c, in, s));
+    const int m = c.modality_index(in.modality);
+    const ModalityConfig& mod = c.modalities[m];
+    const size_t n = in.samples.size(), P = mod.patch_len;
+    const size_t K = (n + P - 1) / P;
+    const size_t first = t.time.size();
+    bool any_present = false;
+    for (size_t k = 0; k < K; ++k) {
+      size_t count = 0;
+      for (size_t i = k * P; i < std::min(n, (k + 1) * P); ++i) count += sample_present(in, i);
+      const bool present = static_cast<double>(count) / P >= c.min_present_fraction;
+      any_present |= present;
+      t.present.push_back(present);
+      t.time.push_back(in.event_driven() ? in.timestamps[k * P] : in.start_time + static_cast<double>(k * P) / in.rate_hz);
+      for (size_t j = 0; j < P; ++j) {
+        const size_t i = k * P + j;
+        const bool use = present && i < n && sample_present(in, i);
+        t.values.push_back(use ? (in.samples[i] - mod.mean) / mod.std : 0.0f);
+      }
+      t.value_offset.push_back(t.values.size());
+    }
+    if (!any_present) {  // an entirely missing stream emits no tokens and costs nothing further
+      t.present.resize(first);
+      t.time.resize(first);
+      t.value_offset.resize(first + 1);
+      t.values.resize(t.value_offset.back());
+      continue;
+    }
+    earliest = std::min(earliest, t.time[first]);
+    const size_t added = t.time.size() - first;
+    t.stream.insert(t.stream.end(), added, static_cast<int>(s));
+    t.sensor.insert(t.sensor.end(), added, in.sensor);
+    t.modality.insert(t.modality.end(), added, m);
+    t.placement.insert(t.placement.end(), added, c.placement_index(in.placement));
+    t.rate_bucket.insert(t.rate_bucket.end(), added, c.rate_bucket(in.rate_hz, in.event_driven()));
+  }
+  t.count = static_cast<int>(t.time.size());
+  t.reference_time = window.has_reference_time ? window.reference_time : (t.count ? earliest : 0.0);
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+}  // namespace sf
