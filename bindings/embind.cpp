@@ -11,6 +11,7 @@
 #include "attend/multihead_attention.hpp"
 #include "encode/time_encoding.hpp"
 #include "kernels/simd.hpp"
+#include "model/model.hpp"
 
 using emscripten::val;
 
@@ -94,10 +95,92 @@ val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_pr
 
 std::string simd_arch() { return sf::kernels::simd_arch_name(); }
 
+val ok_object() {
+  val r = val::object();
+  r.set("ok", true);
+  return r;
+}
+
+// Streams arrive normalised by web/src/model.js: typed arrays only (null samples already NaN).
+sf::Window window_from_js(const val& w) {
+  sf::Window window;
+  const val ref = w["referenceTime"];
+  if (!ref.isUndefined() && !ref.isNull()) {
+    window.has_reference_time = true;
+    window.reference_time = ref.as<double>();
+  }
+  const val streams = w["streams"];
+  const int n = streams["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    const val s = streams[i];
+    sf::StreamInput in;
+    in.sensor = s["sensor"].as<int>();
+    in.modality = s["modality"].as<std::string>();
+    in.placement = s["placement"].as<std::string>();
+    in.rate_hz = s["rateHz"].as<double>();
+    in.start_time = s["startTime"].as<double>();
+    in.samples = copy_in<float>(s["samples"]);
+    in.timestamps = copy_in<double>(s["timestamps"]);
+    in.present = copy_in<std::uint8_t>(s["present"]);
+    window.streams.push_back(std::move(in));
+  }
+  return window;
+}
+
+// A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
+class ModelHandle {
+ public:
+  val load(val bytes) {
+    const sf::Status s = sf::Model::load(copy_in<std::uint8_t>(bytes), &model_);
+    return s.ok() ? ok_object() : failure(s);
+  }
+
+  std::string config_json() const { return model_.config_json(); }
+
+  val forward(val window, bool attention) const {
+    sf::ForwardOptions options;
+    options.attention_maps = attention;
+    sf::ForwardResult r;
+    const sf::Status s = model_.forward(window_from_js(window), options, &r);
+    if (!s.ok()) return failure(s);
+    const sf::Tokens& t = r.tokens;
+    val out = ok_object();
+    out.set("embeddings", copy_out("Float32Array", r.embeddings));
+    out.set("pooled", copy_out("Float32Array", r.pooled));
+    out.set("head", copy_out("Float32Array", r.head));
+    out.set("tokenStream", copy_out("Int32Array", t.stream));
+    out.set("tokenModality", copy_out("Int32Array", t.modality));
+    out.set("tokenTime", copy_out("Float64Array", t.time));
+    out.set("tokenPresent", copy_out("Uint8Array", t.present));
+    out.set("referenceTime", t.reference_time);
+    val maps = val::array();
+    for (size_t i = 0; i < r.attention.size(); ++i) {
+      const sf::AttentionMap& m = r.attention[i];
+      val map = val::object();
+      map.set("layer", m.layer);
+      map.set("block", std::string(sf::block_name(m.block)));
+      map.set("group", m.group);
+      map.set("tokens", copy_out("Int32Array", m.tokens));
+      map.set("weights", copy_out("Float32Array", m.weights));
+      maps.set(i, map);
+    }
+    out.set("attention", maps);
+    return out;
+  }
+
+ private:
+  sf::Model model_;
+};
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(sensorformer) {
   emscripten::function("timeEncoding", &time_encoding);
   emscripten::function("multiheadAttention", &multihead_attention);
   emscripten::function("simdArch", &simd_arch);
+  emscripten::class_<ModelHandle>("Model")
+      .constructor<>()
+      .function("load", &ModelHandle::load)
+      .function("configJson", &ModelHandle::config_json)
+      .function("forward", &ModelHandle::forward);
 }

@@ -79,6 +79,7 @@ Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
     return {ErrorCode::kBadFormat, "model file has no __metadata__[\"config\"]: not a sensorformer weights file"};
   Model m;
   SF_RETURN_IF_ERROR(parse_model_config(cfg->second, &m.config_));
+  m.config_json_ = cfg->second;
 
   const auto expected = expected_tensors(m.config_);
   for (const auto& [name, shape] : expected) {

@@ -54,6 +54,7 @@ class Model {
   static Status load_file(const std::string& path, Model* out);
 
   const ModelConfig& config() const { return config_; }
+  const std::string& config_json() const { return config_json_; }  // as stored in the file
 
   Status forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const;
 
@@ -64,6 +65,7 @@ class Model {
                    const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const;
 
   ModelConfig config_;
+  std::string config_json_;
   std::map<std::string, std::vector<float>> params_;  // nodes never move: pointers stay valid
   TokenEmbeddingWeights embedding_;
   std::vector<EncoderLayerWeights> layers_, channel_layers_;

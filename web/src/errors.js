@@ -2,6 +2,7 @@
 //   from the core:   INVALID_ARGUMENT, SHAPE_MISMATCH, INDEX_OUT_OF_RANGE, NON_FINITE, BAD_FORMAT,
 //                    UNSUPPORTED_DTYPE, MISSING_TENSOR, IO
 //   from the loader: WASM_FETCH_FAILED, WASM_NOT_WASM, WASM_NO_SIMD, WASM_INSTANTIATE_FAILED
+//   from the JS API: DISPOSED (a model used after dispose())
 export class SensorformerError extends Error {
   constructor(code, message, options) {
     super(message, options);

@@ -1,3 +1,4 @@
 export { SensorformerError } from './errors.js';
+export { loadModel, Model } from './model.js';
 export { loadCore } from './core.js';
 export { hasWasmSimd } from './loader.js';

@@ -1,0 +1,332 @@
+// The model without fixtures: tokenizer rules by hand, load errors, and the invariances a user
+// relies on (stream order, entirely missing streams, causality, ragged batches), in every layout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/model.hpp"
+#include "model_files.hpp"
+#include "testing.hpp"
+
+namespace sf {
+namespace {
+
+using sf::testing::AllClose;
+using sf::testing::small_config;
+using sf::testing::small_tensors;
+using sf::testing::write_safetensors;
+
+constexpr double kT0 = 1764460800.25;  // epoch-scale start: exercises the float64 time path
+
+StreamInput regular(int sensor, const char* modality, const char* placement, double rate, double start,
+                    std::vector<float> samples) {
+  StreamInput s;
+  s.sensor = sensor;
+  s.modality = modality;
+  s.placement = placement;
+  s.rate_hz = rate;
+  s.start_time = start;
+  s.samples = std::move(samples);
+  return s;
+}
+
+StreamInput events(int sensor, const char* modality, const char* placement, std::vector<double> times,
+                   std::vector<float> values) {
+  StreamInput s;
+  s.sensor = sensor;
+  s.modality = modality;
+  s.placement = placement;
+  s.timestamps = std::move(times);
+  s.samples = std::move(values);
+  return s;
+}
+
+Model load(const nlohmann::json& config, testing::RawTensors tensors) {
+  Model m;
+  const Status s = Model::load(write_safetensors(tensors, config.dump()), &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+// --- tokenizer, by hand -------------------------------------------------------------------------
+
+TEST(Tokenizer, RegularAndEventStreamsByHand) {
+  ModelConfig c;
+  ASSERT_TRUE(parse_model_config(small_config("flattened").dump(), &c).ok());
+  Window w;
+  // ecg, P = 4: patches [1 2 NaN 4] (3/4 present), [NaN NaN 7 8] (2/4: present, the threshold is
+  // inclusive), [9 NaN] + 2 past the end (1/4: absent)
+  w.streams.push_back(regular(0, "ecg", "chest", 8.0, kT0 + 1.0, {1, 2, NAN, 4, NAN, NAN, 7, 8, 9, NAN}));
+  w.streams.push_back(regular(1, "ecg", "wrist", 8.0, kT0, std::vector<float>(6, NAN)));  // entirely missing
+  // hr, P = 2, mean 70 std 15: events (70, 85), (NaN, 100), (55) + 1 past the end (1/2: present)
+  w.streams.push_back(events(2, "hr", "chest", {kT0 + 2.0, kT0 + 2.9, kT0 + 3.7, kT0 + 4.8, kT0 + 5.5}, {70, 85, NAN, 100, 55}));
+  Tokens t;
+  ASSERT_TRUE(tokenize(c, w, &t).ok());
+  ASSERT_EQ(t.count, 6);
+  EXPECT_EQ(t.stream, (std::vector<int>{0, 0, 0, 2, 2, 2}));
+  EXPECT_EQ(t.present, (std::vector<std::uint8_t>{1, 1, 0, 1, 1, 1}));
+  const double want_t[] = {kT0 + 1.0, kT0 + 1.5, kT0 + 2.0, kT0 + 2.0, kT0 + 3.7, kT0 + 5.5};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t.time[i], want_t[i]) << i;  // exact: start + k*P/rate in float64
+  EXPECT_EQ(t.reference_time, kT0 + 1.0) << "the entirely missing stream (earlier) must not set it";
+  EXPECT_EQ(t.rate_bucket, (std::vector<int>{2, 2, 2, 0, 0, 0}));  // edges {1, 100}: 8 Hz -> 1 + 1; events: 0
+  EXPECT_EQ(t.sensor, (std::vector<int>{0, 0, 0, 2, 2, 2}));
+  const std::vector<float> ecg(t.values.begin(), t.values.begin() + 12);
+  EXPECT_EQ(ecg, (std::vector<float>{1, 2, 0, 4, 0, 0, 7, 8, 0, 0, 0, 0}));  // absent patch: zeros
+  const std::vector<float> hr(t.values.begin() + 12, t.values.end());
+  EXPECT_EQ(hr, (std::vector<float>{0, 1, 0, 2, -1, 0}));  // (x - 70) / 15, missing -> 0
+}
+
+TEST(Tokenizer, ErrorsNameTheStreamAndField) {
+  ModelConfig c;
+  ASSERT_TRUE(parse_model_config(small_config("flattened").dump(), &c).ok());
+  const auto code = [&](StreamInput s) {
+    Window w;
+    w.streams.push_back(regular(0, "ecg", "chest", 8, kT0, {1, 2, 3, 4}));
+    w.streams.push_back(std::move(s));
+    Tokens t;
+    const Status st = tokenize(c, w, &t);
+    EXPECT_NE(st.message().find("stream 1"), std::string::npos) << st.message();
+    return st.code();
+  };
+  EXPECT_EQ(code(regular(0, "eeg", "chest", 8, kT0, {1})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(regular(0, "ecg", "ankle", 8, kT0, {1})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(regular(3, "ecg", "chest", 8, kT0, {1})), ErrorCode::kIndexOutOfRange);
+  EXPECT_EQ(code(regular(0, "ecg", "chest", 0, kT0, {1})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(regular(0, "ecg", "chest", 8, NAN, {1})), ErrorCode::kNonFinite);
+  EXPECT_EQ(code(events(0, "hr", "chest", {2.0, 1.0}, {60, 61})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(events(0, "hr", "chest", {1.0, NAN}, {60, 61})), ErrorCode::kNonFinite);
+  EXPECT_EQ(code(events(0, "hr", "chest", {1.0}, {60, 61})), ErrorCode::kShapeMismatch);
+  StreamInput both = events(0, "hr", "chest", {1.0}, {60});
+  both.rate_hz = 1.0;
+  EXPECT_EQ(code(both), ErrorCode::kInvalidArgument);
+  StreamInput mask = regular(0, "ecg", "chest", 8, kT0, {1, 2});
+  mask.present = {1};
+  EXPECT_EQ(code(mask), ErrorCode::kShapeMismatch);
+}
+
+// --- loading ------------------------------------------------------------------------------------
+
+Status load_status(const nlohmann::json& config, const testing::RawTensors& tensors) {
+  Model m;
+  return Model::load(write_safetensors(tensors, config.dump()), &m);
+}
+
+TEST(ModelLoad, ChecksEveryTensorAgainstTheConfig) {
+  const auto c = small_config("factorized");
+  const auto t = small_tensors(c);
+  ASSERT_TRUE(load_status(c, t).ok());
+
+  auto missing = t;
+  missing.erase("encoder.channel_layers.1.linear2.bias");
+  Status s = load_status(c, missing);
+  EXPECT_EQ(s.code(), ErrorCode::kMissingTensor);
+  EXPECT_NE(s.message().find("encoder.channel_layers.1.linear2.bias"), std::string::npos) << s.message();
+
+  auto extra = t;
+  extra["encoder.layers.7.norm1.weight"] = t.at("encoder.layers.0.norm1.weight");
+  s = load_status(c, extra);
+  EXPECT_EQ(s.code(), ErrorCode::kBadFormat);
+  EXPECT_NE(s.message().find("encoder.layers.7.norm1.weight"), std::string::npos) << s.message();
+
+  auto reshaped = t;
+  reshaped["tokenizer.mask_token"].shape = {2, 4};
+  s = load_status(c, reshaped);
+  EXPECT_EQ(s.code(), ErrorCode::kBadFormat);
+  EXPECT_NE(s.message().find("(2, 4)"), std::string::npos) << s.message();
+
+  auto ints = t;
+  ints["head.bias"].dtype = "I32";
+  EXPECT_EQ(load_status(c, ints).code(), ErrorCode::kUnsupportedDtype);
+
+  // A time-layout config does not use channel layers: the file's extras are an error, not ignored.
+  auto time_cfg = c;
+  time_cfg["layout"] = "time";
+  EXPECT_EQ(load_status(time_cfg, t).code(), ErrorCode::kBadFormat);
+}
+
+TEST(ModelLoad, RejectsBadConfigs) {
+  const auto t = small_tensors(small_config("time"));
+  const auto with = [&](const char* key, nlohmann::json value) {
+    auto c = small_config("time");
+    c[key] = value;
+    return load_status(c, t);
+  };
+  EXPECT_EQ(with("layout", "diagonal").code(), ErrorCode::kBadFormat);
+  EXPECT_NE(with("layout", "diagonal").message().find("layout"), std::string::npos);
+  EXPECT_EQ(with("d_model", 7).code(), ErrorCode::kBadFormat);
+  EXPECT_EQ(with("n_heads", 3).code(), ErrorCode::kBadFormat);
+  EXPECT_EQ(with("activation", "swish").code(), ErrorCode::kBadFormat);
+  EXPECT_EQ(with("format", "other").code(), ErrorCode::kBadFormat);
+  EXPECT_EQ(with("min_present_fraction", 1.5).code(), ErrorCode::kBadFormat);
+  EXPECT_EQ(with("rate_bucket_edges_hz", nlohmann::json::array({10.0, 1.0})).code(), ErrorCode::kBadFormat);
+  Model m;
+  EXPECT_EQ(Model::load(write_safetensors(t, "not json"), &m).code(), ErrorCode::kBadFormat);
+  std::vector<std::uint8_t> junk = {1, 2, 3};
+  EXPECT_EQ(Model::load(junk, &m).code(), ErrorCode::kBadFormat);
+}
+
+TEST(ModelLoad, F16AndBf16AreConvertedOnLoad) {
+  const auto c = small_config("flattened");
+  auto t = small_tensors(c);
+  // Round every tensor to bf16 (keep the top 16 bits) and store it both ways; bf16 -> f32 is
+  // exact, so the F32 file of the rounded values must give the identical forward pass.
+  testing::RawTensors bf = t, f32 = t;
+  for (auto& [name, raw] : t) {
+    const size_t n = raw.bytes.size() / 4;
+    bf[name].dtype = "BF16";
+    bf[name].bytes.resize(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, raw.bytes.data() + 4 * i, 4);
+      const std::uint16_t top = static_cast<std::uint16_t>(bits >> 16);
+      std::memcpy(bf[name].bytes.data() + 2 * i, &top, 2);
+      bits = static_cast<std::uint32_t>(top) << 16;
+      std::memcpy(f32[name].bytes.data() + 4 * i, &bits, 4);
+    }
+  }
+  const Model a = load(c, bf), b = load(c, f32);
+  Window w;
+  w.streams.push_back(regular(0, "ecg", "chest", 8, kT0, {1, 2, 3, 4, 5, 6, 7, 8}));
+  ForwardResult ra, rb;
+  ASSERT_TRUE(a.forward(w, {}, &ra).ok());
+  ASSERT_TRUE(b.forward(w, {}, &rb).ok());
+  EXPECT_EQ(ra.embeddings, rb.embeddings);
+}
+
+// --- invariances, every layout ------------------------------------------------------------------
+
+Window sample_window() {
+  Window w;
+  std::vector<float> ecg(40), wrist(18);
+  for (int i = 0; i < 40; ++i) ecg[i] = std::sin(0.7f * i) + (i % 11 == 3 ? NAN : 0.0f);
+  for (int i = 0; i < 18; ++i) wrist[i] = std::cos(0.3f * i);
+  for (int i = 8; i < 12; ++i) ecg[i] = NAN;  // one whole absent patch
+  w.streams.push_back(regular(0, "ecg", "chest", 8.0, kT0, ecg));
+  w.streams.push_back(regular(1, "ecg", "wrist", 4.0, kT0 + 0.3, wrist));
+  w.streams.push_back(events(2, "hr", "chest", {kT0 + 0.4, kT0 + 1.3, kT0 + 2.1, kT0 + 2.95, kT0 + 3.8}, {72, 74, 71, NAN, 75}));
+  return w;
+}
+
+class Layouts : public ::testing::TestWithParam<std::string> {};
+
+// Models are small and float32; reordering sums across tokens moves results by a few ulp.
+constexpr double kInvariantAtol = 2e-6;
+
+TEST_P(Layouts, PermutingStreamsKeepsPooledOutput) {
+  const auto c = small_config(GetParam());
+  const Model m = load(c, small_tensors(c));
+  Window w = sample_window();
+  ForwardResult a, b;
+  ASSERT_TRUE(m.forward(w, {}, &a).ok());
+  std::swap(w.streams[0], w.streams[2]);
+  std::swap(w.streams[1], w.streams[2]);
+  ASSERT_TRUE(m.forward(w, {}, &b).ok());
+  EXPECT_TRUE(AllClose(b.pooled.data(), a.pooled.data(), a.pooled.size(), kInvariantAtol, 1e-5, "pooled after permutation"));
+  EXPECT_TRUE(AllClose(b.head.data(), a.head.data(), a.head.size(), kInvariantAtol, 1e-5, "head after permutation"));
+}
+
+TEST_P(Layouts, EntirelyMissingStreamChangesNothing) {
+  const auto c = small_config(GetParam());
+  const Model m = load(c, small_tensors(c));
+  Window w = sample_window();
+  ForwardResult a, b;
+  ASSERT_TRUE(m.forward(w, {}, &a).ok());
+  w.streams.insert(w.streams.begin() + 1, regular(1, "hr", "wrist", 1.0, kT0 - 5.0, std::vector<float>(9, NAN)));
+  ASSERT_TRUE(m.forward(w, {}, &b).ok());
+  EXPECT_EQ(a.tokens.count, b.tokens.count) << "an entirely missing stream emits no tokens";
+  EXPECT_TRUE(AllClose(b.pooled.data(), a.pooled.data(), a.pooled.size(), 0, 0, "pooled with a missing stream"));
+  EXPECT_TRUE(AllClose(b.embeddings.data(), a.embeddings.data(), a.embeddings.size(), 0, 0, "embeddings"));
+}
+
+TEST_P(Layouts, CausalOutputsIgnoreLaterData) {
+  const auto c = small_config(GetParam(), /*causal=*/true);
+  const Model m = load(c, small_tensors(c));
+  Window full = sample_window(), early = full;
+  early.has_reference_time = full.has_reference_time = true;
+  early.reference_time = full.reference_time = kT0;
+  early.streams[0].samples.resize(16);  // first 2 s of each stream
+  early.streams[1].samples.resize(8);
+  early.streams[2].timestamps.resize(2);
+  early.streams[2].samples.resize(2);
+  ForwardResult a, b;
+  ASSERT_TRUE(m.forward(full, {}, &a).ok());
+  ASSERT_TRUE(m.forward(early, {}, &b).ok());
+  // every token of the truncated window exists in the full one with the same patch content
+  int matched = 0;
+  for (int i = 0; i < b.tokens.count; ++i)
+    for (int j = 0; j < a.tokens.count; ++j)
+      if (a.tokens.stream[j] == b.tokens.stream[i] && a.tokens.time[j] == b.tokens.time[i]) {
+        ++matched;
+        EXPECT_TRUE(AllClose(b.embeddings.data() + i * 8, a.embeddings.data() + j * 8, 8, 0, 0,
+                             "token " + std::to_string(i) + " with and without later data"));
+      }
+  EXPECT_EQ(matched, b.tokens.count);
+  EXPECT_GT(a.tokens.count, b.tokens.count);
+}
+
+TEST_P(Layouts, RaggedBatchEqualsWindowsAlone) {
+  const auto c = small_config(GetParam());
+  const Model m = load(c, small_tensors(c));
+  Window w0 = sample_window(), w1, w2 = sample_window();
+  w1.streams.push_back(regular(2, "hr", "wrist", 1.0, kT0 + 100, {60, 61, 62, 63, 64}));
+  w2.streams.pop_back();
+  std::vector<ForwardResult> batch(3), alone(3);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.forward(i == 0 ? w0 : i == 1 ? w1 : w2, {}, &batch[i]).ok());
+  for (int i = 2; i >= 0; --i) ASSERT_TRUE(m.forward(i == 0 ? w0 : i == 1 ? w1 : w2, {}, &alone[i]).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(batch[i].embeddings, alone[i].embeddings) << "window " << i;
+}
+
+TEST_P(Layouts, SimdMatchesScalarTwins) {
+  const auto c = small_config(GetParam());
+  const Model m = load(c, small_tensors(c));
+  ForwardOptions simd, ref;
+  simd.attention_maps = ref.attention_maps = true;
+  ref.kernels = kernels::KernelSet::kReference;
+  ForwardResult a, b;
+  ASSERT_TRUE(m.forward(sample_window(), simd, &a).ok());
+  ASSERT_TRUE(m.forward(sample_window(), ref, &b).ok());
+  EXPECT_TRUE(AllClose(a.embeddings.data(), b.embeddings.data(), a.embeddings.size(), 2e-5, 1e-5, "embeddings"));
+  ASSERT_EQ(a.attention.size(), b.attention.size());
+  for (size_t i = 0; i < a.attention.size(); ++i)
+    ASSERT_TRUE(AllClose(a.attention[i].weights.data(), b.attention[i].weights.data(), a.attention[i].weights.size(), 1e-6, 1e-5, "map"));
+}
+
+TEST_P(Layouts, AttentionMapsCoverEveryLayerAndGroup) {
+  const auto c = small_config(GetParam());
+  const Model m = load(c, small_tensors(c));
+  ForwardOptions o;
+  o.attention_maps = true;
+  ForwardResult r;
+  ASSERT_TRUE(m.forward(sample_window(), o, &r).ok());
+  const std::string layout = GetParam();
+  for (int layer = 0; layer < 2; ++layer) {
+    std::vector<int> seen(r.tokens.count, 0);
+    for (const auto& map : r.attention) {
+      if (map.layer != layer) continue;
+      const int g = static_cast<int>(map.tokens.size());
+      ASSERT_EQ(map.weights.size(), static_cast<size_t>(2 * g * g));
+      for (int t : map.tokens) seen[t]++;
+      for (int h = 0; h < 2; ++h)
+        for (int q = 0; q < g; ++q) {
+          double row = 0;
+          for (int k = 0; k < g; ++k) {
+            const float wgt = map.weights[(h * g + q) * g + k];
+            if (!r.tokens.present[map.tokens[k]]) EXPECT_EQ(wgt, 0.0f) << "absent key got weight";
+            row += wgt;
+          }
+          bool any_key = false;
+          for (int k = 0; k < g; ++k) any_key |= r.tokens.present[map.tokens[k]] != 0;
+          EXPECT_NEAR(row, any_key ? 1.0 : 0.0, 1e-5);
+        }
+    }
+    const int blocks = layout == "factorized" ? 2 : 1;
+    for (int t = 0; t < r.tokens.count; ++t) EXPECT_EQ(seen[t], blocks) << "token " << t << " layer " << layer;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Layouts, ::testing::Values("flattened", "time", "channel", "factorized"));
+
+}  // namespace
+}  // namespace sf

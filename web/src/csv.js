@@ -1,0 +1,50 @@
+// One device's recording as CSV -> a window (docs/model.md "Input").
+//
+//   time,ecg@chest,acc_x@wrist#1,rr
+//   1764460800.000,512,,0.81
+//
+// First column: time in float64 seconds. Every other column is a stream named
+// modality[@placement][#sensor]; placement defaults to options.placement, sensor to
+// options.firstSensor + (column - 1). An empty cell is a missing sample. When the time column is
+// regular (every step within 1% of the median step) the columns become regular streams at
+// 1 / median step Hz starting at the first time; otherwise each column becomes an event-driven
+// stream of its non-empty cells with their own times.
+import { SensorformerError } from './errors.js';
+
+const bad = (message) => new SensorformerError('INVALID_ARGUMENT', `CSV: ${message}`);
+
+export function parseCsv(text, { placement, firstSensor = 0 } = {}) {
+  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
+  if (lines.length < 2) throw bad('needs a header and at least one row');
+  const header = lines[0].split(',').map((h) => h.trim());
+  if (header[0].toLowerCase() !== 'time') throw bad(`first column must be "time", got "${header[0]}"`);
+  const columns = header.slice(1).map((h, i) => {
+    const m = /^([^@#]+)(?:@([^#]+))?(?:#(\d+))?$/.exec(h);
+    if (!m) throw bad(`column "${h}" is not modality[@placement][#sensor]`);
+    return { modality: m[1], placement: m[2] ?? placement, sensor: m[3] !== undefined ? Number(m[3]) : firstSensor + i };
+  });
+  const times = [], cells = columns.map(() => []);
+  for (let r = 1; r < lines.length; r++) {
+    const parts = lines[r].split(',');
+    const t = Number(parts[0]);
+    if (parts[0].trim() === '' || !Number.isFinite(t)) throw bad(`row ${r + 1}: time "${parts[0]}" is not a number`);
+    if (times.length && t < times[times.length - 1]) throw bad(`row ${r + 1}: time goes backwards`);
+    times.push(t);
+    columns.forEach((_, c) => {
+      const cell = (parts[c + 1] ?? '').trim();
+      const v = cell === '' ? NaN : Number(cell);
+      if (cell !== '' && !Number.isFinite(v)) throw bad(`row ${r + 1}, column "${header[c + 1]}": "${cell}" is not a number`);
+      cells[c].push(v);
+    });
+  }
+  const steps = times.slice(1).map((t, i) => t - times[i]).sort((a, b) => a - b);
+  const median = steps.length ? steps[Math.floor(steps.length / 2)] : 0;
+  const regular = median > 0 && steps.every((s) => Math.abs(s - median) <= 0.01 * median);
+  return {
+    streams: columns.map((col, c) => {
+      if (regular) return { ...col, rateHz: 1 / median, startTime: times[0], samples: cells[c].map((v) => (Number.isNaN(v) ? null : v)) };
+      const idx = cells[c].flatMap((v, i) => (Number.isNaN(v) ? [] : [i]));
+      return { ...col, timestamps: idx.map((i) => times[i]), samples: idx.map((i) => cells[c][i]) };
+    }),
+  };
+}
