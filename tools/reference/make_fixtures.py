@@ -19,14 +19,14 @@ import copy
 import json
 import math
 import pathlib
-import struct
 import zlib
 
 import numpy as np
 import torch
 
+from st_io import read_safetensors, write_safetensors
+
 GENERATOR = "tools/reference/make_fixtures.py"
-DTYPES = {"F32": "<f4", "F64": "<f8", "I32": "<i4", "U8": "u1"}
 
 # (name, N, E, H, B, key_padding, causal)
 ATTENTION_CASES = [
@@ -60,37 +60,6 @@ TIME_CASES = [
 
 def seed_of(name):
     return zlib.crc32(name.encode())
-
-
-def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, dtype, array) written in that order; metadata: str -> str."""
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, dtype, array in tensors:
-        blob = np.ascontiguousarray(array, dtype=DTYPES[dtype]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(np.shape(array)),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    pathlib.Path(path).write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def read_safetensors(path):
-    """Parse and validate a file; return (metadata, {name: array})."""
-    raw = pathlib.Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n].decode())
-    metadata, buf, tensors, end = header.pop("__metadata__", {}), raw[8 + n:], {}, 0
-    assert all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
-    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
-        begin, stop = info["data_offsets"]
-        dt = np.dtype(DTYPES[info["dtype"]])
-        assert begin == end and stop - begin == dt.itemsize * math.prod(info["shape"]), name
-        tensors[name] = np.frombuffer(buf[begin:stop], dt).reshape(info["shape"])
-        end = stop
-    assert end == len(buf), "trailing bytes after the last tensor"
-    return metadata, tensors
 
 
 def attention_case(name, n, e, heads, batch, key_padding, causal):

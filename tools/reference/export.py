@@ -1,0 +1,80 @@
+"""Write a SensorformerRef (or any module with the same state_dict) as a sensorformer weight file.
+
+    export_safetensors(model, config, "model.safetensors", dtype="F32" | "F16" | "BF16")
+
+Every tensor of `model.state_dict()` is written in state_dict order, row-major, little-endian,
+with `__metadata__ = {"config": json.dumps(config)}` (docs/model.md, "Weights file"). Parameters
+are first taken as float32; F16 is torch's float16 conversion, BF16 the upper 16 bits of the
+float32 rounded to nearest even (torch's bfloat16 conversion, cross-checked bit for bit).
+
+`rounded_copy(model, dtype)` gives the float64 model whose parameters are exactly what a reader of
+that file gets back (used for the F16/BF16 expected outputs); `load_safetensors(path)` reads a
+weight file back into a SensorformerRef.
+
+CLI: `/usr/bin/python3 tools/reference/export.py FILE` prints the config and tensors of a file.
+"""
+import copy
+import json
+import sys
+
+import numpy as np
+import torch
+
+from sensorformer_ref import SensorformerRef, expected_tensor_shapes
+from st_io import f32_to_bf16_bits, read_safetensors, write_safetensors
+
+STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def storage_array(tensor, dtype):
+    """float tensor -> NumPy array of the stored values (BF16: uint16 bit patterns)."""
+    t32 = tensor.detach().to(torch.float32).contiguous().cpu()
+    if dtype == "F32":
+        return t32.numpy()
+    if dtype == "F16":
+        return t32.to(torch.float16).numpy()
+    if dtype == "BF16":
+        bits = t32.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+        assert np.array_equal(bits, f32_to_bf16_bits(t32.numpy())), "bfloat16 rounding mismatch"
+        return bits
+    raise ValueError(f"unsupported dtype {dtype!r}")
+
+
+def export_safetensors(model, config, path, dtype="F32"):
+    state = model.state_dict()
+    shapes = expected_tensor_shapes(config)
+    assert {k: tuple(v.shape) for k, v in state.items()} == shapes, "state_dict does not match config"
+    tensors = [(name, dtype, storage_array(value, dtype)) for name, value in state.items()]
+    write_safetensors(path, tensors, {"config": json.dumps(config)})
+
+
+def rounded_copy(model, dtype="F32"):
+    """float64 copy of `model` with every parameter rounded through the storage dtype."""
+    out = copy.deepcopy(model).double()
+    with torch.no_grad():
+        for (name, p), (_, q) in zip(model.named_parameters(), out.named_parameters()):
+            q.copy_(p.detach().to(torch.float32).to(STORAGE[dtype]).to(torch.float64))
+    return out
+
+
+def load_safetensors(path):
+    """Weight file -> (config, float32 SensorformerRef)."""
+    meta, tensors = read_safetensors(path)
+    config = json.loads(meta["config"])
+    model = SensorformerRef(config)
+    state = {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in tensors.items()}
+    model.load_state_dict(state, strict=True)
+    return config, model
+
+
+def main(argv):
+    for path in argv:
+        meta, tensors, dtypes = read_safetensors(path, with_dtypes=True)
+        print(path)
+        print("config:", meta.get("config"))
+        for name, value in tensors.items():
+            print(f"  {name:48s} {dtypes[name]:5s} {tuple(value.shape)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,338 @@
+"""PyTorch reference of the sensorformer model. docs/model.md is the contract; this file follows it
+literally and is what tests/fixtures/model/ is computed with.
+
+One call processes ONE window, a dict in the input format of docs/model.md:
+
+    {"streams": [{"sensor": 0, "modality": "ecg", "placement": "chest",
+                  "rateHz": 130.3, "startTime": 1764460812.3, "samples": [...]},      # regular
+                 {"sensor": 2, "modality": "rr", "placement": "chest",
+                  "timestamps": [...], "samples": [...], "present": [1, 0, ...]},       # events
+                 ...],
+     "referenceTime": 1764460812.3}                                  # optional
+
+NaN or None in `samples` is a missing sample. The pipeline is four small functions:
+
+  tokenize(model, window) -> Tokens
+      Each stream is cut into patches of its modality's patch_len P at its own rate. A patch is
+      present iff (present samples) / P >= min_present_fraction; its token is
+      value_proj[m]((x - mean) / std) with missing samples as 0, an absent patch takes mask_token.
+      Plus time_encoding(t - reference_time) (float64 difference, sin block then cos block) and
+      the sensor, modality, placement and rate-bucket embeddings. A stream with no present patch
+      emits no tokens. Token order: streams in input order, patches in time order. The default
+      reference_time is the earliest start_time / first timestamp among the streams that emit
+      tokens (an entirely missing stream changes nothing; same choice as src/tokenize).
+  groups(tokens, block, time_bin) -> [token indices]
+      "flattened": all tokens; "time": one group per stream (stream order); "channel": one group
+      per bin floor((t - reference_time) / time_bin) (increasing bin). Each group is sorted by
+      time, stably.
+  encoder_layer(layer, x, key_mask) -> (y, weights)
+      One stock nn.TransformerEncoderLayer's parameters applied to one group with our own math:
+      identical to torch's math path, except that a query with no unmasked key gets a zero
+      attention context (zero weights) where torch 1.13 returns NaN. Absent tokens are masked as
+      keys; with `causal`, key j is masked for query i when t_j > t_i.
+  pool(model, x, present) -> (embeddings, pooled, head)
+      Optional final LayerNorm, mean over present tokens (zero vector when none), optional head.
+
+The module computes in its own dtype (`model.double()` for fixtures); times stay float64.
+state_dict() names are exactly the tensor names of docs/model.md, so export.py writes the weight
+file straight from it.
+"""
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+FORMAT = "sensorformer-1"
+BLOCKS = {"flattened": ["flattened"], "time": ["time"], "channel": ["channel"],
+          "factorized": ["time", "channel"]}
+
+
+class Tokenizer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        d = config["d_model"]
+        self.value_proj = nn.ModuleDict(
+            {m["name"]: nn.Linear(m["patch_len"], d) for m in config["modalities"]})
+        self.mask_token = nn.Parameter(torch.zeros(d))
+        self.sensor_embedding = nn.Embedding(config["n_sensors"], d)
+        self.modality_embedding = nn.Embedding(len(config["modalities"]), d)
+        self.placement_embedding = nn.Embedding(len(config["placements"]), d)
+        self.rate_embedding = nn.Embedding(len(config["rate_bucket_edges_hz"]) + 2, d)
+
+
+class Encoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+
+        def stock_layer():
+            return nn.TransformerEncoderLayer(
+                config["d_model"], config["n_heads"], config["dim_feedforward"], dropout=0.0,
+                activation=config["activation"], layer_norm_eps=config["layer_norm_eps"],
+                batch_first=True, norm_first=config["norm_first"])
+
+        self.layers = nn.ModuleList(stock_layer() for _ in range(config["n_layers"]))
+        if config["layout"] == "factorized":
+            self.channel_layers = nn.ModuleList(stock_layer() for _ in range(config["n_layers"]))
+        if config.get("final_norm", False):
+            self.norm = nn.LayerNorm(config["d_model"], eps=config["layer_norm_eps"])
+
+
+class SensorformerRef(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        assert config.get("format", FORMAT) == FORMAT
+        assert config["layout"] in BLOCKS and config["activation"] in ("relu", "gelu")
+        assert config["d_model"] % 2 == 0 and config["d_model"] % config["n_heads"] == 0
+        self.config = dict(config)
+        self.tokenizer = Tokenizer(config)
+        self.encoder = Encoder(config)
+        if config.get("n_outputs", 0) > 0:
+            self.head = nn.Linear(config["d_model"], config["n_outputs"])
+
+    def forward(self, window, layer_hook=None):
+        """Returns a dict: embeddings (T, d), pooled (d), head (n_outputs) or None, token_stream,
+        token_modality (int64, T), token_time (float64, T, absolute seconds), token_present (bool,
+        T), reference_time (float), attention {(layer, block, group): (token indices, (H, g, g))},
+        and tokens (the Tokens record). `layer_hook(layer, x, key_mask, y, weights)` is called
+        after each group's layer application (the fixture script checks torch's stock layer)."""
+        tokens = tokenize(self, window)
+        x, attention = encode(self, tokens, layer_hook)
+        embeddings, pooled, head = pool(self, x, tokens.present)
+        return {"embeddings": embeddings, "pooled": pooled, "head": head,
+                "token_stream": tokens.stream, "token_modality": tokens.modality,
+                "token_time": tokens.time, "token_present": tokens.present,
+                "referenceTime": tokens.reference_time, "attention": attention,
+                "tokens": tokens}
+
+
+# ---------------------------------------------------------------------------------------------
+# tokenize
+
+@dataclass
+class Tokens:
+    x: torch.Tensor                 # (T, d) in the module dtype
+    stream: torch.Tensor            # (T,) int64, stream index in the input
+    modality: torch.Tensor          # (T,) int64, index in config["modalities"]
+    time: torch.Tensor              # (T,) float64, absolute token time (patch start)
+    present: torch.Tensor           # (T,) bool
+    reference_time: float
+    patches: list = field(default_factory=list)  # per token: tuple of (value or None) x P
+
+
+def is_event_stream(stream):
+    return stream.get("timestamps") is not None
+
+
+def rate_bucket(stream, edges):
+    if is_event_stream(stream):
+        return 0
+    return 1 + sum(1 for e in edges if stream["rateHz"] >= e)
+
+
+def time_encoding(rel, d_model, max_period):
+    """rel: float64 (T,) seconds since the reference time -> float64 (T, d_model)."""
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    inv_freq = 1.0 / max_period ** (2.0 * i / d_model)
+    angle = rel.to(torch.float64)[:, None] * inv_freq[None, :]
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
+def sample_present(values, flags):
+    return [(f is None or f != 0) and v is not None and math.isfinite(v)
+            for v, f in zip(values, flags)]
+
+
+def patch_stream(stream, modality, frac):
+    """Cut one stream into patches: (normalized values (K, P), present (K), times (K), values)."""
+    P, mu, sigma = modality["patch_len"], modality["mean"], modality["std"]
+    values = [None if v is None else float(v) for v in stream["samples"]]
+    flags = stream.get("present") or [None] * len(values)
+    assert len(flags) == len(values)
+    ok = sample_present(values, flags)
+    n, event = len(values), is_event_stream(stream)
+    if event:
+        assert len(stream["timestamps"]) == n
+    normalized, present, times, patch_values = [], [], [], []
+    for k in range(-(-n // P)):  # K = ceil(n / P); past the end: missing
+        idx = range(k * P, k * P + P)
+        normalized.append([(values[j] - mu) / sigma if j < n and ok[j] else 0.0 for j in idx])
+        present.append(sum(1 for j in idx if j < n and ok[j]) / P >= frac)
+        times.append(float(stream["timestamps"][k * P]) if event
+                     else stream["startTime"] + k * P / stream["rateHz"])
+        patch_values.append(tuple(values[j] if j < n and ok[j] else None for j in idx))
+    return normalized, present, times, patch_values
+
+
+def tokenize(model, window):
+    cfg, tok = model.config, model.tokenizer
+    dtype, d = tok.mask_token.dtype, cfg["d_model"]
+    frac = cfg.get("min_present_fraction", 0.5)
+    modalities = {m["name"]: (i, m) for i, m in enumerate(cfg["modalities"])}
+    placements = {p: i for i, p in enumerate(cfg["placements"])}
+
+    # streams with no present patch emit no tokens (and take no part in the reference time)
+    emitting = []
+    for s_index, s in enumerate(window["streams"]):
+        m_index, m = modalities[s["modality"]]
+        patches = patch_stream(s, m, frac)
+        if any(patches[1]):
+            emitting.append((s_index, s, m_index, patches))
+
+    # default reference time: the earliest first token time (start_time or first timestamp) among
+    # the streams that emit tokens, so an entirely missing stream changes nothing
+    ref = window.get("referenceTime")
+    if ref is None:
+        ref = min((p[2][0] for _, _, _, p in emitting), default=0.0)
+    ref = float(ref)
+
+    xs, stream_ids, modality_ids, times, present, patch_values = [], [], [], [], [], []
+    for s_index, s, m_index, (normalized, patch_present, patch_time, values) in emitting:
+        K = len(patch_time)
+        value = tok.value_proj[s["modality"]](torch.tensor(normalized, dtype=torch.float64).to(dtype))
+        keep = torch.tensor(patch_present)[:, None]
+        ident = (tok.sensor_embedding.weight[s["sensor"]]
+                 + tok.modality_embedding.weight[m_index]
+                 + tok.placement_embedding.weight[placements[s["placement"]]]
+                 + tok.rate_embedding.weight[rate_bucket(s, cfg["rate_bucket_edges_hz"])])
+        t = torch.tensor(patch_time, dtype=torch.float64)
+        enc = time_encoding(t - ref, d, cfg["max_period"]).to(dtype)
+        xs.append(torch.where(keep, value, tok.mask_token[None, :]) + enc + ident[None, :])
+        stream_ids += [s_index] * K
+        modality_ids += [m_index] * K
+        times += patch_time
+        present += patch_present
+        patch_values += values
+
+    x = torch.cat(xs) if xs else torch.zeros(0, d, dtype=dtype)
+    return Tokens(x=x, stream=torch.tensor(stream_ids, dtype=torch.int64),
+                  modality=torch.tensor(modality_ids, dtype=torch.int64),
+                  time=torch.tensor(times, dtype=torch.float64),
+                  present=torch.tensor(present, dtype=torch.bool), reference_time=ref,
+                  patches=patch_values)
+
+
+# ---------------------------------------------------------------------------------------------
+# groups and encoder
+
+def groups(tokens, block, time_bin=None):
+    """Token-index lists of the attention groups of one block, each sorted by time (stably)."""
+    T = len(tokens.time)
+    t = tokens.time.tolist()
+    by_time = lambda idx: sorted(idx, key=lambda i: t[i])  # Python's sort is stable
+    if T == 0:
+        return []
+    if block == "flattened":
+        return [by_time(range(T))]
+    if block == "time":
+        order = list(dict.fromkeys(tokens.stream.tolist()))
+        return [by_time([i for i in range(T) if tokens.stream[i] == s]) for s in order]
+    if block == "channel":
+        bins = [math.floor((ti - tokens.reference_time) / time_bin) for ti in t]
+        return [by_time([i for i in range(T) if bins[i] == b]) for b in sorted(set(bins))]
+    raise ValueError(block)
+
+
+def key_mask(tokens, idx, causal):
+    """(g, g) bool, True = key j hidden from query i."""
+    idx = torch.tensor(idx, dtype=torch.int64)
+    mask = (~tokens.present[idx])[None, :].expand(len(idx), len(idx)).clone()
+    if causal:
+        t = tokens.time[idx]
+        mask |= t[None, :] > t[:, None]
+    return mask
+
+
+def attend(mha, x, mask):
+    """Multi-head self-attention of one group. x (g, d), mask (g, g) -> (out (g, d), w (H, g, g)).
+    A query with every key masked gets zero weights and a zero context (output = out_proj.bias)."""
+    g, d = x.shape
+    H = mha.num_heads
+    dh = d // H
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k, v = (u.reshape(g, H, dh).transpose(0, 1) for u in (q, k, v))
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+    scores = scores.masked_fill(mask[None], -math.inf)
+    no_key = mask.all(dim=-1)[None, :, None]
+    weights = scores.softmax(dim=-1).masked_fill(no_key, 0.0)
+    context = (weights @ v).transpose(0, 1).reshape(g, d)
+    return F.linear(context, mha.out_proj.weight, mha.out_proj.bias), weights
+
+
+def encoder_layer(layer, x, mask):
+    """nn.TransformerEncoderLayer semantics (pre/post norm, dropout 0) on one group."""
+    def feed_forward(h):
+        return layer.linear2(layer.activation(layer.linear1(h)))
+
+    if layer.norm_first:
+        a, w = attend(layer.self_attn, layer.norm1(x), mask)
+        x = x + a
+        x = x + feed_forward(layer.norm2(x))
+    else:
+        a, w = attend(layer.self_attn, x, mask)
+        x = layer.norm1(x + a)
+        x = layer.norm2(x + feed_forward(x))
+    return x, w
+
+
+def encode(model, tokens, layer_hook=None):
+    cfg, enc = model.config, model.encoder
+    causal = cfg.get("causal", False)
+    x, attention = tokens.x, {}
+    for i in range(cfg["n_layers"]):
+        for block in BLOCKS[cfg["layout"]]:
+            layer = enc.channel_layers[i] if block == "channel" and cfg["layout"] == "factorized" \
+                else enc.layers[i]
+            y = x.clone()
+            for gi, idx in enumerate(groups(tokens, block, cfg.get("time_bin"))):
+                mask = key_mask(tokens, idx, causal)
+                out, w = encoder_layer(layer, x[idx], mask)
+                if layer_hook is not None:
+                    layer_hook(layer, x[idx], mask, out, w)
+                y[idx] = out
+                attention[(i, block, gi)] = (torch.tensor(idx, dtype=torch.int64), w)
+            x = y
+    return x, attention
+
+
+# ---------------------------------------------------------------------------------------------
+# pool
+
+def pool(model, x, present):
+    if model.config.get("final_norm", False):
+        x = model.encoder.norm(x)
+    pooled = x[present].mean(dim=0) if bool(present.any()) else x.new_zeros(x.shape[1])
+    head = model.head(pooled) if model.config.get("n_outputs", 0) > 0 else None
+    return x, pooled, head
+
+
+def expected_tensor_shapes(config):
+    """Every tensor name of docs/model.md's weight table with its shape, from the config alone."""
+    d, ff = config["d_model"], config["dim_feedforward"]
+    shapes = {}
+    for m in config["modalities"]:
+        shapes[f"tokenizer.value_proj.{m['name']}.weight"] = (d, m["patch_len"])
+        shapes[f"tokenizer.value_proj.{m['name']}.bias"] = (d,)
+    shapes.update({
+        "tokenizer.mask_token": (d,),
+        "tokenizer.sensor_embedding.weight": (config["n_sensors"], d),
+        "tokenizer.modality_embedding.weight": (len(config["modalities"]), d),
+        "tokenizer.placement_embedding.weight": (len(config["placements"]), d),
+        "tokenizer.rate_embedding.weight": (len(config["rate_bucket_edges_hz"]) + 2, d)})
+    stacks = ["layers"] + (["channel_layers"] if config["layout"] == "factorized" else [])
+    for stack in stacks:
+        for i in range(config["n_layers"]):
+            p = f"encoder.{stack}.{i}."
+            shapes.update({
+                p + "self_attn.in_proj_weight": (3 * d, d), p + "self_attn.in_proj_bias": (3 * d,),
+                p + "self_attn.out_proj.weight": (d, d), p + "self_attn.out_proj.bias": (d,),
+                p + "linear1.weight": (ff, d), p + "linear1.bias": (ff,),
+                p + "linear2.weight": (d, ff), p + "linear2.bias": (d,),
+                p + "norm1.weight": (d,), p + "norm1.bias": (d,),
+                p + "norm2.weight": (d,), p + "norm2.bias": (d,)})
+    if config.get("final_norm", False):
+        shapes.update({"encoder.norm.weight": (d,), "encoder.norm.bias": (d,)})
+    if config.get("n_outputs", 0) > 0:
+        shapes.update({"head.weight": (config["n_outputs"], d), "head.bias": (config["n_outputs"],)})
+    return shapes
