@@ -42,7 +42,7 @@ const rows = (a, width) => Array.from({ length: a.length / width }, (_, i) => pl
 
 function toJson(r) {
   const out = {
-    reference_time: r.referenceTime,
+    referenceTime: r.referenceTime,
     tokens: Array.from(r.tokens.time, (t, i) => ({ stream: r.tokens.stream[i], modality: r.tokens.modality[i], time: t, present: r.tokens.present[i] === 1 })),
     embeddings: rows(r.embeddings, r.dims[1]),
     pooled: plain(r.pooled),

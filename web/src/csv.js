@@ -7,7 +7,7 @@
 // modality[@placement][#sensor]; placement defaults to options.placement, sensor to
 // options.firstSensor + (column - 1). An empty cell is a missing sample. When the time column is
 // regular (every step within 1% of the median step) the columns become regular streams at
-// 1 / median step Hz starting at the first time; otherwise each column becomes an event-driven
+// (rows - 1) / span Hz starting at the first time; otherwise each column becomes an event-driven
 // stream of its non-empty cells with their own times.
 import { SensorformerError } from './errors.js';
 
@@ -40,9 +40,12 @@ export function parseCsv(text, { placement, firstSensor = 0 } = {}) {
   const steps = times.slice(1).map((t, i) => t - times[i]).sort((a, b) => a - b);
   const median = steps.length ? steps[Math.floor(steps.length / 2)] : 0;
   const regular = median > 0 && steps.every((s) => Math.abs(s - median) <= 0.01 * median);
+  // The rate comes from the whole span, not one step: epoch-second text times carry ~2e-7 s of
+  // float64 rounding each, which one 20 ms step would turn into a 1e-5 rate error.
+  const rateHz = regular ? (times.length - 1) / (times[times.length - 1] - times[0]) : 0;
   return {
     streams: columns.map((col, c) => {
-      if (regular) return { ...col, rateHz: 1 / median, startTime: times[0], samples: cells[c].map((v) => (Number.isNaN(v) ? null : v)) };
+      if (regular) return { ...col, rateHz, startTime: times[0], samples: cells[c].map((v) => (Number.isNaN(v) ? null : v)) };
       const idx = cells[c].flatMap((v, i) => (Number.isNaN(v) ? [] : [i]));
       return { ...col, timestamps: idx.map((i) => times[i]), samples: idx.map((i) => cells[c][i]) };
     }),
