@@ -6,7 +6,8 @@ export class SensorformerError extends Error {
   readonly code:
     | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
     | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO'
-    | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED';
+    | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED'
+    | 'DISPOSED';
 }
 
 export interface LoadOptions {
@@ -72,3 +73,95 @@ export function loadCore(options?: LoadOptions): Promise<Core>;
 
 /** Whether this engine runs WebAssembly SIMD (the core needs it). */
 export function hasWasmSimd(): boolean;
+
+// --- the model (docs/model.md) ---------------------------------------------------------------
+
+type Samples = Float32Array | Float64Array | ArrayLike<number | null>;
+
+interface StreamBase {
+  /** Row of the model's sensor-identity table. */
+  sensor: number;
+  /** A modality name from the model's config: "ecg", "acc_x", "rr", ... */
+  modality: string;
+  /** A placement name from the model's config: "chest", "wrist", ... */
+  placement: string;
+  /** null / NaN = missing. */
+  samples: Samples;
+  /** 0 / false = missing even when the sample is a number. */
+  present?: Uint8Array | ArrayLike<number | boolean> | null;
+}
+export interface RegularStream extends StreamBase {
+  rateHz: number;
+  /** Float64 seconds of sample 0 (epoch seconds welcome). */
+  startTime: number;
+  timestamps?: undefined;
+}
+export interface EventStream extends StreamBase {
+  /** Float64 seconds per sample, non-decreasing (RR intervals, heart-rate notifications). */
+  timestamps: Float64Array | ArrayLike<number>;
+  rateHz?: undefined;
+}
+export type Stream = RegularStream | EventStream;
+
+export interface SensorWindow {
+  streams: Stream[];
+  /** Times are encoded as t - referenceTime (default: earliest start of a stream with tokens). */
+  referenceTime?: number | null;
+}
+
+export interface AttentionMap {
+  layer: number;
+  block: 'flattened' | 'time' | 'channel';
+  group: number;
+  /** Token indices of the map's rows and columns. */
+  tokens: Int32Array;
+  /** (H, g, g) row-major. */
+  weights: Float32Array;
+  dims: [number, number, number];
+}
+
+export interface ForwardResult {
+  /** (T, d_model) row-major. */
+  embeddings: Float32Array;
+  dims: [number, number];
+  pooled: Float32Array;
+  head: Float32Array | null;
+  referenceTime: number;
+  tokens: { stream: Int32Array; modality: string[]; time: Float64Array; present: Uint8Array };
+  attention: AttentionMap[] | null;
+}
+
+export interface ModelConfig {
+  format: 'sensorformer-1';
+  d_model: number;
+  n_heads: number;
+  n_layers: number;
+  dim_feedforward: number;
+  activation: 'relu' | 'gelu';
+  norm_first: boolean;
+  layer_norm_eps?: number;
+  final_norm?: boolean;
+  layout: 'flattened' | 'time' | 'channel' | 'factorized';
+  causal?: boolean;
+  time_bin?: number;
+  max_period?: number;
+  min_present_fraction?: number;
+  n_sensors: number;
+  modalities: { name: string; patch_len: number; mean?: number; std?: number }[];
+  placements: string[];
+  rate_bucket_edges_hz?: number[];
+  n_outputs?: number;
+}
+
+export class Model {
+  readonly config: ModelConfig;
+  forward(window: SensorWindow, options?: { attention?: boolean }): ForwardResult;
+  /** A ragged batch: each window computed on its own. */
+  forwardBatch(windows: SensorWindow[], options?: { attention?: boolean }): ForwardResult[];
+  /** Frees the model's WebAssembly memory now; later calls throw DISPOSED. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Loads a weights file: a URL, a file path (Node), an ArrayBuffer or a Uint8Array. */
+export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<Model>;
