@@ -13,7 +13,7 @@ run_gtest() {
   if [ "$rc" -ne 0 ]; then
     grep -E -A12 'Failure|FAILED' "$log" | head -200
   fi
-  grep -E '^\[  (PASSED|FAILED)  \]|tests passed|tests failed' "$log" | sed -E 's/^[0-9]+: //'
+  grep -E '(^|: )\[  (PASSED|FAILED)  \]|tests passed|tests failed' "$log" | sed -E 's/^[0-9]+: //'
   return "$rc"
 }
 
