@@ -4,6 +4,7 @@
 // checked against the stated shapes before any pointer reaches the core.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
+#include <malloc.h>
 
 #include <string>
 #include <vector>
@@ -95,6 +96,9 @@ val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_pr
 
 std::string simd_arch() { return sf::kernels::simd_arch_name(); }
 
+// Bytes currently malloc'ed inside the module: what the memory tests watch for leaks.
+double heap_used() { return static_cast<double>(mallinfo().uordblks); }
+
 val ok_object() {
   val r = val::object();
   r.set("ok", true);
@@ -178,6 +182,7 @@ EMSCRIPTEN_BINDINGS(sensorformer) {
   emscripten::function("timeEncoding", &time_encoding);
   emscripten::function("multiheadAttention", &multihead_attention);
   emscripten::function("simdArch", &simd_arch);
+  emscripten::function("heapUsed", &heap_used);
   emscripten::class_<ModelHandle>("Model")
       .constructor<>()
       .function("load", &ModelHandle::load)

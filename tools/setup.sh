@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Checks for the Debian packages the build needs and installs the missing ones when run as root;
-# otherwise prints the exact command to run. Safe to run repeatedly: it does nothing when all is there.
+# Checks for the Debian packages the build and tests need and installs the missing ones when run
+# as root (otherwise prints the exact command to run), then the npm devDependencies if absent.
+# Safe to run repeatedly: it does nothing when all is there.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 # package -> a file that proves it is installed
 declare -A probe=(
@@ -14,6 +16,7 @@ declare -A probe=(
   [googletest]=/usr/src/googletest/CMakeLists.txt
   [wabt]=/usr/bin/wasm-objdump
   [nodejs]=/usr/bin/node
+  [chromium]=/usr/bin/chromium
 )
 missing=()
 for pkg in "${!probe[@]}"; do
@@ -26,13 +29,25 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+install_npm_deps() {
+  # devDependencies for the package and browser tests (vite, playwright-core, typescript), pinned
+  # by package-lock.json; playwright drives Debian's chromium, it downloads no browser.
+  if [ ! -x node_modules/.bin/vite ] || [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/tsc ]; then
+    npm ci --no-audit --no-fund
+  fi
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  install_npm_deps
+  exit 0
+fi
 IFS=$'\n' missing=($(sort <<<"${missing[*]}")); unset IFS
 if [ "$(id -u)" -eq 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
+  install_npm_deps
 else
   echo "setup: missing Debian packages: ${missing[*]}" >&2
   echo "run:   sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2

@@ -23,3 +23,5 @@ echo "== gtest, WebAssembly SIMD under Node"
 run_gtest build/wasm
 echo "== node:test"
 node --test tests/js/
+echo "== package: npm pack -> fresh install; Node, Vite + headless Chromium, tsc"
+node --test tests/package/

@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" />
 // Hand-written types for the sensorformer package. Keep in step with web/src/.
 
 /** Every failure the package reports. `code` is stable; `message` is for people. */
@@ -5,7 +6,7 @@ export class SensorformerError extends Error {
   readonly name: 'SensorformerError';
   readonly code:
     | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
-    | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO'
+    | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO' | 'RESOURCE_EXHAUSTED'
     | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED'
     | 'DISPOSED';
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kUnsupportedDtype,  // a tensor dtype the reader cannot convert
   kMissingTensor,     // a tensor the caller asked for is not in the file
   kIo,                // a file that cannot be read
+  kResourceExhausted, // a request whose memory would not fit (refused before allocating)
 };
 
 // Stable names: the `code` a JavaScript caller sees on SensorformerError.
@@ -31,6 +32,7 @@ inline const char* error_code_name(ErrorCode c) {
     case ErrorCode::kUnsupportedDtype: return "UNSUPPORTED_DTYPE";
     case ErrorCode::kMissingTensor: return "MISSING_TENSOR";
     case ErrorCode::kIo: return "IO";
+    case ErrorCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
   }
   return "UNKNOWN";
 }

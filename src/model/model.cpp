@@ -169,12 +169,34 @@ Status Model::run_block(int layer, AttentionBlock block, const EncoderLayerWeigh
   return Status::Ok();
 }
 
+Status Model::check_map_budget(const Tokens& t) const {
+  std::vector<AttentionBlock> blocks;
+  switch (config_.layout) {
+    case Layout::kFlattened: blocks = {AttentionBlock::kFlattened}; break;
+    case Layout::kTime: blocks = {AttentionBlock::kTime}; break;
+    case Layout::kChannel: blocks = {AttentionBlock::kChannel}; break;
+    case Layout::kFactorized: blocks = {AttentionBlock::kTime, AttentionBlock::kChannel}; break;
+  }
+  double bytes = 0;
+  for (AttentionBlock b : blocks)
+    for (const auto& g : group_tokens(t, b, config_.time_bin))
+      bytes += 4.0 * config_.n_heads * static_cast<double>(g.size()) * g.size() * config_.n_layers;
+  if (bytes > ForwardOptions::kMaxAttentionMapBytes)
+    return {ErrorCode::kResourceExhausted,
+            "attention maps for " + std::to_string(t.count) + " tokens would take " +
+                std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                " MiB (limit 256 MiB): ask for maps on shorter windows, or use the time, channel or "
+                "factorized layout; embeddings alone need no maps"};
+  return Status::Ok();
+}
+
 Status Model::forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const {
   const ModelConfig& c = config_;
   ForwardResult r;
   SF_RETURN_IF_ERROR(tokenize(c, window, &r.tokens));
   const Tokens& t = r.tokens;
   const int d = c.d_model, T = t.count;
+  if (options.attention_maps) SF_RETURN_IF_ERROR(check_map_budget(t));
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 

@@ -27,6 +27,9 @@ struct AttentionMap {
 };
 
 struct ForwardOptions {
+  // Maps cost H * g^2 floats per group and layer: refused (kResourceExhausted) above this, since a
+  // failed allocation would abort the WebAssembly module (no exceptions there).
+  static constexpr std::size_t kMaxAttentionMapBytes = std::size_t(256) << 20;
   bool attention_maps = false;
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };
@@ -60,6 +63,7 @@ class Model {
 
  private:
   Status bind();
+  Status check_map_budget(const Tokens& t) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
   Status run_block(int layer, AttentionBlock block, const EncoderLayerWeights& w, const Tokens& t,
                    const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const;

@@ -1,0 +1,110 @@
+// 10,000 forwards of mixed shapes (every layout, random stream subsets and lengths, maps on and
+// off, invalid windows in between): the WebAssembly heap must stop growing after warm-up, every
+// malloc'ed byte must come back, no Embind value handle may stay alive, and disposing (or losing)
+// the models must return the heap to where it started.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+import { loadModel } from '../../web/src/index.js';
+import { loadWasm } from '../../web/src/loader.js';
+import { fixturePath } from './safetensors.js';
+
+const FORWARDS = 10_000;
+const WARMUP = 300;
+const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
+const wasm = await loadWasm();
+const heapUsed = () => wasm.heapUsed();
+const heapSize = () => wasm.HEAPU8.buffer.byteLength;
+
+// Deterministic mixed shapes: a random subset of streams, each cut to a random length.
+function* shapes(seed) {
+  let s = seed;
+  const rand = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  for (;;) {
+    const w = windows[Math.floor(rand() * windows.length)];
+    const streams = w.streams.filter(() => rand() < 0.8).map((st) => {
+      const n = Math.max(1, Math.floor(rand() * st.samples.length));
+      const cut = { ...st, samples: st.samples.slice(0, n) };
+      if (st.timestamps) cut.timestamps = st.timestamps.slice(0, n);
+      if (st.present) cut.present = st.present.slice(0, n);
+      return cut;
+    });
+    yield { window: { ...w, streams }, attention: rand() < 0.1, invalid: rand() < 0.03 };
+  }
+}
+
+test('heap is flat over 10,000 mixed forwards and returns to its start after dispose', async () => {
+  const start = heapUsed();
+  const models = await Promise.all(['flattened', 'time', 'channel', 'factorized_causal'].map((m) => loadModel(fixturePath(`model/${m}.safetensors`))));
+  const gen = shapes(42);
+  let errors = 0;
+  const step = (i) => {
+    const { window, attention, invalid } = gen.next().value;
+    const model = models[i % models.length];
+    if (invalid) {
+      try {
+        model.forward({ ...window, streams: [...window.streams, { ...window.streams[0] ?? {}, modality: 'eeg' }] });
+      } catch (e) {
+        assert.ok(['INVALID_ARGUMENT'].includes(e.code), `${e.code}: ${e.message}`);
+        errors++;
+      }
+      return;
+    }
+    const r = model.forward(window, { attention });
+    assert.equal(r.embeddings.length, r.dims[0] * r.dims[1]);
+  };
+  for (let i = 0; i < WARMUP; i++) step(i);
+  const afterWarmup = { used: heapUsed(), size: heapSize() };
+  const t0 = performance.now();
+  for (let i = WARMUP; i < WARMUP + FORWARDS; i++) {
+    step(i);
+    if (i % 1000 === 0) assert.equal(heapUsed(), afterWarmup.used, `malloc'ed bytes drifted at forward ${i}`);
+  }
+  console.log(`${FORWARDS} forwards in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${errors} rejected; heap ${afterWarmup.size} bytes, ${afterWarmup.used} in use`);
+  assert.ok(errors > 0, 'the invalid windows were exercised');
+  assert.equal(heapSize(), afterWarmup.size, 'the WebAssembly memory grew after warm-up');
+  assert.equal(heapUsed(), afterWarmup.used, 'bytes allocated during the loop were not freed');
+  assert.equal(wasm.count_emval_handles(), 0, 'Embind value handles left alive');
+  for (const m of models) m.dispose();
+  assert.equal(heapUsed(), start, 'disposed models left memory behind');
+});
+
+test('a model that fails to load leaves nothing behind', async () => {
+  const start = heapUsed();
+  await assert.rejects(loadModel(readFileSync(fixturePath('attention.safetensors'))), (e) => e.code === 'BAD_FORMAT');
+  assert.equal(heapUsed(), start);
+});
+
+test('a model that is never disposed is freed by the FinalizationRegistry backstop', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc');
+  const start = heapUsed();
+  await (async () => {
+    const m = await loadModel(fixturePath('model/time.safetensors'));
+    m.forward(windows[2]);
+    assert.ok(heapUsed() > start);
+  })();
+  for (let i = 0; i < 50 && heapUsed() !== start; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(heapUsed(), start, 'the lost model was not freed after garbage collection');
+});
+
+test('attention maps too large for memory are refused with a typed error, not an abort', async () => {
+  const m = await loadModel(fixturePath('model/flattened.safetensors'));
+  // 6,000 ECG tokens in one flattened group: 2 layers x 2 heads x 6,000^2 floats = 576 MB of maps,
+  // refused before any allocation (the check runs right after tokenizing).
+  const samples = new Float32Array(16 * 6_000).fill(1);
+  const window = { streams: [{ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, startTime: 0, samples }] };
+  const before = heapUsed();
+  assert.throws(() => m.forward(window, { attention: true }), (e) => e.code === 'RESOURCE_EXHAUSTED' && /576 MiB|549 MiB/.test(e.message));
+  assert.equal(heapUsed(), before);
+  // a shorter window of the same stream gets its maps
+  const short = { streams: [{ ...window.streams[0], samples: samples.subarray(0, 16 * 300) }] };
+  assert.equal(m.forward(short, { attention: true }).attention.length, 2);
+  m.dispose();
+});

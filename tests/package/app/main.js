@@ -1,0 +1,31 @@
+// A consumer page: the package as installed from its npm tarball, bundled by Vite with no plugins
+// or options. The test fills in the window below (window 2 of tests/fixtures/model/windows.json) and puts
+// the weights at public/model.safetensors.
+import { loadModel } from 'sensorformer';
+
+const WINDOW = __WINDOW__;
+
+function show(id, text) {
+  const pre = document.createElement('pre');
+  pre.id = id;
+  pre.textContent = text;
+  document.body.append(pre);
+}
+
+async function main() {
+  const status = document.getElementById('status');
+  try {
+    const model = await loadModel(new URL('/model.safetensors', location.href));
+    const t0 = performance.now();
+    const r = model.forward(WINDOW);
+    const ms = performance.now() - t0;
+    model.dispose();
+    status.textContent = `forward: ${r.dims[0]} tokens x ${r.dims[1]} in ${ms.toFixed(2)} ms (${r.tokens.modality.join(', ')})`;
+    show('result', JSON.stringify({ pooled: Array.from(r.pooled), dims: r.dims, head: r.head && Array.from(r.head) }));
+  } catch (e) {
+    status.textContent = 'failed';
+    show('error', JSON.stringify({ name: e?.name, code: e?.code ?? null, message: String(e?.message ?? e) }));
+  }
+}
+
+main();

@@ -1,0 +1,268 @@
+// The package as a consumer gets it: `npm pack`, the tarball installed into a fresh project outside
+// the repo, then (a) a Node script and the installed CLI run the model, (b) a Vite app built from it
+// runs the model in headless Chromium, (c) a TypeScript consumer type-checks against the shipped
+// types. No step may need Emscripten: emcc and friends are shadowed on PATH by stubs that record
+// any call.
+//
+//   node --test tests/package/           (SENSORFORMER_KEEP_TMP=1 keeps the temp project)
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { basename, extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { allClose, fixturePath, readSafetensors } from '../js/safetensors.js';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const here = fileURLToPath(new URL('.', import.meta.url));
+const bin = (name) => join(repo, 'node_modules', '.bin', name);
+const CHROMIUM = '/usr/bin/chromium';
+const POOLED_ATOL = 1e-5;  // model outputs vs the PyTorch reference (README "Tolerances")
+const SAME_WASM_ATOL = 1e-6;  // Node vs Chromium: the same .wasm, so in practice bit-identical
+const WINDOW_INDEX = 2;
+
+const tmp = mkdtempSync(join(tmpdir(), 'sensorformer-package-'));
+const project = join(tmp, 'consumer');
+const app = join(project, 'app');
+const stubs = join(tmp, 'no-emscripten');
+const stubLog = join(tmp, 'emscripten-calls.log');
+const state = {};  // filled step by step: tarball, nodePooled
+
+// Every child runs with Emscripten out of reach: stubs first on PATH, its variables removed.
+const env = { ...process.env, PATH: `${stubs}:${process.env.PATH}`, npm_config_update_notifier: 'false' };
+for (const k of Object.keys(env)) if (/^(EM_|EMSDK|EMCC_|EMSCRIPTEN)/.test(k)) delete env[k];
+
+const seconds = (t0) => `${((performance.now() - t0) / 1000).toFixed(2)} s`;
+const log = (step, message) => console.log(`[package] ${step}: ${message}`);
+
+// Runs a command; resolves to { code, stdout, stderr, took }, never rejects on a non-zero exit.
+function run(command, args, { cwd, timeout = 120_000 } = {}) {
+  const t0 = performance.now();
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], timeout });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolvePromise({ code: code ?? signal, stdout, stderr, took: seconds(t0) }));
+  });
+}
+
+function describe(what, r) {
+  return `${what} exited with ${r.code} after ${r.took}\n--- stdout ---\n${r.stdout.trim()}\n--- stderr ---\n${r.stderr.trim()}\n---`;
+}
+
+async function mustRun(what, command, args, options) {
+  const r = await run(command, args, options);
+  assert.equal(r.code, 0, describe(what, r));
+  return r;
+}
+
+function need(key, step) {
+  assert.ok(state[key] !== undefined, `skipped: ${step} did not complete (see its failure above)`);
+  return state[key];
+}
+
+before(() => {
+  mkdirSync(stubs, { recursive: true });
+  for (const tool of ['emcc', 'em++', 'emcmake', 'emconfigure', 'emmake', 'emar', 'wasm-ld']) {
+    const stub = join(stubs, tool);
+    writeFileSync(stub, `#!/bin/sh\necho "${tool} $*" >> '${stubLog}'\necho "${tool}: a consumer of the package must not need Emscripten" >&2\nexit 127\n`);
+    chmodSync(stub, 0o755);
+  }
+});
+
+after(() => {
+  if (process.env.SENSORFORMER_KEEP_TMP) return log('cleanup', `kept ${tmp}`);
+  rmSync(tmp, { recursive: true, force: true });
+  log('cleanup', `removed ${tmp}`);
+});
+
+test('npm pack ships the module, loader, types and CLI, and nothing of the build', async () => {
+  for (const f of ['web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js'])
+    assert.ok(existsSync(join(repo, f)), `${f} is missing: run \`bash tools/build.sh\` first`);
+  // web/dist is rebuilt by tools/build.sh; a build finishing during the pack would ship a glue and a
+  // .wasm from two builds (seen: "Import #0 module=\"env\" error" in step (a)).
+  const stamp = () => ['js', 'wasm'].map((x) => statSync(join(repo, `web/dist/sensorformer-core.${x}`)).mtimeMs).join();
+  const before = stamp();
+  const r = await mustRun('npm pack', 'npm', ['pack', '--pack-destination', tmp, '--json'], { cwd: repo });
+  assert.equal(stamp(), before, 'web/dist changed while npm pack ran (is tools/build.sh running?): run the test again');
+  const [info] = JSON.parse(r.stdout);
+  const tarball = join(tmp, info.filename);
+  assert.ok(existsSync(tarball), `npm pack reported ${info.filename} but ${tarball} does not exist`);
+
+  // What is really in the tarball (not what npm says it would put there).
+  const listing = await mustRun('tar -tzf', 'tar', ['-tzf', tarball]);
+  const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+  const required = ['package.json', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/index.d.ts', 'web/bin/sensorformer.js'];
+  for (const f of required) assert.ok(files.includes(f), `the tarball lacks ${f}; it has:\n${files.join('\n')}`);
+  const forbidden = files.filter((f) => /^(src|tests|tools|build|bindings)\//.test(f));
+  assert.deepEqual(forbidden, [], `the tarball carries build inputs:\n${forbidden.join('\n')}`);
+  assert.deepEqual(info.bundled ?? [], []);
+  state.tarball = tarball;
+  log('npm pack', `${info.filename}: ${files.length} files, ${(info.size / 1024).toFixed(0)} kB packed, ` +
+    `${(info.unpackedSize / 1024).toFixed(0)} kB unpacked, in ${r.took}\n  ${files.join('\n  ')}`);
+});
+
+test('the tarball installs into a fresh project with no build step', async () => {
+  const tarball = need('tarball', 'npm pack');
+  mkdirSync(project, { recursive: true });
+  writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'sensorformer-consumer', version: '0.0.0', type: 'module', private: true }, null, 2)}\n`);
+  const r = await mustRun('npm install <tarball>', 'npm', ['install', tarball, '--no-audit', '--no-fund'], { cwd: project });
+  const installed = join(project, 'node_modules', 'sensorformer');
+  assert.ok(!lstatSync(installed).isSymbolicLink(), 'the package must be a copy, not a link into the repo');
+  for (const f of ['web/dist/sensorformer-core.wasm', 'web/src/index.js', 'web/index.d.ts'])
+    assert.ok(existsSync(join(installed, f)), `installed package lacks ${f}`);
+  assert.ok(existsSync(join(project, 'node_modules', '.bin', 'sensorformer')), 'the CLI was not linked into node_modules/.bin');
+  state.installed = installed;
+  log('npm install', `${basename(tarball)} into ${project} in ${r.took} (${r.stdout.trim().split('\n').pop()})`);
+});
+
+test('(a) Node: a consumer script and the installed CLI run the model', async () => {
+  need('installed', 'npm install');
+  const t0 = performance.now();
+  copyFileSync(fixturePath('model/factorized.safetensors'), join(project, 'model.safetensors'));
+  copyFileSync(fixturePath('model/windows.json'), join(project, 'windows.json'));
+  writeFileSync(join(project, 'run.js'), `import { readFile } from 'node:fs/promises';
+import { loadModel, loadCore } from 'sensorformer';
+
+const { windows } = JSON.parse(await readFile('windows.json', 'utf8'));
+const model = await loadModel('model.safetensors');
+const r = model.forward(windows[${WINDOW_INDEX}]);
+const { simdArch } = await loadCore();
+console.log(JSON.stringify({ simdArch, resolved: import.meta.resolve('sensorformer'), dims: r.dims, pooled: Array.from(r.pooled) }));
+model.dispose();
+`);
+  const r = await mustRun('node run.js', process.execPath, ['run.js'], { cwd: project });
+  const out = JSON.parse(r.stdout);
+  assert.ok(out.resolved.startsWith(`file://${project}/node_modules/sensorformer/`), `'sensorformer' resolved to ${out.resolved}, not the installed copy`);
+  const expected = readSafetensors(fixturePath('model/expected.safetensors')).tensors[`factorized.w${WINDOW_INDEX}.pooled`].data;
+  const cmp = allClose(out.pooled, expected, POOLED_ATOL, 0);
+  assert.ok(cmp.ok, `pooled (window ${WINDOW_INDEX}) vs the reference: ${cmp.message}`);
+  state.nodePooled = out.pooled;
+  log('(a) node', `run.js: ${out.dims[0]} tokens, pooled vs reference ${cmp.maxAbs.toExponential(2)} (atol ${POOLED_ATOL}), simd ${out.simdArch}, in ${r.took}`);
+
+  const windowFile = join(project, 'window.json');
+  writeFileSync(windowFile, JSON.stringify(JSON.parse(readFileSync(join(project, 'windows.json'), 'utf8')).windows[WINDOW_INDEX]));
+  const cli = await mustRun('npx sensorformer run', join(project, 'node_modules', '.bin', 'sensorformer'), ['run', '--model', 'model.safetensors', '--input', 'window.json'], { cwd: project });
+  const cliPooled = JSON.parse(cli.stdout).windows[0].pooled;
+  assert.deepEqual(cliPooled, out.pooled, 'the installed CLI and the API disagree');
+  log('(a) node', `installed CLI (node_modules/.bin/sensorformer) gives the same pooled vector, in ${cli.took}; step ${seconds(t0)}`);
+});
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.safetensors': 'application/octet-stream', '.json': 'application/json', '.svg': 'image/svg+xml' };
+
+// A static server for one directory; resolves to { url, close, requests }.
+function serve(root) {
+  const requests = [];
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = normalize(join(root, path === '/' ? 'index.html' : path));
+    const ok = file.startsWith(root + sep) && existsSync(file) && statSync(file).isFile();
+    requests.push(`${ok ? 200 : 404} ${req.method} ${path}`);
+    if (!ok) return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+    res.end(readFileSync(file));
+  });
+  return new Promise((resolvePromise) => server.listen(0, '127.0.0.1', () => {
+    resolvePromise({ url: `http://127.0.0.1:${server.address().port}/`, requests, close: () => new Promise((r) => server.close(r)) });
+  }));
+}
+
+test('(b) Vite: a fresh app builds with the package and runs it in headless Chromium', async (t) => {
+  need('installed', 'npm install');
+  const nodePooled = need('nodePooled', '(a) node');
+  let t0 = performance.now();
+  mkdirSync(join(app, 'public'), { recursive: true });
+  copyFileSync(join(here, 'app', 'index.html'), join(app, 'index.html'));
+  const win = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8')).windows[WINDOW_INDEX];
+  const main = readFileSync(join(here, 'app', 'main.js'), 'utf8');
+  assert.equal(main.split('__WINDOW__').length, 2, 'app/main.js must hold exactly one __WINDOW__ placeholder');
+  writeFileSync(join(app, 'main.js'), main.replace('__WINDOW__', JSON.stringify(win)));
+  copyFileSync(fixturePath('model/factorized.safetensors'), join(app, 'public', 'model.safetensors'));
+
+  const build = await mustRun('vite build', bin('vite'), ['build', app, '--logLevel', 'info'], { cwd: app });
+  const dist = join(app, 'dist');
+  const assets = readdirSync(join(dist, 'assets'));
+  const wasm = assets.filter((f) => f.endsWith('.wasm'));
+  assert.equal(wasm.length, 1, `vite build emitted no (or several) .wasm assets: ${assets.join(', ')}\n${describe('vite build', build)}`);
+  assert.deepEqual([...readFileSync(join(dist, 'assets', wasm[0])).subarray(0, 4)], [0x00, 0x61, 0x73, 0x6d]);
+  assert.equal(statSync(join(dist, 'assets', wasm[0])).size, statSync(join(repo, 'web/dist/sensorformer-core.wasm')).size, 'the emitted .wasm is not the shipped one');
+  // Warnings do not fail the step (the page run below is the judge) but are shown, one line each.
+  const warnings = `${build.stdout}\n${build.stderr}`.replace(/\x1b\[[0-9;]*m/g, '').split('\n')
+    .filter((l) => /^\s*\[[A-Z_]+\]|warn|externalized|error/i.test(l)).map((l) => l.trim());
+  log('(b) vite', `vite build in ${build.took}: ${assets.join(', ')}${warnings.length ? `\n  build warnings:\n  ${warnings.join('\n  ')}` : ''}`);
+
+  const server = await serve(dist);
+  const { chromium } = await import('playwright-core');
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (tools/setup.sh)`);
+  t0 = performance.now();
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  t.after(async () => { await browser.close(); await server.close(); });
+  const page = await browser.newPage({ viewport: { width: 900, height: 520 } });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
+  let pageFailed;
+  const pageError = new Promise((_, reject) => { pageFailed = reject; });
+  pageError.catch(() => {});
+  page.on('pageerror', (e) => { problems.push(`pageerror: ${e.stack ?? e.message}`); pageFailed(new Error('uncaught exception in the page')); });
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  await page.goto(server.url);
+  // Done when the page writes #result or #error; an uncaught exception ends the wait early.
+  const waited = await Promise.race([page.waitForSelector('#result, #error', { timeout: 30_000 }), pageError]).then(() => null, (e) => e);
+  mkdirSync(join(repo, 'test-artifacts'), { recursive: true });
+  const shot = join(repo, 'test-artifacts', 'package-vite.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  const context = `browser ${browser.version()}, ${server.url}\nrequests:\n  ${server.requests.join('\n  ')}\nproblems:\n  ${problems.join('\n  ') || 'none'}\nscreenshot: ${shot}`;
+  assert.equal(waited, null, `neither #result nor #error appeared within 30 s: ${waited?.message}\n${context}`);
+  const error = await page.$eval('#error', (e) => e.textContent).catch(() => null);
+  assert.equal(error, null, `the page reported an error: ${error}\n${context}`);
+  assert.deepEqual(problems, [], `console errors or page errors:\n${context}`);
+  const result = JSON.parse(await page.$eval('#result', (e) => e.textContent));
+  const cmp = allClose(result.pooled, nodePooled, SAME_WASM_ATOL, 0);
+  assert.ok(cmp.ok, `Chromium vs Node pooled (same .wasm): ${cmp.message}`);
+  const status = await page.$eval('#status', (e) => e.textContent);
+  log('(b) chromium', `${browser.version()}: ${status}; pooled vs Node ${cmp.maxAbs.toExponential(2)} (atol ${SAME_WASM_ATOL}); ` +
+    `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);
+});
+
+test('(c) TypeScript: a strict consumer type-checks against the installed types', async () => {
+  need('installed', 'npm install');
+  copyFileSync(join(here, 'consumer.ts'), join(project, 'consumer.ts'));
+  // --types node resolves from the repo's @types (the consumer project installs nothing else).
+  const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
+    '--lib', 'es2022,dom', '--types', 'node', '--typeRoots', join(repo, 'node_modules', '@types'), '--listFiles', 'consumer.ts'];
+  const r = await run(bin('tsc'), args, { cwd: project });
+  const lines = r.stdout.split('\n');
+  const errors = lines.filter((l) => !l.startsWith('/'));  // --listFiles lines are absolute paths
+  assert.equal(r.code, 0, `tsc ${args.filter((a) => a !== '--listFiles').join(' ')} (in ${project}) exited with ${r.code}:\n${errors.join('\n')}\n${r.stderr}`);
+  const types = join(project, 'node_modules', 'sensorformer', 'web', 'index.d.ts');
+  assert.ok(lines.includes(types), `'sensorformer' did not resolve to the installed ${types}; tsc read:\n${lines.filter((l) => !l.includes('/typescript/lib/')).join('\n')}`);
+  log('(c) tsc', `tsc --noEmit --strict --module nodenext consumer.ts: 0 errors (${(readFileSync(join(here, 'consumer.ts'), 'utf8').match(/^\s*\/\/ @ts-expect-error/gm) ?? []).length} misuses rejected), ` +
+    `'sensorformer' -> node_modules/sensorformer/web/index.d.ts, in ${r.took}`);
+});
+
+// A browser app's TypeScript setup: bundler resolution, DOM lib, no @types/node, library .d.ts
+// files checked (skipLibCheck off): index.d.ts must stand on its own (it references lib
+// esnext.disposable for Symbol.dispose rather than relying on @types/node).
+test('(c) TypeScript: a browser consumer (bundler resolution, no @types/node) type-checks', async () => {
+  need('installed', 'npm install');
+  copyFileSync(join(here, 'consumer.ts'), join(project, 'consumer.ts'));
+  const config = { compilerOptions: { noEmit: true, strict: true, module: 'esnext', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom'], types: [], skipLibCheck: false }, files: ['consumer.ts'] };
+  writeFileSync(join(project, 'tsconfig.browser.json'), JSON.stringify(config, null, 2));
+  const r = await run(bin('tsc'), ['-p', 'tsconfig.browser.json'], { cwd: project });
+  assert.equal(r.code, 0, `tsc -p ${JSON.stringify(config)} (in ${project}) exited with ${r.code}:\n${r.stdout}${r.stderr}`);
+  log('(c) tsc browser', `tsc -p tsconfig.browser.json (bundler, lib es2022+dom, no @types/node): 0 errors, in ${r.took}`);
+});
+
+test('no step called Emscripten', () => {
+  const calls = existsSync(stubLog) ? readFileSync(stubLog, 'utf8').trim() : '';
+  assert.equal(calls, '', `a consumer step called Emscripten:\n${calls}`);
+});
