@@ -8,7 +8,7 @@ export class SensorformerError extends Error {
     | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
     | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO' | 'RESOURCE_EXHAUSTED'
     | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED'
-    | 'DISPOSED';
+    | 'DISPOSED' | 'WORKER_FAILED';
 }
 
 export interface LoadOptions {
@@ -166,3 +166,17 @@ export class Model {
 
 /** Loads a weights file: a URL, a file path (Node), an ArrayBuffer or a Uint8Array. */
 export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<Model>;
+
+/** The Model API in a Web Worker (browsers) or worker_thread (Node): every call is a promise. */
+export class WorkerModel {
+  readonly config: ModelConfig;
+  /** With transfer: true the window's typed arrays are moved to the worker (detached here). */
+  forward(window: SensorWindow, options?: { attention?: boolean; transfer?: boolean }): Promise<ForwardResult>;
+  forwardBatch(windows: SensorWindow[], options?: { attention?: boolean; transfer?: boolean }): Promise<ForwardResult[]>;
+  /** Frees the model and stops the worker. */
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** loadModel in a worker, so inference never blocks the main thread. */
+export function loadModelInWorker(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<WorkerModel>;

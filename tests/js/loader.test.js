@@ -58,3 +58,16 @@ test('wasmBinary override loads the real module', async () => {
   const wasm = await loadWasm({ wasmBinary: bytes });
   assert.equal(wasm.simdArch(), 'sse4.1');
 });
+
+test('an engine without WebAssembly SIMD gets an error that says so', async () => {
+  const validate = WebAssembly.validate;
+  // What an engine without SIMD answers for our probe module (and only for it).
+  WebAssembly.validate = (bytes) => (bytes.length < 64 ? false : validate(bytes));
+  try {
+    const e = await loadError();
+    assert.equal(e.code, 'WASM_NO_SIMD');
+    assert.match(e.message, /SIMD/);
+  } finally {
+    WebAssembly.validate = validate;
+  }
+});

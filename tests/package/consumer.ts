@@ -6,7 +6,9 @@ import {
   hasWasmSimd,
   loadCore,
   loadModel,
+  loadModelInWorker,
   Model,
+  WorkerModel,
   SensorformerError,
   type AttentionMap,
   type EventStream,
@@ -116,3 +118,17 @@ export async function attention(): Promise<Float32Array | undefined> {
   core.multiheadAttention(data, { embedDim: 8, numHeads: 1, weights, attention: 'all' });
   return result.attention;
 }
+
+export async function inWorker(window: SensorWindowLike): Promise<number[]> {
+  const model: WorkerModel = await loadModelInWorker('/model.safetensors');
+  try {
+    const r = await model.forward(window, { transfer: true });
+    // @ts-expect-error forward in a worker returns a promise, not the result
+    const notAwaited: Float32Array = model.forward(window).pooled;
+    void notAwaited;
+    return Array.from(r.pooled);
+  } finally {
+    await model.dispose();
+  }
+}
+type SensorWindowLike = Parameters<WorkerModel['forward']>[0];

@@ -228,6 +228,7 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   const result = JSON.parse(await page.$eval('#result', (e) => e.textContent));
   const cmp = allClose(result.pooled, nodePooled, SAME_WASM_ATOL, 0);
   assert.ok(cmp.ok, `Chromium vs Node pooled (same .wasm): ${cmp.message}`);
+  assert.deepEqual(result.workerPooled, result.pooled, 'the Web Worker gives the main thread\'s result');
   const status = await page.$eval('#status', (e) => e.textContent);
   log('(b) chromium', `${browser.version()}: ${status}; pooled vs Node ${cmp.maxAbs.toExponential(2)} (atol ${SAME_WASM_ATOL}); ` +
     `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);

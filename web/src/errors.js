@@ -2,7 +2,7 @@
 //   from the core:   INVALID_ARGUMENT, SHAPE_MISMATCH, INDEX_OUT_OF_RANGE, NON_FINITE, BAD_FORMAT,
 //                    UNSUPPORTED_DTYPE, MISSING_TENSOR, IO, RESOURCE_EXHAUSTED
 //   from the loader: WASM_FETCH_FAILED, WASM_NOT_WASM, WASM_NO_SIMD, WASM_INSTANTIATE_FAILED
-//   from the JS API: DISPOSED (a model used after dispose())
+//   from the JS API: DISPOSED (a model used after dispose()), WORKER_FAILED (the worker died)
 export class SensorformerError extends Error {
   constructor(code, message, options) {
     super(message, options);
