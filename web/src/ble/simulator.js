@@ -1,0 +1,797 @@
+// A simulated navigator.bluetooth with three wearables that send the bytes real devices send:
+//
+//   chest strap "Polar H10 SIM"  0x180D Heart Rate: 0x2A37 notify once a second (u8 HR, contact
+//                                supported + detected, RR intervals of the beats since the last
+//                                notification in 1/1024 s), 0x2A38 body sensor location = chest;
+//                                0x180F battery 0x2A19 (read); Polar PMD FB005C80-…: control point
+//                                …5C81 (read features 0F 05 …; write get-settings / start / stop,
+//                                answered by indications F0 op type status 00 [settings]), data
+//                                …5C82 notify: ECG frames (type 0, frame type 0, 73 signed 24-bit
+//                                µV samples at the device's true ~130.34 Hz) and ACC frames (type 2,
+//                                25/50/100/200 Hz, delta-compressed 0x81 or int16 0x01).
+//   thermometer "Thermo SIM"     0x1809 / 0x2A1C indications every 5 s (flags, Celsius FLOAT with
+//                                exponent -2 (or -1), optional 7-byte date time, optional type).
+//   oximeter "Oxi SIM"           0x1822 / 0x2A5F notifications once a second (flags 0, SpO2 and PR
+//                                as SFLOAT; both NaN 0x07FF while the finger is off); 0x2A60 features.
+//
+// Every device has its own crystal: device time = true time + offset + drift (ppm) x elapsed, plus
+// optional jumps (a reset). PMD timestamps are u64 ns since 2000-01-01 of the LAST sample of a
+// frame on that clock; ECG/ACC sample instants are spaced by the nominal rate on the device clock,
+// so in host time they are spaced by rate x (1 + drift).
+//
+// Delivery: a packet ready at time r reaches the host at the next connection event of its device's
+// link (anchor + k x connectionIntervalMs), sometimes a few intervals later (delayProbability), in
+// order. Notifications (not indications) may be lost (dropoutProbability). Disconnects drop the
+// link (gattserverdisconnected), stop every stream, and make connect() fail until the outage ends.
+//
+// Options of createSimulatedBluetooth (times in seconds since the simulation start unless noted):
+//   seed (1)                       every random choice; same seed and options -> same bytes
+//   clock (real clock)             { now(), setTimeout, clearTimeout }: createVirtualClock() in tests
+//   start (clock.now())            host time of t = 0
+//   devices (all three)            subset of 'strap', 'thermometer', 'oximeter'
+//   names                          { strap, thermometer, oximeter } device names
+//   driftPpm ({ strap: 20, thermometer: -15, oximeter: 8 })  number (all) or per device
+//   clockOffset ({ strap: 0.35, thermometer: -1.2, oximeter: 0.6 })  device time - true time, s
+//   connectionIntervalMs (15)      number or per device
+//   delayProbability (0.02), maxDelayIntervals (4)   occasional late connection events
+//   dropoutProbability (0)         each notification lost with this probability
+//   disconnects ([])               [{ device, at, duration }] or { ratePerHour, duration: s | [min, max],
+//                                  devices, horizonSeconds (21600) }
+//   faults                         { duplicatePmd: [at...], duplicatePmdProbability,
+//                                    reorderPmd: [at...], reorderPmdProbability,
+//                                    clockJumps: [{ device, at, to (s since 2000, default 0) | by (s) }] }
+//   activities                     schedule override [{ activity, duration } | { activity, start }]
+//   fingerOff / fingerOffRatePerMinute (0.25)   oximeter finger-off episodes
+//   ecgRateHz (130.34)             the strap's true ECG rate on its own clock
+//   accCompressed (true)           ACC frames 0x81 (delta) or 0x01 (int16)
+//   accFrameSeconds (0.25)         target ACC frame length; accDeltaBlockSamples (16)
+//   pmdMaxFrameBytes (229)         MTU 232 - 3
+//   thermometer                    { intervalSeconds: 5, exponent: -2, timeField: true, type: null }
+//   battery ({ strap: 87, oximeter: 64 })
+//   FakeBluetooth options pass through: connectLatencyMs, gattLatencyMs, staleAttributes,
+//   overwriteAfterDispatch, strictUuids, chooser, available
+//
+// The returned SimulatedBluetooth is a FakeBluetooth (requestDevice, getAvailability, getDevices)
+// plus `devicesByKey` { strap, thermometer, oximeter }, `truth` (below), `clock` and `close()`
+// (clears every timer).
+import { FakeBluetooth, FakeDevice, PMD_UUIDS, createRealClock, createVirtualClock } from './fake-gatt.js';
+import { createPhysiology, createRng } from './physiology.js';
+
+export { createVirtualClock, createRealClock };
+
+/** Unix time of 2000-01-01T00:00:00Z, the epoch of PMD timestamps. */
+export const UNIX_2000 = 946684800;
+export const DEVICE_KEYS = Object.freeze(['strap', 'thermometer', 'oximeter']);
+
+const DEFAULT_NAMES = { strap: 'Polar H10 SIM', thermometer: 'Thermo SIM', oximeter: 'Oxi SIM' };
+const DEFAULT_DRIFT = { strap: 20, thermometer: -15, oximeter: 8 };
+const DEFAULT_OFFSET = { strap: 0.35, thermometer: -1.2, oximeter: 0.6 };
+const ECG_SAMPLES_PER_FRAME = 73;
+const PMD_LATENCY = 0.002;       // s from a frame's last sample to the frame being ready
+const PMD_STARTUP = 0.05;        // s from a start command to the first sample
+const CONTROL_LATENCY = 0.003;   // s from a control write to its response being ready
+const ACC_RATES = [25, 50, 100, 200];
+const ACC_RANGES = [2, 4, 8];
+
+export const PMD_STATUS = Object.freeze({
+  SUCCESS: 0, INVALID_OP_CODE: 1, INVALID_MEASUREMENT_TYPE: 2, NOT_SUPPORTED: 3, INVALID_LENGTH: 4,
+  INVALID_PARAMETER: 5, ALREADY_IN_STATE: 6, INVALID_RESOLUTION: 7, INVALID_SAMPLE_RATE: 8, INVALID_RANGE: 9,
+});
+
+const u16 = (n) => `0000${n.toString(16).padStart(4, '0')}-0000-1000-8000-00805f9b34fb`;
+
+function perDevice(option, defaults, name) {
+  if (option === undefined || option === null) return { ...defaults };
+  if (typeof option === 'number') return Object.fromEntries(DEVICE_KEYS.map((k) => [k, option]));
+  if (typeof option === 'object') return { ...defaults, ...option };
+  throw new TypeError(`${name} must be a number or { strap, thermometer, oximeter }`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte encoders (the device side of the layouts in REFERENCE.md §4-5)
+
+/** IEEE-11073 SFLOAT word of mantissa x 10^exponent (mantissa -2048..2047 except reserved). */
+export function encodeSfloat(value, exponent) {
+  if (Number.isNaN(value)) return 0x07FF;
+  const m = Math.round(value / 10 ** exponent);
+  if (m < -2046 || m > 2045) throw new RangeError(`SFLOAT mantissa ${m} out of range`);
+  return ((exponent & 0xF) << 12) | (m & 0xFFF);
+}
+
+/** IEEE-11073 FLOAT word of mantissa x 10^exponent. */
+export function encodeFloat(value, exponent) {
+  if (Number.isNaN(value)) return 0x007FFFFF;
+  const m = Math.round(value / 10 ** exponent);
+  if (m < -8388606 || m > 8388605) throw new RangeError(`FLOAT mantissa ${m} out of range`);
+  return (((exponent & 0xFF) << 24) | (m & 0xFFFFFF)) >>> 0;
+}
+
+export function encodeHeartRate(bpm, rr1024 = []) {
+  const out = [rr1024.length ? 0x16 : 0x06, Math.max(0, Math.min(255, Math.round(bpm)))];
+  for (const v of rr1024) out.push(v & 0xFF, (v >> 8) & 0xFF);
+  return Uint8Array.from(out);
+}
+
+export function encodeTemperature(celsius, { exponent = -2, time = null, type = null } = {}) {
+  const flags = (time ? 0x02 : 0) | (type !== null && type !== undefined ? 0x04 : 0);
+  const f = encodeFloat(celsius, exponent);
+  const out = [flags, f & 0xFF, (f >>> 8) & 0xFF, (f >>> 16) & 0xFF, f >>> 24];
+  if (time) out.push(time.year & 0xFF, time.year >> 8, time.month, time.day, time.hours, time.minutes, time.seconds);
+  if (flags & 0x04) out.push(type);
+  return Uint8Array.from(out);
+}
+
+export function encodePlxContinuous(spo2, pulseRate) {
+  const s = Number.isNaN(spo2) ? 0x07FF : encodeSfloat(spo2, -1);
+  const p = Number.isNaN(pulseRate) ? 0x07FF : encodeSfloat(pulseRate, 0);
+  return Uint8Array.of(0x00, s & 0xFF, s >> 8, p & 0xFF, p >> 8);
+}
+
+function pmdFrame(type, timestampNs, frameType, payloadLength) {
+  const out = new Uint8Array(10 + payloadLength);
+  out[0] = type;
+  let ts = BigInt.asUintN(64, timestampNs);
+  for (let i = 0; i < 8; i++, ts >>= 8n) out[1 + i] = Number(ts & 0xFFn);
+  out[9] = frameType;
+  return out;
+}
+
+/** A PMD ECG frame: type 0, frame type 0, signed 24-bit LE µV samples. */
+export function encodePmdEcg(timestampNs, samples) {
+  const out = pmdFrame(0x00, timestampNs, 0x00, samples.length * 3);
+  samples.forEach((v, i) => {
+    const x = Math.max(-8388608, Math.min(8388607, Math.round(v))) & 0xFFFFFF;
+    out[10 + 3 * i] = x & 0xFF;
+    out[11 + 3 * i] = (x >> 8) & 0xFF;
+    out[12 + 3 * i] = x >> 16;
+  });
+  return out;
+}
+
+/** A PMD ACC frame, frame type 0x01: int16 LE x, y, z per sample (mG). */
+export function encodePmdAccRaw(timestampNs, samples) {
+  const out = pmdFrame(0x02, timestampNs, 0x01, samples.length * 6);
+  samples.forEach((s, i) => {
+    for (let a = 0; a < 3; a++) {
+      const v = s[a] & 0xFFFF;
+      out[10 + 6 * i + 2 * a] = v & 0xFF;
+      out[11 + 6 * i + 2 * a] = v >> 8;
+    }
+  });
+  return out;
+}
+
+function bitsFor(v) {  // smallest two's complement width holding v
+  let w = 1;
+  while (v < -(2 ** (w - 1)) || v > 2 ** (w - 1) - 1) w++;
+  return w;
+}
+
+// Blocks of up to `blockSamples` deltas, each with the smallest width its deltas need.
+function deltaBlocks(samples, n, blockSamples) {
+  const blocks = [];
+  for (let i = 1; i < n; i += blockSamples) {
+    const end = Math.min(n, i + blockSamples);
+    let width = 1;
+    for (let j = i; j < end; j++) for (let a = 0; a < 3; a++) width = Math.max(width, bitsFor(samples[j][a] - samples[j - 1][a]));
+    blocks.push({ from: i, to: end, width });
+  }
+  return blocks;
+}
+
+function deltaSize(blocks) {
+  return 16 + blocks.reduce((s, b) => s + 2 + Math.ceil((b.width * (b.to - b.from) * 3) / 8), 0);
+}
+
+/**
+ * A PMD ACC frame, frame type 0x81: reference sample (3 x int16 LE), then blocks [bit width][count]
+ * [count x 3 signed deltas, LSB-first packed]. Takes as many leading samples as fit in maxBytes:
+ * -> { bytes, count }.
+ */
+export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, blockSamples = 16 } = {}) {
+  let n = samples.length, blocks = deltaBlocks(samples, n, blockSamples);
+  while (n > 1 && deltaSize(blocks) > maxBytes) blocks = deltaBlocks(samples, --n, blockSamples);
+  const ts = typeof timestampNsOfLast === 'function' ? timestampNsOfLast(n) : timestampNsOfLast;
+  const out = pmdFrame(0x02, ts, 0x81, deltaSize(blocks) - 10);
+  for (let a = 0; a < 3; a++) {
+    const v = samples[0][a] & 0xFFFF;
+    out[10 + 2 * a] = v & 0xFF;
+    out[11 + 2 * a] = v >> 8;
+  }
+  let o = 16;
+  for (const b of blocks) {
+    out[o] = b.width;
+    out[o + 1] = b.to - b.from;
+    const start = o + 2;
+    let bit = 0;
+    for (let j = b.from; j < b.to; j++) {
+      for (let a = 0; a < 3; a++) {
+        const d = samples[j][a] - samples[j - 1][a];
+        for (let k = 0; k < b.width; k++, bit++) {
+          if (Math.floor(d / 2 ** k) & 1) out[start + (bit >> 3)] |= 1 << (bit & 7);
+        }
+      }
+    }
+    o = start + Math.ceil(bit / 8);
+  }
+  return { bytes: out, count: n };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device clocks
+
+class DeviceClock {
+  constructor(start, offset, driftPpm) {
+    this.start = start;
+    this.offset = offset;
+    this.driftPpm = driftPpm;
+    this.eps = driftPpm * 1e-6;
+    this.baseNs = BigInt(Math.round((start + offset - UNIX_2000) * 1e6)) * 1000n;
+    this.jumps = [];  // { at: host time, deltaNs: bigint }
+  }
+  osc(h) { return (h - this.start) * (1 + this.eps); }
+  hostOfOsc(o) { return this.start + o / (1 + this.eps); }
+  #jumpNs(h) {
+    let j = 0n;
+    for (const x of this.jumps) if (x.at <= h) j += x.deltaNs;
+    return j;
+  }
+  /** ns since 2000 on the device clock at oscillator time o (host time hostOfOsc(o)). */
+  nsAtOsc(o) { return this.baseNs + BigInt(Math.round(o * 1e9)) + this.#jumpNs(this.hostOfOsc(o) + 1e-9); }
+  ns(h) { return this.nsAtOsc(this.osc(h)); }
+  /** Unix seconds on the device clock (as decodePmdData's deviceTime). */
+  unix(h) { return Number(this.ns(h)) / 1e9 + UNIX_2000; }
+  addJump(at, { to, by }) {
+    const before = this.ns(at - 1e-9);
+    const deltaNs = by !== undefined ? BigInt(Math.round(by * 1e9)) : BigInt(Math.round((to ?? 0) * 1e9)) - before;
+    this.jumps.push({ at, deltaNs });
+    this.jumps.sort((a, b) => a.at - b.at);
+  }
+  /** Host time at which the device clock read `unix` (the latest such time when jumps repeat it). */
+  hostOf(unix) {
+    const ns = (unix - UNIX_2000) * 1e9;
+    const bounds = [this.start - 1e12, ...this.jumps.map((j) => j.at), Infinity];
+    for (let i = bounds.length - 2; i >= 0; i--) {
+      const jump = Number(this.jumps.slice(0, i).reduce((s, j) => s + j.deltaNs, 0n));
+      const o = (ns - Number(this.baseNs) - jump) / 1e9;
+      const h = this.hostOfOsc(o);
+      if (h >= bounds[i] - 1e-6 && h < bounds[i + 1] + 1e-6) return h;
+    }
+    return NaN;
+  }
+}
+
+function calendar(unix) {
+  const d = new Date(Math.floor(unix) * 1000);
+  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hours: d.getUTCHours(), minutes: d.getUTCMinutes(), seconds: d.getUTCSeconds() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One simulated device: its FakeDevice, clock, link and engines.
+
+class SimDevice {
+  constructor(sim, key, fake, { driftPpm, offset, ciMs }) {
+    this.sim = sim;
+    this.key = key;
+    this.fake = fake;
+    this.clock = new DeviceClock(sim.start, offset, driftPpm);
+    this.ci = ciMs / 1000;
+    this.anchor = sim.start;
+    this.lastDeliver = -Infinity;
+    this.epoch = 0;
+    this.timers = new Set();
+    this.linkRng = createRng(sim.seed, `link:${key}`);
+    this.dropRng = createRng(sim.seed, `drop:${key}`);
+    this.stats = {};
+    this.onConnect = null;     // engine hooks
+    this.onDisconnect = null;
+    fake.onPeripheral('connect', () => {
+      this.epoch++;
+      this.anchor = sim.clock.now() + this.linkRng.uniform(0, this.ci);
+      this.lastDeliver = -Infinity;
+      this.onConnect?.();
+    });
+    fake.onPeripheral('disconnect', () => {
+      this.epoch++;
+      this.onDisconnect?.();
+    });
+  }
+
+  stat(name) {
+    return (this.stats[name] ??= { generated: 0, dropped: 0, delivered: 0, undelivered: 0 });
+  }
+
+  // A timer at absolute host time `at`, forgotten when it fires or on close.
+  at(time, fn) {
+    const clock = this.sim.clock;
+    const id = clock.setTimeout(() => {
+      this.timers.delete(id);
+      if (!this.sim.closed) fn();
+    }, Math.max(0, (time - clock.now()) * 1000));
+    this.timers.add(id);
+    return id;
+  }
+
+  cancel(id) {
+    if (id === null || id === undefined) return;
+    this.sim.clock.clearTimeout(id);
+    this.timers.delete(id);
+  }
+
+  nextConnectionEvent(r) {
+    if (r <= this.anchor) return this.anchor;
+    return this.anchor + Math.ceil((r - this.anchor) / this.ci - 1e-9) * this.ci;
+  }
+
+  /**
+   * Queues bytes for the host: delivered at a connection event at or after `ready`, if the link
+   * is still the same and the client subscribed. Returns the delivery time, or null (not sent).
+   */
+  send(characteristic, name, bytes, ready, { reliable = false } = {}) {
+    const st = this.stat(name);
+    st.generated++;
+    if (!this.fake.gatt.connected) { st.undelivered++; return null; }
+    if (!reliable && this.sim.dropoutProbability > 0 && this.dropRng.next() < this.sim.dropoutProbability) {
+      st.dropped++;
+      this.sim.truth._log(this.sim.truth.dropped, { device: this.key, characteristic: name, t: ready });
+      return null;
+    }
+    let deliver = this.nextConnectionEvent(Math.max(ready, this.sim.clock.now()));
+    if (this.sim.delayProbability > 0 && this.linkRng.next() < this.sim.delayProbability) {
+      deliver += (1 + this.linkRng.int(this.sim.maxDelayIntervals)) * this.ci;
+    }
+    deliver = Math.max(deliver, this.lastDeliver);
+    this.lastDeliver = deliver;
+    const epoch = this.epoch;
+    this.at(deliver, () => {
+      if (epoch === this.epoch && characteristic.notify(bytes)) st.delivered++;
+      else st.undelivered++;
+    });
+    return deliver;
+  }
+
+  close() {
+    for (const id of this.timers) this.sim.clock.clearTimeout(id);
+    this.timers.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function randomId(seed, key) {
+  const rng = createRng(seed, `id:${key}`);
+  const bytes = Array.from({ length: 16 }, () => rng.int(256));
+  const s = String.fromCharCode(...bytes);
+  return typeof btoa === 'function' ? btoa(s) : Buffer.from(bytes).toString('base64');
+}
+
+/** A FakeBluetooth with the simulated chest strap, thermometer and oximeter. */
+export class SimulatedBluetooth extends FakeBluetooth {
+  #sims = {};
+
+  constructor(options = {}) {
+    const clock = options.clock ?? createRealClock();
+    super({
+      clock,
+      available: options.available ?? true,
+      chooser: options.chooser ?? null,
+      connectLatencyMs: options.connectLatencyMs ?? 0,
+      gattLatencyMs: options.gattLatencyMs ?? 0,
+      staleAttributes: options.staleAttributes ?? true,
+      overwriteAfterDispatch: options.overwriteAfterDispatch ?? true,
+      strictUuids: options.strictUuids ?? false,
+    });
+    this.options = options;
+    this.seed = options.seed ?? 1;
+    this.start = options.start ?? clock.now();
+    this.closed = false;
+    this.dropoutProbability = options.dropoutProbability ?? 0;
+    this.delayProbability = options.delayProbability ?? 0.02;
+    this.maxDelayIntervals = Math.max(1, options.maxDelayIntervals ?? 4);
+    const keys = options.devices ?? DEVICE_KEYS;
+    for (const k of keys) if (!DEVICE_KEYS.includes(k)) throw new RangeError(`unknown simulated device '${k}' (expected ${DEVICE_KEYS.join(', ')})`);
+    const names = { ...DEFAULT_NAMES, ...(options.names ?? {}) };
+    const drift = perDevice(options.driftPpm, DEFAULT_DRIFT, 'driftPpm');
+    const offset = perDevice(options.clockOffset, DEFAULT_OFFSET, 'clockOffset');
+    const ci = perDevice(options.connectionIntervalMs, { strap: 15, thermometer: 15, oximeter: 15 }, 'connectionIntervalMs');
+    for (const k of DEVICE_KEYS) if (!(ci[k] >= 7.5 && ci[k] <= 4000)) throw new RangeError(`connectionIntervalMs must be 7.5-4000 ms, got ${ci[k]}`);
+
+    this.physiology = createPhysiology({
+      seed: this.seed,
+      activities: options.activities ?? null,
+      fingerOff: options.fingerOff ?? null,
+      fingerOffRatePerMinute: options.fingerOffRatePerMinute ?? 0.25,
+    });
+    this.truth = this.#makeTruth();
+    this.devicesByKey = {};
+    const advertised = { strap: ['heart_rate'], thermometer: ['health_thermometer'], oximeter: ['pulse_oximeter'] };
+    for (const key of keys) {
+      const fake = new FakeDevice({ id: randomId(this.seed, key), name: names[key], advertisedServices: advertised[key] });
+      this.addDevice(fake);
+      this.devicesByKey[key] = fake;
+      const sim = new SimDevice(this, key, fake, { driftPpm: drift[key], offset: offset[key], ciMs: ci[key] });
+      this.#sims[key] = sim;
+      this.truth.clocks[key] = { driftPpm: drift[key], offset: offset[key], connectionIntervalMs: ci[key], jumps: [] };
+    }
+    for (const j of options.faults?.clockJumps ?? []) {
+      const key = this.#resolveKey(j.device ?? 'strap', 'faults.clockJumps');
+      if (!this.#sims[key]) continue;
+      this.#sims[key].clock.addJump(this.start + j.at, j);
+      this.truth.clocks[key].jumps = this.#sims[key].clock.jumps.map((x) => ({ at: x.at, delta: Number(x.deltaNs) / 1e9 }));
+    }
+    if (this.#sims.strap) this.#buildStrap(this.#sims.strap);
+    if (this.#sims.thermometer) this.#buildThermometer(this.#sims.thermometer);
+    if (this.#sims.oximeter) this.#buildOximeter(this.#sims.oximeter);
+    this.#scheduleOutages();
+  }
+
+  /** The SimDevice internals by key (clock, link, stats). */
+  simulated(key) { return this.#sims[key]; }
+
+  /** Stops every timer of the simulation (devices stay, but send nothing more). */
+  close() {
+    this.closed = true;
+    for (const s of Object.values(this.#sims)) s.close();
+    if (this._outageTimer !== undefined) this.clock.clearTimeout(this._outageTimer);
+  }
+
+  #resolveKey(ref, what) {
+    if (DEVICE_KEYS.includes(ref)) return ref;
+    for (const [k, d] of Object.entries(this.devicesByKey ?? {})) if (d.id === ref || d.name === ref) return k;
+    throw new RangeError(`${what}: unknown device '${ref}'`);
+  }
+
+  #makeTruth() {
+    const sim = this, p = this.physiology, s = this.start;
+    // Logs keep between cap / 2 and cap of the latest entries (long sessions stay bounded).
+    const log = (arr, item, cap = 20000) => { arr.push(item); if (arr.length > cap) arr.splice(0, arr.length - (cap >> 1)); };
+    return {
+      start: s,
+      seed: this.seed,
+      physiology: p,
+      /** 'rest' | 'walk' | 'run' at host time t. */
+      activityAt: (t) => p.activityAt(t - s),
+      /** Activity segments overlapping [t0, t1) in host time. */
+      segments: (t0, t1) => p.segments(t0 - s, t1 - s).map((x) => ({ ...x, start: x.start + s, end: x.end + s })),
+      heartRateAt: (t) => p.heartRateAt(t - s),
+      /** True beat (R-peak) host times in [t0, t1). */
+      beatTimes: (t0, t1) => p.beats(t0 - s, t1 - s).map((x) => x + s),
+      ecgAt: (t) => p.ecgAt(t - s),
+      accAt: (t) => p.accAt(t - s),
+      temperatureAt: (t) => p.temperatureAt(t - s),
+      spo2At: (t) => p.spo2At(t - s),
+      fingerOffAt: (t) => p.fingerOffAt(t - s),
+      /** Per device: { driftPpm, offset, connectionIntervalMs, jumps: [{ at (host), delta (s) }] }. */
+      clocks: {},
+      /** Unix seconds on a device's clock at host time t (decodePmdData's deviceTime scale). */
+      deviceTime: (key, t) => sim.#sims[key].clock.unix(t),
+      /** Host time at which a device's clock read `deviceTime` (Unix seconds). */
+      hostTime: (key, deviceTime) => sim.#sims[key].clock.hostOf(deviceTime),
+      /** Outages: [{ device, start, end }] in host time. */
+      outages: [],
+      /** Faults that happened: [{ kind, device, t, ... }]. */
+      faults: [],
+      /** Lost notifications: [{ device, characteristic, t }]. */
+      dropped: [],
+      /** PMD frames generated (the latest 10-20 thousand): [{ type, count, timestamp (ns, bigint), deviceTime, lastSampleTime, ready }]. */
+      pmdFrames: [],
+      _log: log,
+      /** Per device and characteristic: { generated, dropped, delivered, undelivered }. */
+      get stats() { return Object.fromEntries(Object.entries(sim.#sims).map(([k, d]) => [k, d.stats])); },
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Outages
+
+  #scheduleOutages() {
+    const opt = this.options.disconnects ?? [];
+    const list = [];
+    if (Array.isArray(opt)) {
+      for (const o of opt) {
+        const key = this.#resolveKey(o.device ?? 'strap', 'disconnects');
+        if (!(o.at >= 0) || !(o.duration >= 0)) throw new RangeError('disconnects: each entry needs at >= 0 and duration >= 0');
+        list.push({ device: key, start: this.start + o.at, end: this.start + o.at + o.duration });
+      }
+    } else if (opt && typeof opt === 'object') {
+      const rng = createRng(this.seed, 'outages');
+      const rate = opt.ratePerHour ?? 0;
+      const horizon = opt.horizonSeconds ?? 21600;
+      const [dmin, dmax] = Array.isArray(opt.duration) ? opt.duration : [opt.duration ?? 5, opt.duration ?? 5];
+      for (const ref of opt.devices ?? Object.keys(this.#sims)) {
+        const key = this.#resolveKey(ref, 'disconnects.devices');
+        let t = rate > 0 ? rng.exponential(rate / 3600) : Infinity;
+        while (t < horizon) {
+          const d = rng.uniform(dmin, dmax);
+          list.push({ device: key, start: this.start + t, end: this.start + t + d });
+          t += d + rng.exponential(rate / 3600);
+        }
+      }
+    }
+    list.sort((a, b) => a.start - b.start);
+    this.truth.outages = list.filter((o) => this.#sims[o.device]);
+    const edges = [];
+    for (const o of this.truth.outages) edges.push({ t: o.start, o, down: true }, { t: o.end, o, down: false });
+    edges.sort((a, b) => a.t - b.t || (a.down ? 1 : -1));
+    let i = 0;
+    const down = new Map();
+    const next = () => {
+      if (i >= edges.length || this.closed) return;
+      this._outageTimer = this.clock.setTimeout(() => {
+        while (i < edges.length && edges[i].t <= this.clock.now() + 1e-9) {
+          const e = edges[i++];
+          const fake = this.devicesByKey[e.o.device];
+          const n = (down.get(fake) ?? 0) + (e.down ? 1 : -1);
+          down.set(fake, n);
+          fake.reachable = n <= 0;
+          if (e.down) fake.dropConnection('out-of-range');
+        }
+        next();
+      }, Math.max(0, (edges[i].t - this.clock.now()) * 1000));
+    };
+    next();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Chest strap
+
+  #buildStrap(sim) {
+    const fake = sim.fake, phys = this.physiology, start = this.start, opts = this.options;
+    const hrSvc = fake.addService('heart_rate');
+    const hrm = hrSvc.addCharacteristic('heart_rate_measurement', { notify: true });
+    hrSvc.addCharacteristic('body_sensor_location', { read: true }, { value: [1] });
+    const bat = fake.addService('battery_service');
+    bat.addCharacteristic('battery_level', { read: true }, { value: [perDevice(opts.battery, { strap: 87, oximeter: 64 }, 'battery').strap ?? 87] });
+    const pmd = fake.addService(PMD_UUIDS.service);
+    const control = pmd.addCharacteristic(PMD_UUIDS.control, { read: true, write: true, indicate: true }, { value: [0x0F, 0x05, 0, 0, 0, 0, 0] });
+    const data = pmd.addCharacteristic(PMD_UUIDS.data, { notify: true });
+
+    // Heart rate: once a second on the strap's clock.
+    const eps = sim.clock.eps;
+    const tickRng = createRng(this.seed, 'hr-phase');
+    const hrPhase = tickRng.uniform(0, 1);
+    let tick = 0;
+    const before = phys.beats(-10, 0);
+    let lastBeat = before[before.length - 1] ?? -1;
+    let lastTickRel = 0;
+    const pending = [];
+    const recent = [];
+    for (let i = Math.max(1, before.length - 4); i < before.length; i++) recent.push((before[i] - before[i - 1]) * (1 + eps));
+    const hrTick = () => {
+      const h = sim.clock.hostOfOsc(hrPhase + tick);
+      sim.at(h, () => {
+        const rel = h - start;
+        for (const b of phys.beats(lastTickRel, rel)) {
+          const rr = (b - lastBeat) * (1 + eps);
+          lastBeat = b;
+          pending.push(Math.round(rr * 1024));
+          recent.push(rr);
+          if (recent.length > 4) recent.shift();
+        }
+        lastTickRel = rel;
+        const rrs = pending.splice(0, 9);
+        const bpm = recent.length ? 60 / (recent.reduce((a, b) => a + b, 0) / recent.length) : 60;
+        sim.send(hrm, 'hr', encodeHeartRate(bpm, rrs), h);
+        tick++;
+        hrTick();
+      });
+    };
+    hrTick();
+
+    // PMD streams.
+    const ecgRate = opts.ecgRateHz ?? 130.34;
+    const compressed = opts.accCompressed ?? true;
+    const maxBytes = opts.pmdMaxFrameBytes ?? 229;
+    const blockSamples = opts.accDeltaBlockSamples ?? 16;
+    const frameSeconds = opts.accFrameSeconds ?? 0.25;
+    const streams = { 0: null, 2: null };
+    const faults = opts.faults ?? {};
+    const dupAt = [...(faults.duplicatePmd ?? [])].sort((a, b) => a - b);
+    const reorderAt = [...(faults.reorderPmd ?? [])].sort((a, b) => a - b);
+    const faultRng = createRng(this.seed, 'pmd-faults');
+    let held = null;
+
+    const emitPmd = (bytes, ready, meta) => {
+      const rel = ready - start;
+      this.truth._log(this.truth.pmdFrames, meta);
+      let dup = false, reorder = false;
+      if (dupAt.length && dupAt[0] <= rel) { dupAt.shift(); dup = true; }
+      else if (faults.duplicatePmdProbability && faultRng.next() < faults.duplicatePmdProbability) dup = true;
+      if (reorderAt.length && reorderAt[0] <= rel) { reorderAt.shift(); reorder = true; }
+      else if (faults.reorderPmdProbability && faultRng.next() < faults.reorderPmdProbability) reorder = true;
+      if (held && held.meta.type === meta.type) {  // the held frame goes after the next one of its stream
+        sim.send(data, 'pmd-data', bytes, ready);
+        sim.send(data, 'pmd-data', held.bytes, ready);
+        this.truth.faults.push({ kind: 'reorder-pmd', device: 'strap', t: ready, type: held.meta.type, timestamp: held.meta.timestamp });
+        held = null;
+        return;
+      }
+      if (reorder && !held) { held = { bytes, meta }; return; }
+      sim.send(data, 'pmd-data', bytes, ready);
+      if (dup) {
+        sim.send(data, 'pmd-data', bytes, ready);
+        this.truth.faults.push({ kind: 'duplicate-pmd', device: 'strap', t: ready, type: meta.type, timestamp: meta.timestamp });
+      }
+    };
+
+    const stopStream = (type) => {
+      const s = streams[type];
+      if (s) sim.cancel(s.timer);
+      streams[type] = null;
+    };
+
+    const startEcg = (now) => {
+      const s = { o0: sim.clock.osc(now) + PMD_STARTUP, rate: ecgRate, frame: 0, timer: null };
+      streams[0] = s;
+      const schedule = () => {
+        const first = s.frame * ECG_SAMPLES_PER_FRAME;
+        const oLast = s.o0 + (first + ECG_SAMPLES_PER_FRAME - 1) / s.rate;
+        const hLast = sim.clock.hostOfOsc(oLast);
+        s.timer = sim.at(hLast + PMD_LATENCY, () => {
+          const values = new Array(ECG_SAMPLES_PER_FRAME);
+          for (let i = 0; i < ECG_SAMPLES_PER_FRAME; i++) {
+            values[i] = Math.round(phys.ecgAt(sim.clock.hostOfOsc(s.o0 + (first + i) / s.rate) - start));
+          }
+          const ts = sim.clock.nsAtOsc(oLast);
+          emitPmd(encodePmdEcg(ts, values), hLast + PMD_LATENCY,
+            { type: 'ecg', count: ECG_SAMPLES_PER_FRAME, timestamp: ts, deviceTime: Number(ts) / 1e9 + UNIX_2000, lastSampleTime: hLast, ready: hLast + PMD_LATENCY });
+          s.frame++;
+          schedule();
+        });
+      };
+      schedule();
+    };
+
+    const startAcc = (now, { rate, range }) => {
+      const target = Math.max(1, Math.round(rate * frameSeconds));
+      const perFrame = compressed ? Math.min(target, 255) : Math.min(target, Math.floor((maxBytes - 10) / 6));
+      const s = { o0: sim.clock.osc(now) + PMD_STARTUP, rate, range, next: 0, timer: null };
+      streams[2] = s;
+      const limit = range * 1000;
+      const sample = (k) => phys.accAt(sim.clock.hostOfOsc(s.o0 + k / rate) - start)
+        .map((v) => Math.max(-limit, Math.min(limit, Math.max(-32768, Math.min(32767, Math.round(v))))));
+      const schedule = () => {
+        const lastK = s.next + perFrame - 1;
+        const hLast = sim.clock.hostOfOsc(s.o0 + lastK / rate);
+        s.timer = sim.at(hLast + PMD_LATENCY, () => {
+          const samples = [];
+          for (let k = s.next; k <= lastK; k++) samples.push(sample(k));
+          let bytes, count;
+          const tsOf = (n) => sim.clock.nsAtOsc(s.o0 + (s.next + n - 1) / rate);
+          if (compressed) ({ bytes, count } = encodePmdAccDelta(tsOf, samples, { maxBytes, blockSamples }));
+          else { count = samples.length; bytes = encodePmdAccRaw(tsOf(count), samples); }
+          const ts = tsOf(count);
+          const hEnd = sim.clock.hostOfOsc(s.o0 + (s.next + count - 1) / rate);
+          emitPmd(bytes, hLast + PMD_LATENCY,
+            { type: 'acc', count, timestamp: ts, deviceTime: Number(ts) / 1e9 + UNIX_2000, lastSampleTime: hEnd, ready: hLast + PMD_LATENCY });
+          s.next += count;
+          schedule();
+        });
+      };
+      schedule();
+    };
+
+    const respond = (bytes) => sim.send(control, 'pmd-control', Uint8Array.from(bytes), this.clock.now() + CONTROL_LATENCY, { reliable: true });
+
+    control.onWrite = (bytes) => {
+      const now = this.clock.now();
+      const op = bytes[0], type = bytes.length > 1 ? bytes[1] : 0;
+      const reply = (status, extra = []) => respond([0xF0, op ?? 0, type, status, 0x00, ...extra]);
+      if (bytes.length < 2) return reply(PMD_STATUS.INVALID_LENGTH);
+      if (op !== 0x01 && op !== 0x02 && op !== 0x03) return reply(PMD_STATUS.INVALID_OP_CODE);
+      if (type !== 0 && type !== 2) return reply(type > 0x0F ? PMD_STATUS.INVALID_MEASUREMENT_TYPE : PMD_STATUS.NOT_SUPPORTED);
+      if (op === 0x01) {
+        if (type === 0) return reply(0, [0x00, 0x01, 0x82, 0x00, 0x01, 0x01, 0x0E, 0x00]);
+        return reply(0, [0x00, 0x04, 25, 0, 50, 0, 100, 0, 200, 0, 0x01, 0x01, 0x10, 0x00, 0x02, 0x03, 2, 0, 4, 0, 8, 0]);
+      }
+      if (op === 0x03) {
+        stopStream(type);
+        return reply(PMD_STATUS.SUCCESS);
+      }
+      const parsed = parseSettings(bytes.subarray(2));
+      if (parsed.status) return reply(parsed.status);
+      const st = parsed.settings;
+      if (streams[type]) return reply(PMD_STATUS.ALREADY_IN_STATE);
+      if (type === 0) {
+        if (st.sampleRate === undefined || st.resolution === undefined) return reply(PMD_STATUS.INVALID_PARAMETER);
+        if (st.sampleRate !== 130) return reply(PMD_STATUS.INVALID_SAMPLE_RATE);
+        if (st.resolution !== 14) return reply(PMD_STATUS.INVALID_RESOLUTION);
+        reply(PMD_STATUS.SUCCESS);
+        startEcg(now);
+        return undefined;
+      }
+      if (st.sampleRate === undefined || st.resolution === undefined || st.range === undefined) return reply(PMD_STATUS.INVALID_PARAMETER);
+      if (!ACC_RATES.includes(st.sampleRate)) return reply(PMD_STATUS.INVALID_SAMPLE_RATE);
+      if (st.resolution !== 16) return reply(PMD_STATUS.INVALID_RESOLUTION);
+      if (!ACC_RANGES.includes(st.range)) return reply(PMD_STATUS.INVALID_RANGE);
+      reply(PMD_STATUS.SUCCESS);
+      startAcc(now, { rate: st.sampleRate, range: st.range });
+      return undefined;
+    };
+
+    sim.onDisconnect = () => {
+      stopStream(0);
+      stopStream(2);
+      held = null;
+    };
+    this.pmdStreams = streams;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Thermometer
+
+  #buildThermometer(sim) {
+    const fake = sim.fake, phys = this.physiology, start = this.start;
+    const t = { intervalSeconds: 5, exponent: -2, timeField: true, type: null, ...(this.options.thermometer ?? {}) };
+    if (t.exponent !== -1 && t.exponent !== -2) throw new RangeError('thermometer.exponent must be -1 or -2');
+    const svc = fake.addService('health_thermometer');
+    const tm = svc.addCharacteristic('temperature_measurement', { indicate: true });
+    svc.addCharacteristic('measurement_interval', { read: true }, { value: [t.intervalSeconds & 0xFF, t.intervalSeconds >> 8] });
+    const phase = createRng(this.seed, 'thermo-phase').uniform(0, t.intervalSeconds);
+    let n = 0;
+    const next = () => {
+      const h = sim.clock.hostOfOsc(phase + n * t.intervalSeconds);
+      sim.at(h, () => {
+        const celsius = phys.temperatureAt(h - start);
+        const time = t.timeField ? calendar(sim.clock.unix(h)) : null;
+        sim.send(tm, 'temperature', encodeTemperature(celsius, { exponent: t.exponent, time, type: t.type }), h, { reliable: true });
+        n++;
+        next();
+      });
+    };
+    next();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Oximeter
+
+  #buildOximeter(sim) {
+    const fake = sim.fake, phys = this.physiology, start = this.start;
+    const svc = fake.addService('pulse_oximeter');
+    const plx = svc.addCharacteristic('plx_continuous_measurement', { notify: true });
+    svc.addCharacteristic('plx_features', { read: true }, { value: [0x00, 0x00] });
+    const bat = fake.addService('battery_service');
+    bat.addCharacteristic('battery_level', { read: true }, { value: [perDevice(this.options.battery, { strap: 87, oximeter: 64 }, 'battery').oximeter ?? 64] });
+    const phase = createRng(this.seed, 'oxi-phase').uniform(0, 1);
+    let n = 0;
+    const next = () => {
+      const h = sim.clock.hostOfOsc(phase + n);
+      sim.at(h, () => {
+        const rel = h - start;
+        const off = phys.fingerOffAt(rel);
+        const bytes = off ? encodePlxContinuous(NaN, NaN) : encodePlxContinuous(phys.spo2At(rel), Math.round(phys.pulseRateAt(rel)));
+        sim.send(plx, 'plx', bytes, h);
+        n++;
+        next();
+      });
+    };
+    next();
+  }
+}
+
+// Settings TLVs of a start command -> { settings } or { status }.
+function parseSettings(b) {
+  const widths = { 0: 2, 1: 2, 2: 2, 3: 4, 4: 1, 5: 4 };
+  const names = { 0: 'sampleRate', 1: 'resolution', 2: 'range', 3: 'rangeMilliunit', 4: 'channels', 5: 'factor' };
+  const settings = {};
+  let o = 0;
+  while (o < b.length) {
+    if (b.length - o < 2) return { status: PMD_STATUS.INVALID_LENGTH };
+    const id = b[o], count = b[o + 1];
+    if (!(id in widths)) return { status: PMD_STATUS.INVALID_PARAMETER };
+    const w = widths[id];
+    if (count < 1 || b.length - o - 2 < count * w) return { status: PMD_STATUS.INVALID_LENGTH };
+    let v = 0;
+    for (let k = w - 1; k >= 0; k--) v = v * 256 + b[o + 2 + k];
+    settings[names[id]] = v;
+    o += 2 + count * w;
+  }
+  return { settings };
+}
+
+/** A FakeBluetooth with the simulated wearables; see the options at the top of this file. */
+export function createSimulatedBluetooth(options = {}) {
+  return new SimulatedBluetooth(options);
+}
+
+export { u16 as uuid16 };
