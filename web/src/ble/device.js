@@ -1,0 +1,418 @@
+// The device layer: a wearable connected over Web Bluetooth (or the simulated one, or a replayed
+// recording: anything shaped like navigator.bluetooth), turned into timestamped sample batches
+// and into the model's windows.
+//
+//   const wearable = await connectWearable({ bluetooth: navigator.bluetooth });
+//   for await (const batch of wearable.samples('ecg', { signal })) ...  // { times, values }
+//   const window = wearable.assembler.window({ end: wearable.now(), seconds: 10 });
+//
+// Time: every sample gets a float64 host time in seconds. PMD frames carry the device time of their
+// last sample: a per-device ClockAligner maps device time to host time (offset and drift fitted
+// on the lower envelope of receive delays), and the frame's samples are spaced by the device's
+// own measured rate. Standard GATT profiles have no device time: heart-rate RR intervals rebuild
+// beat times (BeatTimeline); other values take their host receive time.
+//
+// Disconnects: all notifications stop; the layer reconnects with exponential backoff (2 s, 4 s,
+// 8 s, ... by default), restarts notifications and PMD streams, and marks the span between the
+// last sample before the drop and the first after the reconnect as a gap in the assembler
+// (missing, not deleted), announcing it with a 'gap' event.
+import { SensorformerError } from '../errors.js';
+import { BeatTimeline, ClockAligner } from './clock.js';
+import { WindowAssembler } from './assembler.js';
+import {
+  decodeBattery,
+  decodeBodySensorLocation,
+  decodeHeartRate,
+  decodePlxContinuous,
+  decodePmdControlResponse,
+  decodePmdData,
+  decodePmdFeatures,
+  decodeTemperature,
+  encodePmdStart,
+} from './decoders.js';
+import { BluetoothUnavailableError } from './errors.js';
+
+const uuid16 = (n) => `0000${n.toString(16).padStart(4, '0')}-0000-1000-8000-00805f9b34fb`;
+export const UUIDS = {
+  heartRate: uuid16(0x180d),
+  heartRateMeasurement: uuid16(0x2a37),
+  bodySensorLocation: uuid16(0x2a38),
+  battery: uuid16(0x180f),
+  batteryLevel: uuid16(0x2a19),
+  thermometer: uuid16(0x1809),
+  temperatureMeasurement: uuid16(0x2a1c),
+  pulseOximeter: uuid16(0x1822),
+  plxContinuous: uuid16(0x2a5f),
+  pmd: 'fb005c80-02e7-f387-1cad-8acd2d8df0c8',
+  pmdControl: 'fb005c81-02e7-f387-1cad-8acd2d8df0c8',
+  pmdData: 'fb005c82-02e7-f387-1cad-8acd2d8df0c8',
+};
+
+export const DEFAULT_FILTERS = [
+  { services: [UUIDS.heartRate] },
+  { services: [UUIDS.thermometer] },
+  { services: [UUIDS.pulseOximeter] },
+  { namePrefix: 'Polar' },
+];
+const OPTIONAL_SERVICES = [UUIDS.heartRate, UUIDS.battery, UUIDS.thermometer, UUIDS.pulseOximeter, UUIDS.pmd];
+
+// Which model stream each kind of sample feeds (sensor ids, modalities and placements of the demo
+// model; override with connectWearable({ streams })).
+export const DEFAULT_STREAMS = {
+  ecg: { sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130 },
+  acc_x: { sensor: 1, modality: 'acc_x', placement: 'chest', rateHz: 50 },
+  acc_y: { sensor: 1, modality: 'acc_y', placement: 'chest', rateHz: 50 },
+  acc_z: { sensor: 1, modality: 'acc_z', placement: 'chest', rateHz: 50 },
+  hr: { sensor: 2, modality: 'hr', placement: 'chest', rateHz: null },
+  rr: { sensor: 2, modality: 'rr', placement: 'chest', rateHz: null },
+  temperature: { sensor: 3, modality: 'temperature', placement: 'wrist', rateHz: null },
+  spo2: { sensor: 4, modality: 'spo2', placement: 'finger', rateHz: null },
+};
+
+const PMD_ECG = 0, PMD_ACC = 2;
+const ECG_NOMINAL_HZ = 130;  // H10: nominal 130 Hz, measured ~130.3 (the device clock decides)
+
+const realClock = {
+  now: () => (performance.timeOrigin + performance.now()) / 1000,
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (id) => clearTimeout(id),
+};
+
+/**
+ * Whether Web Bluetooth can be used here, and if not, why and what to do.
+ * @returns {{ available: boolean, reason?: string, message?: string }}
+ */
+export function bluetoothAvailability(env = globalThis) {
+  if (env.isSecureContext === false)
+    return { available: false, reason: 'insecure-context', message: 'Web Bluetooth needs a secure context: open the page over https:// or from http://localhost.' };
+  if (!env.navigator?.bluetooth) {
+    const linux = /Linux/.test(env.navigator?.userAgent ?? '') && !/Android/.test(env.navigator?.userAgent ?? '');
+    return {
+      available: false,
+      reason: 'no-api',
+      message: linux && /Chrome\//.test(env.navigator?.userAgent ?? '')
+        ? 'Chrome on Linux ships Web Bluetooth behind a flag: enable chrome://flags/#enable-experimental-web-platform-features and restart. The simulated wearable works without it.'
+        : 'This browser has no Web Bluetooth (Firefox and Safari do not implement it). Use Chrome or Edge on desktop or Android, or the simulated wearable / a recording.',
+    };
+  }
+  return { available: true };
+}
+
+function copyBytes(dataView) {
+  // The DataView is only valid while the event handler runs: copy now.
+  return new Uint8Array(dataView.buffer.slice(dataView.byteOffset, dataView.byteOffset + dataView.byteLength));
+}
+
+class SampleQueue {
+  #items = [];
+  #waiters = [];
+  #closed = false;
+  push(item) {
+    if (this.#closed) return;
+    const w = this.#waiters.shift();
+    if (w) w.resolve({ value: item, done: false });
+    else this.#items.push(item);
+  }
+  close() {
+    this.#closed = true;
+    for (const w of this.#waiters.splice(0)) w.resolve({ value: undefined, done: true });
+  }
+  next() {
+    if (this.#items.length) return Promise.resolve({ value: this.#items.shift(), done: false });
+    if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => this.#waiters.push({ resolve }));
+  }
+}
+
+// Per PMD stream: device-clock sample rate measured from consecutive frames, duplicate and
+// out-of-order detection, clock-reset detection.
+class PmdTimeline {
+  constructor(nominalHz) {
+    this.nominalHz = nominalHz;
+    this.rateHz = nominalHz;
+    this.last = null;  // { deviceTime, count }
+  }
+  // -> device times of the frame's samples, or null for a duplicate frame
+  times(deviceTime, count) {
+    const last = this.last;
+    if (last && deviceTime === last.deviceTime) return null;  // a duplicate frame
+    if (last && deviceTime > last.deviceTime && deviceTime - last.deviceTime < 5 * count / this.nominalHz) {
+      const measured = count / (deviceTime - last.deviceTime);
+      if (Math.abs(measured / this.nominalHz - 1) < 0.05) this.rateHz += 0.05 * (measured - this.rateHz);
+    }
+    if (!last || deviceTime > last.deviceTime || last.deviceTime - deviceTime > 1) this.last = { deviceTime, count };
+    const out = new Float64Array(count);
+    for (let i = 0; i < count; i++) out[i] = deviceTime - (count - 1 - i) / this.rateHz;
+    return out;
+  }
+}
+
+export class Wearable extends EventTarget {
+  #bluetooth;
+  #clock;
+  #options;
+  #queues = new Map();  // kind -> Set<SampleQueue>
+  #closed = false;
+  #lastSampleTime = -Infinity;
+  #disconnectedAt = null;
+  #aligner = new ClockAligner();
+  #beats = new BeatTimeline();
+  #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null };
+  #listeners = [];
+
+  constructor(device, { bluetooth, clock, options, assembler }) {
+    super();
+    this.device = device;
+    this.name = device.name ?? 'wearable';
+    this.#bluetooth = bluetooth;
+    this.#clock = clock;
+    this.#options = options;
+    this.assembler = assembler;
+    this.kinds = new Set();
+    this.location = null;
+    this.battery = null;
+    device.addEventListener('gattserverdisconnected', () => this.#onDisconnect());
+  }
+
+  /** Host time now, in seconds (the clock the samples are stamped with). */
+  now() {
+    return this.#clock.now();
+  }
+
+  /** Device-to-host clock estimate: { offset (s), drift (ppm), ready }. */
+  get clock() {
+    return { offset: this.#aligner.offset, drift: this.#aligner.drift, ready: this.#aligner.ready };
+  }
+
+  /**
+   * Async iterator over batches of one kind ('ecg', 'acc', 'hr', 'rr', 'temperature', 'spo2'):
+   * { kind, times: Float64Array, values: Float32Array } ({ x, y, z } for 'acc'). Ends when the
+   * signal aborts or the wearable is closed.
+   */
+  samples(kind, { signal } = {}) {
+    const queue = new SampleQueue();
+    if (!this.#queues.has(kind)) this.#queues.set(kind, new Set());
+    this.#queues.get(kind).add(queue);
+    const stop = () => {
+      queue.close();
+      this.#queues.get(kind)?.delete(queue);
+    };
+    if (signal?.aborted) stop();
+    signal?.addEventListener('abort', stop, { once: true });
+    if (this.#closed) stop();
+    return {
+      next: () => queue.next(),
+      return: () => (stop(), Promise.resolve({ value: undefined, done: true })),
+      [Symbol.asyncIterator]() { return this; },
+    };
+  }
+
+  async start() {
+    await this.#connectOnce();
+    this.dispatchEvent(new CustomEvent('connect', { detail: { time: this.now() } }));
+  }
+
+  /** Ends the session: no reconnects, iterators finish. */
+  async close() {
+    this.#closed = true;
+    for (const set of this.#queues.values()) for (const q of set) q.close();
+    for (const [target, type, fn] of this.#listeners.splice(0)) target.removeEventListener(type, fn);
+    if (this.device.gatt?.connected) this.device.gatt.disconnect();
+  }
+
+  #emit(kind, times, values) {
+    if (times.length === 0) return;
+    this.#lastSampleTime = Math.max(this.#lastSampleTime, times[times.length - 1]);
+    this.kinds.add(kind);
+    const spec = this.#options.streams;
+    if (kind === 'acc') {
+      for (const axis of ['x', 'y', 'z']) if (spec[`acc_${axis}`]) this.assembler.push(`acc_${axis}`, times, values[axis]);
+    } else if (spec[kind]) {
+      this.assembler.push(kind, times, values);
+    }
+    for (const q of this.#queues.get(kind) ?? []) q.push({ kind, times, values, device: this.name });
+  }
+
+  #listen(target, type, fn) {
+    target.addEventListener(type, fn);
+    this.#listeners.push([target, type, fn]);
+  }
+
+  async #subscribe(service, characteristicUuid, onBytes) {
+    const ch = await service.getCharacteristic(characteristicUuid);
+    this.#listen(ch, 'characteristicvaluechanged', (event) => {
+      const bytes = copyBytes(event.target.value);
+      const hostTime = this.now();
+      try {
+        onBytes(bytes, hostTime);
+      } catch (error) {
+        this.dispatchEvent(new CustomEvent('error', { detail: { error } }));
+      }
+    });
+    await ch.startNotifications();
+    return ch;
+  }
+
+  async #connectOnce() {
+    for (const [target, type, fn] of this.#listeners.splice(0)) target.removeEventListener(type, fn);
+    const server = await this.device.gatt.connect();
+    const services = new Map();
+    for (const uuid of OPTIONAL_SERVICES) {
+      try {
+        services.set(uuid, await server.getPrimaryService(uuid));
+      } catch {
+        // not on this device
+      }
+    }
+    const hr = services.get(UUIDS.heartRate);
+    if (hr) {
+      try {
+        const loc = await hr.getCharacteristic(UUIDS.bodySensorLocation);
+        this.location = decodeBodySensorLocation(copyBytes(await loc.readValue())).location;
+      } catch {
+        // optional characteristic
+      }
+      await this.#subscribe(hr, UUIDS.heartRateMeasurement, (bytes, t) => {
+        const m = decodeHeartRate(bytes);
+        this.#emit('hr', Float64Array.of(t), Float32Array.of(m.heartRate));
+        if (m.rrIntervals.length) {
+          const beats = this.#beats.push(t, m.rrIntervals);
+          this.#emit('rr', beats.times, Float32Array.from(beats.rr));
+        }
+      });
+    }
+    const battery = services.get(UUIDS.battery);
+    if (battery) {
+      try {
+        const ch = await battery.getCharacteristic(UUIDS.batteryLevel);
+        this.battery = decodeBattery(copyBytes(await ch.readValue())).level;
+      } catch {
+        // optional
+      }
+    }
+    const thermo = services.get(UUIDS.thermometer);
+    if (thermo) {
+      await this.#subscribe(thermo, UUIDS.temperatureMeasurement, (bytes, t) => {
+        const m = decodeTemperature(bytes);
+        this.#emit('temperature', Float64Array.of(t), Float32Array.of(m.missing ? NaN : m.celsius));
+      });
+    }
+    const oxi = services.get(UUIDS.pulseOximeter);
+    if (oxi) {
+      await this.#subscribe(oxi, UUIDS.plxContinuous, (bytes, t) => {
+        const m = decodePlxContinuous(bytes);
+        this.#emit('spo2', Float64Array.of(t), Float32Array.of(m.missing?.spo2 ? NaN : m.spo2));
+      });
+    }
+    const pmd = services.get(UUIDS.pmd);
+    if (pmd) await this.#startPmd(pmd);
+  }
+
+  async #startPmd(service) {
+    const control = await service.getCharacteristic(UUIDS.pmdControl);
+    const features = decodePmdFeatures(copyBytes(await control.readValue()));
+    // Responses come as indications after the write resolves (as on a real H10): wait for them.
+    const waiting = [];
+    this.#listen(control, 'characteristicvaluechanged', (e) => {
+      const bytes = copyBytes(e.target.value);
+      if (bytes[0] !== 0xf0) return;  // a read of the features, not a command response
+      waiting.shift()?.(decodePmdControlResponse(bytes));
+    });
+    const response = () => new Promise((resolve) => {
+      const timer = this.#clock.setTimeout(() => resolve(null), 3000);
+      waiting.push((r) => {
+        this.#clock.clearTimeout(timer);
+        resolve(r);
+      });
+    });
+    await control.startNotifications();
+    await this.#subscribe(service, UUIDS.pmdData, (bytes, hostTime) => this.#onPmdFrame(bytes, hostTime));
+    const { ecg = true, acc = { sampleRate: 50, resolution: 16, range: 8 } } = this.#options.pmd ?? {};
+    const start = async (type, settings) => {
+      const answered = response();
+      await control.writeValueWithResponse(encodePmdStart(type, settings));
+      const r = await answered;
+      if (!r) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type}: no response within 3 s`);
+      if (!r.ok) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type} failed with status ${r.status}`);
+    };
+    if (ecg && features.ecg) await start(PMD_ECG, { sampleRate: ECG_NOMINAL_HZ, resolution: 14 });
+    if (acc && features.acc) {
+      this.#pmd.acc = this.#pmd.acc ?? new PmdTimeline(acc.sampleRate);
+      await start(PMD_ACC, acc);
+    }
+  }
+
+  #onPmdFrame(bytes, hostTime) {
+    const frame = decodePmdData(bytes);
+    const count = frame.type === 'ecg' ? frame.samples.length : frame.type === 'acc' ? frame.samples.x.length : 0;
+    const timeline = frame.type === 'ecg' ? this.#pmd.ecg : frame.type === 'acc' ? this.#pmd.acc : null;
+    if (!timeline || count === 0) return;
+    const deviceTimes = timeline.times(frame.deviceTime, count);
+    if (!deviceTimes) return;  // duplicate frame: already delivered
+    this.#aligner.observe(frame.deviceTime, hostTime);
+    const times = deviceTimes.map((d) => this.#aligner.toHost(d));
+    if (frame.type === 'ecg') this.#emit('ecg', times, Float32Array.from(frame.samples));
+    else this.#emit('acc', times, { x: Float32Array.from(frame.samples.x), y: Float32Array.from(frame.samples.y), z: Float32Array.from(frame.samples.z) });
+  }
+
+  async #onDisconnect() {
+    if (this.#closed) return;
+    const dropped = this.now();
+    this.#disconnectedAt = dropped;
+    this.dispatchEvent(new CustomEvent('disconnect', { detail: { time: dropped } }));
+    const { retries = 6, initialDelayMs = 2000, factor = 2 } = this.#options.reconnect ?? {};
+    for (let attempt = 1; attempt <= retries && !this.#closed; attempt++) {
+      await new Promise((r) => this.#clock.setTimeout(r, initialDelayMs * factor ** (attempt - 1)));
+      if (this.#closed) return;
+      try {
+        this.#beats = new BeatTimeline();  // RR chains do not continue across a gap
+        await this.#connectOnce();
+        const back = this.now();
+        const from = Number.isFinite(this.#lastSampleTime) ? Math.min(this.#lastSampleTime, dropped) : dropped;
+        this.assembler.markGap(from, back, Object.keys(this.#options.streams));
+        this.#disconnectedAt = null;
+        this.dispatchEvent(new CustomEvent('gap', { detail: { start: from, end: back } }));
+        this.dispatchEvent(new CustomEvent('reconnect', { detail: { attempt, time: back } }));
+        return;
+      } catch (error) {
+        this.dispatchEvent(new CustomEvent('reconnect-failed', { detail: { attempt, error } }));
+      }
+    }
+    if (!this.#closed)
+      this.dispatchEvent(new CustomEvent('error', { detail: { error: new SensorformerError('BLUETOOTH_DISCONNECTED', `${this.name} did not come back after ${retries} reconnect attempts`) } }));
+  }
+}
+
+/**
+ * Asks the user to pick a wearable (requestDevice must run from a click in browsers), connects,
+ * starts every stream the device offers, and returns a Wearable.
+ * Options: bluetooth (default navigator.bluetooth; the simulator or a replay work the same),
+ * filters, clock, streams (kind -> model stream spec), assembler (share one across devices),
+ * pmd ({ ecg, acc: { sampleRate, resolution, range } }), reconnect ({ retries, initialDelayMs, factor }).
+ */
+export async function connectWearable(options = {}) {
+  const bluetooth = options.bluetooth ?? globalThis.navigator?.bluetooth;
+  if (!bluetooth) {
+    const a = bluetoothAvailability();
+    throw new BluetoothUnavailableError(a.reason ?? 'no-api', a.message ?? 'Web Bluetooth is not available here');
+  }
+  if (!options.bluetooth && globalThis.isSecureContext === false) {
+    const a = bluetoothAvailability();
+    throw new BluetoothUnavailableError(a.reason, a.message);
+  }
+  const clock = options.clock ?? realClock;
+  const streams = options.streams ?? DEFAULT_STREAMS;
+  const assembler = options.assembler ?? new WindowAssembler();
+  for (const [id, spec] of Object.entries(streams)) if (!assembler.has?.(id)) assembler.add(id, { capacitySeconds: 120, ...spec });
+  let device;
+  try {
+    device = await bluetooth.requestDevice({ filters: options.filters ?? DEFAULT_FILTERS, optionalServices: OPTIONAL_SERVICES });
+  } catch (cause) {
+    if (cause?.name === 'NotFoundError') throw new SensorformerError('BLUETOOTH_NO_DEVICE', 'no wearable was chosen (the chooser was cancelled or found nothing)', { cause });
+    if (cause?.name === 'SecurityError') throw new BluetoothUnavailableError('permission-denied', `Web Bluetooth was refused: ${cause.message}`);
+    throw new SensorformerError('BLUETOOTH_FAILED', `requestDevice failed: ${cause?.message ?? cause}`, { cause });
+  }
+  const wearable = new Wearable(device, { bluetooth, clock, options: { ...options, streams }, assembler });
+  await wearable.start();
+  return wearable;
+}
