@@ -6,25 +6,52 @@ import { parseArgs } from 'node:util';
 
 import { loadModel, SensorformerError } from '../src/index.js';
 import { parseCsv } from '../src/csv.js';
+import { RECORDING_FORMAT } from '../src/ble/recording.js';
+import { windowsFromRecording } from '../src/ble/session.js';
 
-const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv>
+const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec>
                        [--attention] [--output <out.json>] [--placement <name>] [--sensor <id>]
+                       [--window <seconds>] [--hop <seconds>]
 
   --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input")
                CSV:  one device; first column "time" (seconds), one column per stream
+               .sfrec: a recorded Bluetooth session (docs/bluetooth.md), replayed through the
+                       device layer into windows of --window seconds every --hop seconds
   --attention  include attention maps (per layer, block, group: token indices and H x g x g weights)
   --output     write the JSON there instead of stdout
   --placement  CSV only: placement of columns that do not name one (default: the model's first)
-  --sensor     CSV only: sensor id of the first data column (default 0; next columns count up)`;
+  --sensor     CSV only: sensor id of the first data column (default 0; next columns count up)
+  --window     recordings only: window length in seconds (default 10)
+  --hop        recordings only: seconds between window ends (default 5)`;
 
 function fail(message, code = 2) {
   process.stderr.write(`sensorformer: ${message}\n`);
   process.exit(code);
 }
 
-async function readWindows(path, csvOptions) {
+// A recording's streams follow the device layer's defaults; keep those the model knows.
+function onlyKnownStreams(windows, config) {
+  const modalities = new Set(config.modalities.map((m) => m.name)), placements = new Set(config.placements);
+  const dropped = new Set();
+  const kept = windows.map((w) => ({
+    ...w,
+    streams: w.streams.filter((s) => {
+      const ok = modalities.has(s.modality) && placements.has(s.placement) && s.sensor < config.n_sensors;
+      if (!ok) dropped.add(`${s.modality}@${s.placement}#${s.sensor}`);
+      return ok;
+    }),
+  }));
+  if (dropped.size) process.stderr.write(`sensorformer: the model has no use for ${[...dropped].join(', ')}: left out\n`);
+  return kept;
+}
+
+async function readWindows(path, options, config) {
   const text = await readFile(path, 'utf8').catch((e) => fail(`cannot read ${path}: ${e.message}`));
-  if (/\.csv$/i.test(path)) return [parseCsv(text, csvOptions)];
+  if (/\.csv$/i.test(path)) return [parseCsv(text, options)];
+  if (/\.sfrec$/i.test(path) || text.startsWith(`{"format":"${RECORDING_FORMAT}"`)) {
+    const { windows } = await windowsFromRecording(text, { seconds: options.seconds, hop: options.hop });
+    return onlyKnownStreams(windows, config);
+  }
   let json;
   try {
     json = JSON.parse(text);
@@ -56,6 +83,9 @@ function toJson(r) {
   return out;
 }
 
+// `sensorformer run ... | head` closes stdout early: that is not an error.
+process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : fail(e.message, 1)));
+
 async function main() {
   let args;
   try {
@@ -64,6 +94,7 @@ async function main() {
       options: {
         model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' },
         attention: { type: 'boolean', default: false }, placement: { type: 'string' }, sensor: { type: 'string' },
+        window: { type: 'string' }, hop: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -78,7 +109,9 @@ async function main() {
   const windows = await readWindows(values.input, {
     placement: values.placement ?? model.config.placements[0],
     firstSensor: values.sensor === undefined ? 0 : Number(values.sensor),
-  });
+    seconds: values.window === undefined ? 10 : Number(values.window),
+    hop: values.hop === undefined ? 5 : Number(values.hop),
+  }, model.config);
   const results = model.forwardBatch(windows, { attention: values.attention });
   const json = JSON.stringify({ windows: results.map(toJson) });
   if (values.output) await writeFile(values.output, json);

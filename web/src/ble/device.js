@@ -54,6 +54,12 @@ export const DEFAULT_FILTERS = [
   { services: [UUIDS.pulseOximeter] },
   { namePrefix: 'Polar' },
 ];
+// One filter set per kind of wearable, for pages that connect several (one chooser each).
+export const DEVICE_FILTERS = {
+  strap: [{ services: [UUIDS.heartRate] }],
+  thermometer: [{ services: [UUIDS.thermometer] }],
+  oximeter: [{ services: [UUIDS.pulseOximeter] }],
+};
 const OPTIONAL_SERVICES = [UUIDS.heartRate, UUIDS.battery, UUIDS.thermometer, UUIDS.pulseOximeter, UUIDS.pmd];
 
 // Which model stream each kind of sample feeds (sensor ids, modalities and placements of the demo
@@ -186,8 +192,9 @@ export class Wearable extends EventTarget {
 
   /**
    * Async iterator over batches of one kind ('ecg', 'acc', 'hr', 'rr', 'temperature', 'spo2'):
-   * { kind, times: Float64Array, values: Float32Array } ({ x, y, z } for 'acc'). Ends when the
-   * signal aborts or the wearable is closed.
+   * { kind, times: Float64Array (host seconds), values: Float32Array } ({ x, y, z } for 'acc';
+   * PMD batches also carry deviceTimes, the device clock's seconds). Ends when the signal
+   * aborts or the wearable is closed.
    */
   samples(kind, { signal } = {}) {
     const queue = new SampleQueue();
@@ -220,7 +227,7 @@ export class Wearable extends EventTarget {
     if (this.device.gatt?.connected) this.device.gatt.disconnect();
   }
 
-  #emit(kind, times, values) {
+  #emit(kind, times, values, deviceTimes = null) {
     if (times.length === 0) return;
     this.#lastSampleTime = Math.max(this.#lastSampleTime, times[times.length - 1]);
     this.kinds.add(kind);
@@ -230,7 +237,8 @@ export class Wearable extends EventTarget {
     } else if (spec[kind]) {
       this.assembler.push(kind, times, values);
     }
-    for (const q of this.#queues.get(kind) ?? []) q.push({ kind, times, values, device: this.name });
+    const batch = deviceTimes ? { kind, times, values, deviceTimes, device: this.name } : { kind, times, values, device: this.name };
+    for (const q of this.#queues.get(kind) ?? []) q.push(batch);
   }
 
   #listen(target, type, fn) {
@@ -351,8 +359,8 @@ export class Wearable extends EventTarget {
     if (!deviceTimes) return;  // duplicate frame: already delivered
     this.#aligner.observe(frame.deviceTime, hostTime);
     const times = deviceTimes.map((d) => this.#aligner.toHost(d));
-    if (frame.type === 'ecg') this.#emit('ecg', times, Float32Array.from(frame.samples));
-    else this.#emit('acc', times, { x: Float32Array.from(frame.samples.x), y: Float32Array.from(frame.samples.y), z: Float32Array.from(frame.samples.z) });
+    if (frame.type === 'ecg') this.#emit('ecg', times, Float32Array.from(frame.samples), deviceTimes);
+    else this.#emit('acc', times, { x: Float32Array.from(frame.samples.x), y: Float32Array.from(frame.samples.y), z: Float32Array.from(frame.samples.z) }, deviceTimes);
   }
 
   async #onDisconnect() {
@@ -361,6 +369,24 @@ export class Wearable extends EventTarget {
     this.#disconnectedAt = dropped;
     this.dispatchEvent(new CustomEvent('disconnect', { detail: { time: dropped } }));
     const { retries = 6, initialDelayMs = 2000, factor = 2 } = this.#options.reconnect ?? {};
+    // While the link is down, keep extending the gap to "now" so that windows taken meanwhile
+    // show the outage as missing samples instead of ending early.
+    const from = Number.isFinite(this.#lastSampleTime) ? Math.min(this.#lastSampleTime, dropped) : dropped;
+    const ids = Object.keys(this.#options.streams);
+    let ticker = null;
+    const extendGap = () => {
+      this.assembler.markGap(from, this.now(), ids);
+      ticker = this.#clock.setTimeout(extendGap, 500);
+    };
+    extendGap();
+    try {
+      await this.#reconnect({ retries, initialDelayMs, factor, dropped, from, ids });
+    } finally {
+      this.#clock.clearTimeout(ticker);
+    }
+  }
+
+  async #reconnect({ retries, initialDelayMs, factor, from, ids }) {
     for (let attempt = 1; attempt <= retries && !this.#closed; attempt++) {
       await new Promise((r) => this.#clock.setTimeout(r, initialDelayMs * factor ** (attempt - 1)));
       if (this.#closed) return;
@@ -368,8 +394,7 @@ export class Wearable extends EventTarget {
         this.#beats = new BeatTimeline();  // RR chains do not continue across a gap
         await this.#connectOnce();
         const back = this.now();
-        const from = Number.isFinite(this.#lastSampleTime) ? Math.min(this.#lastSampleTime, dropped) : dropped;
-        this.assembler.markGap(from, back, Object.keys(this.#options.streams));
+        this.assembler.markGap(from, back, ids);
         this.#disconnectedAt = null;
         this.dispatchEvent(new CustomEvent('gap', { detail: { start: from, end: back } }));
         this.dispatchEvent(new CustomEvent('reconnect', { detail: { attempt, time: back } }));
@@ -403,7 +428,7 @@ export async function connectWearable(options = {}) {
   const clock = options.clock ?? realClock;
   const streams = options.streams ?? DEFAULT_STREAMS;
   const assembler = options.assembler ?? new WindowAssembler();
-  for (const [id, spec] of Object.entries(streams)) if (!assembler.has?.(id)) assembler.add(id, { capacitySeconds: 120, ...spec });
+  for (const [id, spec] of Object.entries(streams)) if (!assembler.get(id)) assembler.add(id, { capacitySeconds: 120, ...spec });
   let device;
   try {
     device = await bluetooth.requestDevice({ filters: options.filters ?? DEFAULT_FILTERS, optionalServices: OPTIONAL_SERVICES });

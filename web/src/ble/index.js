@@ -1,0 +1,9 @@
+// sensorformer/ble: wearables over Web Bluetooth (docs/bluetooth.md).
+export { bluetoothAvailability, connectWearable, Wearable, DEFAULT_FILTERS, DEFAULT_STREAMS, DEVICE_FILTERS, UUIDS } from './device.js';
+export { WindowAssembler, StreamBuffer } from './assembler.js';
+export { ClockAligner, BeatTimeline } from './clock.js';
+export * as decoders from './decoders.js';
+export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
+export { createSimulatedBluetooth, createVirtualClock, createRealClock } from './simulator.js';
+export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
+export { windowsFromRecording } from './session.js';
