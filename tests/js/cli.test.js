@@ -94,3 +94,35 @@ test('usage errors exit 2, model errors exit 1 with the error code', () => {
   assert.equal(r.status, 1);
   assert.match(r.stderr, /INVALID_ARGUMENT: window\.streams\[0\]\.samples\[0\]/);
 });
+
+test('a recorded Bluetooth session runs through the CLI as hop windows', async () => {
+  const { createSimulatedBluetooth, createVirtualClock, record, connectWearable, DEVICE_FILTERS, windowsFromRecording } = await import('../../web/src/ble/index.js');
+  const clock = createVirtualClock(1764460800);
+  const sim = createSimulatedBluetooth({ seed: 5, clock, disconnects: [{ device: 'strap', at: 14, duration: 4 }] });
+  const rec = record(sim, { clock });
+  const pending = ['strap', 'thermometer', 'oximeter'].map((k) => connectWearable({ bluetooth: rec.bluetooth, clock, filters: DEVICE_FILTERS[k] }));
+  await clock.advanceAsync(2);
+  const wearables = await Promise.all(pending);
+  await clock.advanceAsync(30);
+  for (const w of wearables) await w.close();
+  const text = rec.stop();
+  sim.close();
+  const file = join(tmp, 'session.sfrec');
+  writeFileSync(file, text);
+
+  const r = run('run', '--model', modelPath, '--input', file, '--window', '10', '--hop', '5');
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /no use for acc_y@chest#1/, 'streams the fixture model does not know are named');
+  const out = JSON.parse(r.stdout).windows;
+  // the same windows through the API, filtered the same way
+  const { windows } = await windowsFromRecording(text, { seconds: 10, hop: 5 });
+  assert.equal(out.length, windows.length);
+  assert.ok(out.length >= 4);
+  const model = await loadModel(modelPath);
+  const known = new Set(model.config.modalities.map((m) => m.name));
+  windows.forEach((w, i) => {
+    const api = model.forward({ ...w, streams: w.streams.filter((s) => known.has(s.modality) && model.config.placements.includes(s.placement) && s.sensor < model.config.n_sensors) });
+    assert.deepEqual(out[i].pooled, Array.from(api.pooled), `window ${i}`);
+  });
+  model.dispose();
+});
