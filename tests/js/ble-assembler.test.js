@@ -6,20 +6,11 @@ import assert from 'node:assert/strict';
 import { StreamBuffer, WindowAssembler } from '../../web/src/ble/assembler.js';
 import { normalizeWindow } from '../../web/src/window.js';
 import { loadModel, SensorformerError } from '../../web/src/index.js';
+import { prng } from './prng.js';
 
 const ECG = { sensor: 0, modality: 'ecg', placement: 'chest' };
 const range = (n, f) => Array.from({ length: n }, (_, i) => f(i));
 
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('4 Hz stream with a dropped sample: null in its slot, grid on the stream phase', () => {
   const b = new StreamBuffer({ ...ECG, rateHz: 4 });

@@ -5,18 +5,8 @@ import assert from 'node:assert/strict';
 
 import { ClockAligner, BeatTimeline } from '../../web/src/ble/clock.js';
 import { SensorformerError } from '../../web/src/errors.js';
+import { prng } from './prng.js';
 
-// mulberry32: a tiny seeded PRNG, uniform in [0, 1).
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const exponential = (rand, mean) => -mean * Math.log(1 - rand());
 
 const EPOCH_2000 = 946684800;          // Unix seconds of 2000-01-01T00:00:00Z
