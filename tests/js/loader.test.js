@@ -71,3 +71,29 @@ test('an engine without WebAssembly SIMD gets an error that says so', async () =
     WebAssembly.validate = validate;
   }
 });
+
+test('over HTTP: an HTML answer and a 404 both name the URL', async () => {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    if (req.url.startsWith('/spa/')) {  // a single-page-app server answering every path with index.html
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      res.end('<!doctype html><html><head><title>app</title></head></html>');
+    } else {
+      res.writeHead(404);
+      res.end('not found');
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  try {
+    let e = await loadError({ wasmUrl: `${base}/spa/assets/sensorformer-core.wasm` });
+    assert.equal(e.code, 'WASM_NOT_WASM');
+    assert.ok(e.message.includes(`${base}/spa/assets/sensorformer-core.wasm`), e.message);
+    assert.match(e.message, /HTML page/);
+    e = await loadError({ wasmUrl: `${base}/missing.wasm` });
+    assert.equal(e.code, 'WASM_FETCH_FAILED');
+    assert.ok(e.message.includes(`${base}/missing.wasm`) && /404/.test(e.message), e.message);
+  } finally {
+    server.close();
+  }
+});
