@@ -23,7 +23,7 @@ import torch.nn.functional as F
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "reference"))
-from export import export_safetensors  # noqa: E402
+from export import export_safetensors, load_safetensors  # noqa: E402
 from sensorformer_ref import SensorformerRef  # noqa: E402
 
 LABELS = ["rest", "walk", "run"]
@@ -52,13 +52,31 @@ CONFIG = {
 }
 
 
-def evaluate(model, items):
+def predict(model, items):
+    """Head outputs (logits) of every item, as lists of floats."""
     model.eval()
-    correct = 0
     with torch.no_grad():
-        for it in items:
-            correct += int(model(it["window"])["head"].argmax().item() == it["label"])
+        return [model(it["window"])["head"].tolist() for it in items]
+
+
+def evaluate(model, items):
+    correct = sum(int(max(range(len(LABELS)), key=lambda k: z[k]) == it["label"])
+                  for z, it in zip(predict(model, items), items))
     return correct / max(1, len(items))
+
+
+def summarize(logits, items):
+    """Overall and per-class accuracy and the confusion matrix (rows: truth, columns: predicted)."""
+    n = len(LABELS)
+    confusion = [[0] * n for _ in range(n)]
+    for z, it in zip(logits, items):
+        confusion[it["label"]][max(range(n), key=lambda k: z[k])] += 1
+    per_class = {}
+    for i, name in enumerate(LABELS):
+        total = sum(confusion[i])
+        per_class[name] = {"windows": total, "accuracy": confusion[i][i] / max(1, total)}
+    accuracy = sum(confusion[i][i] for i in range(n)) / max(1, len(items))
+    return accuracy, per_class, confusion
 
 
 def main(argv):
@@ -68,6 +86,8 @@ def main(argv):
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--out", default=str(ROOT / "demo" / "model"))
+    ap.add_argument("--predictions", default=str(ROOT / "build" / "demo-heldout-predictions.json"),
+                    help="where to write the exported model's held-out logits ('' to skip)")
     args = ap.parse_args(argv)
 
     data = json.loads(pathlib.Path(args.dataset).read_text())
@@ -96,24 +116,43 @@ def main(argv):
             loss.backward()
             opt.step()
             total += loss.item() * len(batch)
+            done = b + len(batch)
+            if (b // args.batch) % 25 == 24:
+                print(f"  epoch {epoch + 1}: {done}/{len(train)} windows, loss {total / done:.4f} "
+                      f"({time.time() - started:.0f} s)", flush=True)
         acc = evaluate(model, test)
         print(f"epoch {epoch + 1}: loss {total / len(train):.4f}, held-out accuracy {acc:.3f} "
-              f"({time.time() - started:.0f} s)")
+              f"({time.time() - started:.0f} s)", flush=True)
+    training_seconds = time.time() - started
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    export_safetensors(model, CONFIG, out / "demo.safetensors", dtype="F16")
-    per_class = {}
-    model.eval()
-    with torch.no_grad():
-        for name in LABELS:
-            subset = [it for it in test if LABELS[it["label"]] == name]
-            per_class[name] = {"windows": len(subset), "accuracy": evaluate(model, subset)}
+    path = out / "demo.safetensors"
+    export_safetensors(model, CONFIG, path, dtype="F16")
+    # The shipped numbers are those of the exported F16 file, read back as the JS package reads it.
+    f32_accuracy = evaluate(model, test)
+    _, exported = load_safetensors(path)
+    logits = predict(exported, test)
+    accuracy, per_class, confusion = summarize(logits, test)
+    meta = {k: v for k, v in data.get("meta", {}).items() if k != "schedules"}
     metrics = {"held_out_session": held_out, "held_out_windows": len(test),
-               "training_windows": len(train), "accuracy": evaluate(model, test),
-               "per_class": per_class, "epochs": args.epochs, "dataset": data.get("meta", {})}
+               "training_windows": len(train), "accuracy": accuracy, "per_class": per_class,
+               "confusion": {"labels": LABELS, "rows": "truth", "columns": "predicted",
+                             "matrix": confusion},
+               "accuracy_f32_before_export": f32_accuracy,
+               "epochs": args.epochs, "batch": args.batch, "lr": args.lr,
+               "training_seconds": round(training_seconds, 1),
+               "model_file": {"path": "demo/model/demo.safetensors", "dtype": "F16",
+                              "bytes": path.stat().st_size},
+               "dataset": meta}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    print(json.dumps(metrics, indent=2))
+    print(json.dumps({k: v for k, v in metrics.items() if k != "dataset"}, indent=2))
+    if args.predictions:
+        # held-out logits of the exported file, for tools/demo/check_demo_model.mjs
+        pred = pathlib.Path(args.predictions)
+        pred.parent.mkdir(parents=True, exist_ok=True)
+        pred.write_text(json.dumps({"held_out_session": held_out, "labels": LABELS,
+                                    "accuracy": accuracy, "logits": logits}) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+// The demo model's dataset: rest / walk / run windows from the simulated wearable, produced by the
+// package's own code path (simulated GATT bytes -> decoders -> clock alignment -> assembler).
+//
+//   node tools/demo/make_dataset.mjs build/demo-dataset.json [--sessions 5] [--minutes 38]
+//   /usr/bin/python3 tools/demo/train_demo_model.py build/demo-dataset.json
+//
+// Each session is one seed (1..N) of createSimulatedBluetooth on a virtual clock, with notification
+// dropouts (2 %), random disconnects (4 per hour and device, 3-15 s), the default clock drifts and
+// connection-event batching, and an activity schedule of its own: rest / walk / run segments of
+// 30-120 s, each segment a different activity from the one before. The three devices (chest strap,
+// thermometer, oximeter) are connected with connectWearable and the default streams (DEFAULT_STREAMS
+// in web/src/ble/device.js: ecg, acc_x/y/z, hr, rr, temperature, spo2; sensors 0-4) into ONE
+// WindowAssembler, and the clock is advanced hop by hop exactly as windowsFromRecording
+// (web/src/ble/session.js) does: 10 s windows every 5 s, `assembler.hop({ seconds: 10, hop: 5 })`.
+//
+// Labels: a window is labelled with the true activity (sim.truth.activityAt) over its span. Windows
+// whose 10 s span crosses an activity change are SKIPPED (counted in meta.skipped): half of such a
+// window is another activity and heart rate lags the change by tens of seconds, so its label would
+// be ambiguous. The model will still see transitions on the demo page; there it may hesitate for
+// a window or two, which is what a person would expect.
+//
+// Output JSON: { meta: {...}, windows: [{ session, label, window }] }, `window` exactly as the
+// assembler produced it ({ streams, referenceTime }). Deterministic: same arguments -> same file.
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
+import { WindowAssembler } from '../../web/src/ble/assembler.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { createRng } from '../../web/src/ble/physiology.js';
+
+const LABELS = ['rest', 'walk', 'run'];
+const WINDOW_SECONDS = 10;
+const HOP_SECONDS = 5;
+const SEGMENT_SECONDS = [30, 120];
+const T0 = 1764460800;           // 2025-11-30T00:00:00Z; session i starts i days later
+const SIM_OPTIONS = {
+  dropoutProbability: 0.02,
+  disconnects: { ratePerHour: 4, duration: [3, 15] },
+};
+
+function parseArgs(argv) {
+  const args = { out: null, sessions: 5, minutes: 38 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--sessions') args.sessions = Number(argv[++i]);
+    else if (a === '--minutes') args.minutes = Number(argv[++i]);
+    else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
+    else args.out = a;
+  }
+  if (!args.out || !(Number.isInteger(args.sessions) && args.sessions > 0) || !(args.minutes > 0))
+    throw new Error('usage: node tools/demo/make_dataset.mjs OUT.json [--sessions N] [--minutes M]');
+  return args;
+}
+
+/**
+ * A seeded schedule covering `seconds`: segments of 30-120 s, each a different activity from the
+ * previous one. The next activity is the less represented of the two others so far (ties and a
+ * 30 % chance: random), so all three get about a third of the time.
+ */
+function makeSchedule(seed, seconds) {
+  const rng = createRng(seed, 'demo-dataset-schedule');
+  const total = { rest: 0, walk: 0, run: 0 };
+  const schedule = [];
+  let t = 0, last = null;
+  while (t < seconds + 60) {
+    let activity;
+    if (last === null) activity = LABELS[Math.floor(rng.next() * 3)];
+    else {
+      const others = LABELS.filter((a) => a !== last);
+      if (total[others[0]] === total[others[1]] || rng.next() < 0.3) activity = others[Math.floor(rng.next() * 2)];
+      else activity = total[others[0]] < total[others[1]] ? others[0] : others[1];
+    }
+    const duration = Math.round(rng.uniform(SEGMENT_SECONDS[0], SEGMENT_SECONDS[1]));
+    schedule.push({ activity, duration });
+    total[activity] += duration;
+    t += duration;
+    last = activity;
+  }
+  return schedule;
+}
+
+async function runSession(seed, minutes) {
+  const clock = createVirtualClock(T0 + seed * 86400);
+  const activities = makeSchedule(seed, minutes * 60);
+  const sim = createSimulatedBluetooth({ seed, clock, ...SIM_OPTIONS, activities });
+  const assembler = new WindowAssembler();
+  const connect = (filters) => connectWearable({ bluetooth: sim, clock, filters, assembler });
+  const pending = Promise.all([connect(DEVICE_FILTERS.strap), connect(DEVICE_FILTERS.thermometer), connect(DEVICE_FILTERS.oximeter)]);
+  await clock.advanceAsync(2);
+  const wearables = await pending;
+
+  const out = [];
+  let skipped = 0;
+  const end = sim.truth.start + minutes * 60;
+  while (clock.now() < end) {
+    await clock.advanceAsync(HOP_SECONDS);
+    for (const window of assembler.hop({ seconds: WINDOW_SECONDS, hop: HOP_SECONDS })) {
+      const t1 = window.referenceTime + WINDOW_SECONDS;
+      const segments = sim.truth.segments(window.referenceTime, t1);
+      if (segments.length !== 1) { skipped++; continue; }
+      const label = sim.truth.activityAt(t1 - 1e-6);
+      if (label !== segments[0].activity || !LABELS.includes(label)) throw new Error(`label mismatch at ${t1}`);
+      out.push({ session: seed, label, window });
+    }
+  }
+  const stats = {
+    outages: sim.truth.outages.filter((o) => o.start < end).length,
+    droppedNotifications: sim.truth.dropped.length,
+    skipped,
+  };
+  for (const w of wearables) await w.close();
+  sim.close();
+  return { windows: out, activities, stats };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const started = performance.now();
+  const windows = [];
+  const sessions = [];
+  for (let seed = 1; seed <= args.sessions; seed++) {
+    const r = await runSession(seed, args.minutes);
+    windows.push(...r.windows);
+    const counts = Object.fromEntries(LABELS.map((l) => [l, r.windows.filter((w) => w.label === l).length]));
+    sessions.push({ session: seed, windows: r.windows.length, counts, ...r.stats, schedule: r.activities });
+    console.log(`session ${seed}: ${r.windows.length} windows (${LABELS.map((l) => `${l} ${counts[l]}`).join(', ')}), ` +
+      `${r.stats.skipped} skipped across activity changes, ${r.stats.outages} disconnects, ${r.stats.droppedNotifications} dropped notifications`);
+  }
+  const counts = Object.fromEntries(LABELS.map((l) => [l, windows.filter((w) => w.label === l).length]));
+  console.log(`total: ${windows.length} windows (${LABELS.map((l) => `${l} ${counts[l]}`).join(', ')})`);
+  const meta = {
+    generator: 'tools/demo/make_dataset.mjs',
+    labels: LABELS,
+    sessions: args.sessions,
+    minutesPerSession: args.minutes,
+    windowSeconds: WINDOW_SECONDS,
+    hopSeconds: HOP_SECONDS,
+    segmentSeconds: SEGMENT_SECONDS,
+    labelling: 'true activity over the whole window; windows crossing an activity change are skipped',
+    simulator: SIM_OPTIONS,
+    streams: DEFAULT_STREAMS,
+    windows: windows.length,
+    counts,
+    perSession: sessions.map(({ schedule, ...rest }) => rest),
+    schedules: Object.fromEntries(sessions.map((s) => [s.session, s.schedule])),
+  };
+  const path = resolve(args.out);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, JSON.stringify({ meta, windows }));
+  console.log(`wrote ${path} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+await main();
