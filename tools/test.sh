@@ -25,3 +25,5 @@ echo "== node:test"
 node --test tests/js/
 echo "== package: npm pack -> fresh install; Node, Vite + headless Chromium, tsc"
 node --test tests/package/
+echo "== browser: the demo page in headless Chromium (simulated wearable, CSP, injected Bluetooth)"
+node --test tests/browser/

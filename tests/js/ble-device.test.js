@@ -143,3 +143,14 @@ test('no Web Bluetooth: a typed error that says why and what to do', async () =>
   assert.match(bluetoothAvailability({ navigator: { userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0' } }).message, /experimental-web-platform-features/);
   assert.equal(bluetoothAvailability({ navigator: { bluetooth: {} } }).available, true);
 });
+
+test("one device's outage marks only that device's streams as missing", async () => {
+  const { clock, sim, assembler } = await session({ disconnects: [{ device: 'strap', at: 20, duration: 5 }] });
+  await clock.advanceAsync(45);
+  const w = assembler.window({ end: clock.now(), seconds: 40 });
+  const nulls = (modality) => w.streams.find((s) => s.modality === modality).samples.filter((v) => v === null).length;
+  assert.ok(nulls('ecg') > 500, 'the strap outage shows in ECG');
+  assert.equal(nulls('temperature'), 0, 'the thermometer stayed connected');
+  assert.ok(nulls('spo2') <= 2, 'the oximeter stayed connected (finger-off samples aside)');
+  sim.close();
+});

@@ -165,6 +165,7 @@ export class Wearable extends EventTarget {
   #beats = new BeatTimeline();
   #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null };
   #listeners = [];
+  #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
 
   constructor(device, { bluetooth, clock, options, assembler }) {
     super();
@@ -233,9 +234,14 @@ export class Wearable extends EventTarget {
     this.kinds.add(kind);
     const spec = this.#options.streams;
     if (kind === 'acc') {
-      for (const axis of ['x', 'y', 'z']) if (spec[`acc_${axis}`]) this.assembler.push(`acc_${axis}`, times, values[axis]);
+      for (const axis of ['x', 'y', 'z']) {
+        if (!spec[`acc_${axis}`]) continue;
+        this.assembler.push(`acc_${axis}`, times, values[axis]);
+        this.#fed.add(`acc_${axis}`);
+      }
     } else if (spec[kind]) {
       this.assembler.push(kind, times, values);
+      this.#fed.add(kind);
     }
     const batch = deviceTimes ? { kind, times, values, deviceTimes, device: this.name } : { kind, times, values, device: this.name };
     for (const q of this.#queues.get(kind) ?? []) q.push(batch);
@@ -372,7 +378,8 @@ export class Wearable extends EventTarget {
     // While the link is down, keep extending the gap to "now" so that windows taken meanwhile
     // show the outage as missing samples instead of ending early.
     const from = Number.isFinite(this.#lastSampleTime) ? Math.min(this.#lastSampleTime, dropped) : dropped;
-    const ids = Object.keys(this.#options.streams);
+    // Only this device's streams are missing; other devices sharing the assembler keep going.
+    const ids = [...this.#fed];
     let ticker = null;
     const extendGap = () => {
       this.assembler.markGap(from, this.now(), ids);

@@ -1,0 +1,120 @@
+// The inference loop: the model runs in a Web Worker (loadModelInWorker); about once a second the
+// latest window (10 s, ending a little before now so every stream's last packet has arrived) goes
+// in, the prediction and the attention maps come out.
+import { loadModelInWorker } from '../../web/src/index.js';
+import { hostNow } from './dom.js';
+
+/** The streams of a window that the model can take (modality, placement and sensor it knows). */
+export function knownStreams(streams, config) {
+  const modalities = new Set(config.modalities.map((m) => m.name));
+  const placements = new Set(config.placements);
+  return streams.filter((s) => modalities.has(s.modality) && placements.has(s.placement) &&
+    s.sensor >= 0 && s.sensor < config.n_sensors && s.samples.length > 0);
+}
+
+export function softmax(values) {
+  const max = Math.max(...values);
+  const e = Array.from(values, (v) => Math.exp(v - max));
+  const sum = e.reduce((a, b) => a + b, 0);
+  return e.map((v) => v / sum);
+}
+
+const median = (xs) => {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * Events: 'loaded' ({ config }), 'result' ({ result, window, end, seconds, latencyMs, stats }),
+ * 'error' ({ error, phase: 'load' | 'forward' }).
+ */
+export class InferenceLoop extends EventTarget {
+  #model = null;
+  #timer = null;
+  #running = false;
+  #latencies = [];
+  #completions = [];
+  #lastError = null;
+
+  constructor({ modelUrl, seconds = 10, latency = 0.6, periodMs = 1000, getSession }) {
+    super();
+    this.modelUrl = modelUrl;
+    this.seconds = seconds;
+    this.latency = latency;
+    this.periodMs = periodMs;
+    this.getSession = getSession;
+    this.paused = false;
+    this.updates = 0;
+    this.config = null;
+  }
+
+  async load() {
+    try {
+      this.#model = await loadModelInWorker(this.modelUrl);
+    } catch (error) {
+      this.dispatchEvent(new CustomEvent('error', { detail: { error, phase: 'load' } }));
+      return null;
+    }
+    this.config = this.#model.config;
+    this.dispatchEvent(new CustomEvent('loaded', { detail: { config: this.config } }));
+    return this.config;
+  }
+
+  get stats() {
+    const now = performance.now();
+    const recent = this.#completions.filter((t) => now - t < 10_000);
+    const rate = recent.length >= 2 ? (recent.length - 1) / ((recent[recent.length - 1] - recent[0]) / 1000) : NaN;
+    return { updates: this.updates, latencyMs: median(this.#latencies), lastLatencyMs: this.#latencies[this.#latencies.length - 1] ?? NaN, rateHz: rate };
+  }
+
+  start() {
+    if (this.#running || !this.#model) return;
+    this.#running = true;
+    const tick = async () => {
+      if (!this.#running) return;
+      const started = performance.now();
+      if (!this.paused) await this.step();
+      if (!this.#running) return;
+      this.#timer = setTimeout(tick, Math.max(50, this.periodMs - (performance.now() - started)));
+    };
+    tick();
+  }
+
+  stop() {
+    this.#running = false;
+    clearTimeout(this.#timer);
+  }
+
+  /** One window through the model; resolves when its result was dispatched (or skipped). */
+  async step() {
+    const session = this.getSession();
+    if (!session || !this.#model) return;
+    const end = hostNow() - this.latency;
+    const raw = session.assembler.window({ end, seconds: this.seconds });
+    const streams = knownStreams(raw.streams, this.config);
+    if (!streams.length) return;
+    const window = { streams, referenceTime: raw.referenceTime };
+    const t0 = performance.now();
+    let result;
+    try {
+      result = await this.#model.forward(window, { attention: true });
+    } catch (error) {
+      if (error?.message !== this.#lastError) this.dispatchEvent(new CustomEvent('error', { detail: { error, phase: 'forward' } }));
+      this.#lastError = error?.message;
+      return;
+    }
+    this.#lastError = null;
+    const latencyMs = performance.now() - t0;
+    this.#latencies.push(latencyMs);
+    if (this.#latencies.length > 21) this.#latencies.shift();
+    this.#completions.push(performance.now());
+    if (this.#completions.length > 30) this.#completions.shift();
+    this.updates++;
+    if (session !== this.getSession()) return;  // the source changed meanwhile
+    const probabilities = result.head ? softmax(result.head) : null;
+    this.dispatchEvent(new CustomEvent('result', {
+      detail: { result, window, end, seconds: this.seconds, latencyMs, probabilities, session, stats: this.stats },
+    }));
+  }
+}

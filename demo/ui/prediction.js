@@ -1,0 +1,103 @@
+// The prediction card: the model's class (softmax of its head) with probabilities, the inference
+// latency and update rate, and a strip of the recent predictions (with the simulator's ground
+// truth above them when the signals are simulated).
+import { fitCanvas, h, hostNow } from './dom.js';
+import { classColor } from './streams.js';
+
+const HISTORY_SECONDS = 120;
+
+export class PredictionPanel {
+  #history = [];
+  #bars = [];
+  #strip;
+
+  constructor({ predicted, confidence, probs, latency, rate, updates, tokens, truth, history, legend }) {
+    Object.assign(this, { predicted, confidence, probs, latency, rate, updates, tokens, truth, legend });
+    this.labels = [];
+    this.#strip = { canvas: history, fit: fitCanvas(history, () => this.drawHistory()) };
+  }
+
+  setLabels(labels) {
+    this.labels = labels;
+    this.#bars = labels.map((name, i) => {
+      const fill = h('span', { class: 'fill', dataset: { cls: name } });
+      const value = h('span', { class: 'p' }, '–');
+      const row = h('div', { class: 'prob', dataset: { cls: name, index: String(i) } },
+        h('span', { class: 'name' }, name), h('span', { class: 'bar' }, fill), value);
+      return { row, fill, value, color: classColor(name, i) };
+    });
+    this.probs.replaceChildren(...this.#bars.map((b) => b.row));
+    this.legend.replaceChildren(...labels.map((name) => h('span', { class: 'legend-item' }, h('span', { class: 'swatch', dataset: { cls: name } }), name)));
+  }
+
+  /** detail: InferenceLoop 'result' detail; truth: the simulator's activity at the window end (or null). */
+  update(detail, truth) {
+    const p = detail.probabilities;
+    const tokens = detail.result.tokens;
+    const present = tokens.present.reduce((a, b) => a + b, 0);
+    this.tokens.textContent = `${tokens.time.length}`;
+    this.tokens.title = `${present} present, ${tokens.time.length - present} masked (missing data)`;
+    this.showStats(detail.stats);
+    if (!p) {
+      this.predicted.textContent = 'no classifier head';
+      this.predicted.classList.add('none');
+      return;
+    }
+    let best = 0;
+    p.forEach((v, i) => { if (v > p[best]) best = i; });
+    const name = this.labels[best] ?? `class ${best}`;
+    this.predicted.textContent = name;
+    this.predicted.dataset.cls = name;
+    this.confidence.textContent = `${(100 * p[best]).toFixed(0)} %`;
+    this.#bars.forEach((b, i) => {
+      b.fill.style.setProperty('--p', p[i].toFixed(4));
+      b.value.textContent = `${(100 * p[i]).toFixed(1)} %`;
+      b.row.classList.toggle('best', i === best);
+    });
+    if (truth) {
+      this.truth.hidden = false;
+      this.truth.replaceChildren('simulator: ', h('b', { dataset: { cls: truth } }, truth), truth === name ? ' ✓' : '');
+    } else {
+      this.truth.hidden = true;
+    }
+    this.#history.push({ t: detail.end, best, truth });
+    while (this.#history.length && this.#history[0].t < detail.end - HISTORY_SECONDS - 5) this.#history.shift();
+    this.drawHistory();
+  }
+
+  showStats(stats) {
+    this.latency.textContent = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(1) : '–';
+    this.latency.dataset.ms = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(3) : '';
+    this.rate.textContent = Number.isFinite(stats.rateHz) ? stats.rateHz.toFixed(2) : '–';
+    this.updates.textContent = String(stats.updates);
+    this.updates.dataset.count = String(stats.updates);
+  }
+
+  drawHistory() {
+    const { canvas, fit } = this.#strip;
+    const ctx = canvas.getContext('2d');
+    const pr = fit.pixelRatio, W = canvas.width / pr, H = canvas.height / pr;
+    ctx.save();
+    ctx.scale(pr, pr);
+    ctx.clearRect(0, 0, W, H);
+    const now = hostNow();
+    const x = (t) => W - ((now - t) / HISTORY_SECONDS) * W;
+    const hasTruth = this.#history.some((e) => e.truth);
+    const lanes = hasTruth ? [['truth', 2, H / 2 - 3], ['best', H / 2 + 1, H / 2 - 3]] : [['best', 2, H - 4]];
+    ctx.fillStyle = 'rgba(240,246,252,0.04)';
+    for (const [, y, hgt] of lanes) ctx.fillRect(0, y, W, hgt);
+    for (let i = 0; i < this.#history.length; i++) {
+      const e = this.#history[i], next = this.#history[i + 1];
+      const a = x(e.t - 1), b = next ? x(next.t - 1) : x(e.t);
+      if (b < 0) continue;
+      for (const [key, y, hgt] of lanes) {
+        const name = key === 'truth' ? e.truth : this.labels[e.best];
+        if (!name) continue;
+        ctx.fillStyle = classColor(name, this.labels.indexOf(name));
+        ctx.globalAlpha = key === 'truth' ? 0.55 : 0.95;
+        ctx.fillRect(Math.max(0, a), y, Math.max(1, b - a), hgt);
+      }
+    }
+    ctx.restore();
+  }
+}

@@ -1,0 +1,169 @@
+// Where the signals come from: a session of wearables (simulated, or real over Web Bluetooth)
+// feeding one WindowAssembler through the package's device layer (connectWearable). Every kind
+// of device gets its own connectWearable call (one chooser each) and only its own streams, so a
+// disconnect of the strap marks a gap in the strap's streams and not in the thermometer's.
+import {
+  WindowAssembler,
+  connectWearable,
+  createRealClock,
+  createSimulatedBluetooth,
+  DEVICE_FILTERS,
+} from '../../web/src/ble/index.js';
+import { ALL_STREAMS, DEVICE_TITLES, streamsOf } from './streams.js';
+import { hostNow } from './dom.js';
+
+// A tour through the three activities (seconds), repeated: a visitor sees every class within
+// two minutes. '?schedule=random' uses the simulator's own seeded schedule instead.
+const TOUR = [
+  { activity: 'rest', duration: 30 }, { activity: 'walk', duration: 40 },
+  { activity: 'run', duration: 40 }, { activity: 'walk', duration: 30 },
+];
+
+export function demoSchedule(repeats = 40) {
+  const list = [];
+  for (let i = 0; i < repeats; i++) list.push(...TOUR);
+  list.push({ activity: 'rest', duration: 60 });
+  return list;
+}
+
+/**
+ * Events: 'change' (a device's state changed), 'log' ({ detail: { kind, text, time, device } }).
+ * devices: Map kind -> { kind, name, state: 'connecting' | 'streaming' | 'reconnecting' | 'lost' | 'closed', wearable, battery, location }
+ */
+export class Session extends EventTarget {
+  constructor({ source, bluetooth, sim = null, label }) {
+    super();
+    this.source = source;          // 'simulated' | 'bluetooth'
+    this.label = label;
+    this.bluetooth = bluetooth;
+    this.sim = sim;
+    this.assembler = new WindowAssembler();
+    for (const [id, spec] of Object.entries(ALL_STREAMS)) this.assembler.add(id, { capacitySeconds: 120, ...spec });
+    this.devices = new Map();
+    this.closed = false;
+    this.started = hostNow();
+  }
+
+  /** A simulated wearable set: strap, thermometer and oximeter on the real clock. */
+  static simulated({ dropoutProbability = 0.005, seed = Math.floor(Math.random() * 1e9), schedule = 'tour' } = {}) {
+    const sim = createSimulatedBluetooth({
+      clock: createRealClock(),
+      seed,
+      dropoutProbability,
+      activities: schedule === 'random' ? null : demoSchedule(),
+    });
+    return new Session({ source: 'simulated', bluetooth: sim, sim, label: 'Simulated wearable' });
+  }
+
+  /** navigator.bluetooth (real, or whatever a test put there). */
+  static bluetooth(bluetooth = navigator.bluetooth) {
+    return new Session({ source: 'bluetooth', bluetooth, label: 'Web Bluetooth' });
+  }
+
+  #log(kind, text, extra = {}) {
+    this.dispatchEvent(new CustomEvent('log', { detail: { kind, text, time: hostNow(), ...extra } }));
+  }
+
+  #changed() {
+    this.dispatchEvent(new Event('change'));
+  }
+
+  /**
+   * Connects one kind of device ('strap' | 'thermometer' | 'oximeter'). With real Web Bluetooth
+   * this must run inside a click handler (requestDevice opens the browser's chooser): call it
+   * before awaiting anything else.
+   */
+  async connect(kind) {
+    const entry = { kind, name: DEVICE_TITLES[kind], state: 'connecting', wearable: null, battery: null, location: null };
+    this.devices.set(kind, entry);
+    this.#changed();
+    let wearable;
+    try {
+      wearable = await connectWearable({ bluetooth: this.bluetooth, filters: DEVICE_FILTERS[kind], assembler: this.assembler, streams: streamsOf(kind) });
+    } catch (error) {
+      this.devices.delete(kind);
+      this.#changed();
+      throw error;
+    }
+    if (this.closed) {
+      await wearable.close();
+      return null;
+    }
+    Object.assign(entry, { wearable, name: wearable.name, state: 'streaming', battery: wearable.battery, location: wearable.location });
+    const device = wearable.name;
+    this.#log('connect', `${device} connected${wearable.battery !== null ? ` (battery ${wearable.battery} %)` : ''}`, { device });
+    wearable.addEventListener('disconnect', (e) => {
+      entry.state = 'reconnecting';
+      entry.disconnectedAt = e.detail.time;
+      this.#log('disconnect', `${device}: link lost, reconnecting (backoff 2 s, 4 s, …)`, { device });
+      this.#changed();
+    });
+    wearable.addEventListener('reconnect-failed', (e) => {
+      this.#log('retry', `${device}: reconnect attempt ${e.detail.attempt} failed (${e.detail.error?.message ?? 'no link'})`, { device });
+    });
+    wearable.addEventListener('gap', (e) => {
+      const { start, end } = e.detail;
+      this.#log('gap', `${device}: gap of ${(end - start).toFixed(1)} s marked as missing`, { device, start, end });
+    });
+    wearable.addEventListener('reconnect', (e) => {
+      entry.state = 'streaming';
+      entry.reconnectedAt = e.detail.time;
+      this.#log('reconnect', `${device} reconnected (attempt ${e.detail.attempt}); streams restarted`, { device, at: e.detail.time });
+      this.#changed();
+    });
+    wearable.addEventListener('error', (e) => {
+      const error = e.detail.error;
+      if (error?.code === 'BLUETOOTH_DISCONNECTED') {
+        entry.state = 'lost';
+        this.#changed();
+      }
+      this.#log('error', `${device}: ${error?.message ?? error}`, { device });
+    });
+    this.#changed();
+    return entry;
+  }
+
+  /** Connects every kind of device the simulator offers (no chooser: the fake picks). */
+  async connectAll(kinds = ['strap', 'thermometer', 'oximeter']) {
+    const results = await Promise.allSettled(kinds.map((k) => this.connect(k)));
+    return results;
+  }
+
+  /** Whether a connected device can be made to drop its link (the fake devices can). */
+  get canSimulateDisconnect() {
+    const strap = this.devices.get('strap');
+    return !!strap?.wearable && typeof strap.wearable.device.dropConnection === 'function';
+  }
+
+  /**
+   * Drops the strap's link for `seconds` (out of range: reconnects fail until then). The device
+   * layer notices (gattserverdisconnected), marks the gap and reconnects with its backoff.
+   */
+  simulateDisconnect(seconds = 3, kind = 'strap') {
+    const entry = this.devices.get(kind);
+    const device = entry?.wearable?.device;
+    if (!device || typeof device.dropConnection !== 'function') return false;
+    if (entry.state !== 'streaming') return false;
+    device.reachable = false;
+    device.dropConnection('out-of-range');
+    setTimeout(() => { device.reachable = true; }, Math.max(0, seconds * 1000));
+    this.#log('simulate', `${entry.name} out of range for ${seconds} s (simulated)`, { device: entry.name });
+    return true;
+  }
+
+  /** Streams that feed the model and the devices they come from. */
+  deviceOfStream(id) {
+    for (const [kind, entry] of this.devices) if (entry.wearable && streamsOf(kind)[id]) return entry;
+    return null;
+  }
+
+  async close() {
+    this.closed = true;
+    for (const entry of this.devices.values()) {
+      entry.state = 'closed';
+      await entry.wearable?.close().catch(() => {});
+    }
+    this.sim?.close();
+    this.#changed();
+  }
+}

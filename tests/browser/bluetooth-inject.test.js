@@ -1,0 +1,134 @@
+// The Bluetooth layer's issue: "the same fake injected into headless Chromium with
+// page.addInitScript". web/src/ble/simulator.js is bundled by Vite (build API, lib format 'iife',
+// in memory) into one classic script that installs navigator.bluetooth = createSimulatedBluetooth();
+// the demo opened with ?source=bluetooth then takes the path a real browser takes (no simulator of
+// its own): connectWearable -> navigator.bluetooth.requestDevice -> GATT -> decoders -> clock
+// alignment -> assembler -> the model in its Worker.
+//
+//   node --test tests/browser/
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+
+import { CSP_HOOK, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, watch } from './helpers.js';
+
+const ctx = {};
+const t0 = performance.now();
+const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+
+/** The simulator as one classic script defining SensorformerInject.install(options). */
+async function bundleSimulator() {
+  const { build } = await import('vite');
+  const out = await build({
+    configFile: false,
+    root: repo,
+    logLevel: 'silent',
+    build: {
+      write: false,
+      minify: false,
+      emptyOutDir: false,
+      lib: { entry: join(repo, 'tests/browser/fixtures/inject-bluetooth.js'), formats: ['iife'], name: 'SensorformerInject', fileName: 'inject-bluetooth' },
+    },
+  });
+  const outputs = (Array.isArray(out) ? out : [out]).flatMap((o) => o.output);
+  const chunks = outputs.filter((o) => o.type === 'chunk');
+  assert.equal(chunks.length, 1, `expected one chunk, got ${outputs.map((o) => o.fileName).join(', ')}`);
+  const code = chunks[0].code;
+  assert.doesNotMatch(code, /^\s*(import|export)\s/m, 'the bundle is not a classic script');
+  return code;
+}
+
+before(async () => {
+  const started = performance.now();
+  ctx.code = await bundleSimulator();
+  log('inject', `vite build (iife, in memory): simulator bundle ${(ctx.code.length / 1024).toFixed(0)} kB in ${((performance.now() - started) / 1000).toFixed(2)} s`);
+  ctx.model = demoModel();
+  ctx.server = await demoServer();
+  ctx.browser = await launchChromium();
+});
+
+after(async () => {
+  await ctx.browser?.close();
+  await ctx.server?.close();
+  ctx.model?.cleanup();
+  log('inject', `done in ${elapsed()}`);
+});
+
+test('an injected navigator.bluetooth streams through connectWearable into the model', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.addInitScript({ content: `${CSP_HOOK}\n${ctx.code}\nSensorformerInject.install({ seed: 7 });` });
+  const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+  const url = `${ctx.server.url}?source=bluetooth${ctx.model.query}`;
+  await page.goto(url);
+
+  // The page found Web Bluetooth, went through requestDevice (no click) and connected all three.
+  await page.waitForFunction(() => document.querySelector('#source-name')?.textContent === 'Web Bluetooth');
+  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]', { timeout: 10_000 });
+  const devices = await page.$$eval('#devices .device', (els) => els.map((e) => `${e.querySelector('.name').textContent}:${e.dataset.state}`));
+  assert.ok(devices.includes('Polar H10 SIM:streaming'), `devices shown: ${devices}`);
+  const strapName = await page.textContent('#devices .device[data-kind="strap"] .name');
+  assert.equal(strapName, 'Polar H10 SIM');
+
+  // It is the injected object that is connected, and the page holds no simulator of its own.
+  const state = await page.evaluate(async () => {
+    const bt = navigator.bluetooth;
+    const granted = await bt.getDevices();
+    return {
+      injected: typeof bt.devicesByKey === 'object',
+      connected: Object.fromEntries(Object.entries(bt.devicesByKey).map(([k, d]) => [k, d.gatt.connected])),
+      granted: granted.map((d) => d.name).sort(),
+      pmdFrames: bt.truth.pmdFrames.length,
+    };
+  });
+  assert.equal(state.injected, true);
+  assert.deepEqual(state.connected, { strap: true, thermometer: true, oximeter: true });
+  assert.deepEqual(state.granted, ['Oxi SIM', 'Polar H10 SIM', 'Thermo SIM'], 'requestDevice was not asked for every device');
+  assert.equal(await page.isHidden('#connect'), true, 'the Connect button should give way to the device controls');
+
+  // Data flows: samples on the traces and inference updates from the Worker.
+  await page.waitForFunction(() => Number(document.querySelector('#updates')?.dataset.count) >= 3, null, { timeout: 20_000 });
+  const points = await page.$$eval('canvas.trace', (els) => Object.fromEntries(els.map((e) => [e.dataset.stream, Number(e.dataset.points)])));
+  for (const id of ['ecg', 'acc_x', 'hr', 'rr', 'spo2']) assert.ok(points[id] > 0, `no ${id} samples drawn: ${JSON.stringify(points)}`);
+  const latency = Number(await page.getAttribute('#latency', 'data-ms'));
+  assert.ok(latency > 0, `latency ${latency}`);
+  const predicted = await page.textContent('#predicted');
+  assert.ok(['rest', 'walk', 'run'].includes(predicted), `prediction "${predicted}"`);
+
+  const shot = join(ensureArtifacts(), 'demo-bluetooth.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+  log('inject', `${elapsed()}: ${url}: devices ${devices.join(', ')}; granted via requestDevice ${state.granted.join(', ')}; ` +
+    `${state.pmdFrames} PMD frames generated; samples drawn ${JSON.stringify(points)}; "${predicted}", latency ${latency.toFixed(1)} ms; screenshot ${shot}`);
+  await page.close();
+});
+
+test('with Web Bluetooth present, the Connect button replaces the simulator with the chosen wearable', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.addInitScript({ content: `${CSP_HOOK}\n${ctx.code}\nSensorformerInject.install({ seed: 11, names: { strap: 'Polar H10 PICKED' } });` });
+  const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+  await page.goto(`${ctx.server.url}?${ctx.model.query.slice(1)}`);
+  // The page starts its own simulator (default source) ...
+  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]');
+  assert.equal(await page.textContent('#source-name'), 'Simulated wearable');
+  assert.equal(await page.textContent('#devices .device[data-kind="strap"] .name'), 'Polar H10 SIM');
+  // ... and the click goes through navigator.bluetooth.requestDevice (the chest strap's chooser).
+  await page.click('#connect');
+  await page.waitForFunction(() => document.querySelector('#source-name').textContent === 'Web Bluetooth');
+  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]');
+  assert.equal(await page.textContent('#devices .device[data-kind="strap"] .name'), 'Polar H10 PICKED');
+  assert.equal(await page.$$eval('#devices .device', (els) => els.length), 1, 'only the strap was asked for');
+  assert.equal(await page.isVisible('#add-thermometer'), true);
+  await page.click('#add-thermometer');
+  await page.waitForSelector('#devices .device[data-kind="thermometer"][data-state="streaming"]');
+  assert.equal(await page.isVisible('#add-thermometer'), false);
+  const before = Number(await page.getAttribute('#updates', 'data-count'));
+  await page.waitForFunction((n) => Number(document.querySelector('#updates').dataset.count) >= n + 2, before, { timeout: 10_000 });
+  // Back to the simulator: the wearables are let go.
+  await page.click('#use-simulator');
+  await page.waitForFunction(() => document.querySelector('#source-name').textContent === 'Simulated wearable');
+  const connected = await page.evaluate(() => Object.fromEntries(Object.entries(navigator.bluetooth.devicesByKey).map(([k, d]) => [k, d.gatt.connected])));
+  assert.deepEqual(connected, { strap: false, thermometer: false, oximeter: false });
+  assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+  log('inject', `${elapsed()}: simulator -> Connect (requestDevice in the click) -> Polar H10 PICKED + thermometer -> back to the simulator; devices released`);
+  await page.close();
+});

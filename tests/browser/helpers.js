@@ -1,0 +1,123 @@
+// Shared by the browser tests: the demo server (tools/serve-demo.mjs, in-process on port 0), a model
+// for the page, headless Debian Chromium through playwright-core, and a watcher that collects
+// everything a page must not do (console errors, uncaught exceptions, failed requests, CSP
+// violations, responses without the CSP header).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { CSP, startServer } from '../../tools/serve-demo.mjs';
+
+export const repo = fileURLToPath(new URL('../..', import.meta.url));
+export const CHROMIUM = '/usr/bin/chromium';
+// The launch arguments of tests/package/package.test.js.
+export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const artifacts = join(repo, 'test-artifacts');
+export { CSP };
+
+export const log = (scope, message) => console.log(`[${scope}] ${message}`);
+
+/**
+ * The weights the page loads. The trained demo model (demo/model/demo.safetensors) when it exists;
+ * otherwise a stand-in with the same config and random weights (build/demo-standin.safetensors,
+ * made by make_standin.py if missing or older than the training script's CONFIG), copied for the test's duration to a directory of its own
+ * under demo/ (the server serves demo/ and web/ only; demo/model/ is never touched).
+ * Returns { query: '' | '&model=...', kind, cleanup() }.
+ */
+export function demoModel() {
+  if (existsSync(join(repo, 'demo/model/demo.safetensors'))) return { query: '', kind: 'demo/model/demo.safetensors (trained)', cleanup() {} };
+  const standin = join(repo, 'build/demo-standin.safetensors');
+  const config = join(repo, 'tools/demo/train_demo_model.py');  // holds CONFIG: a newer one means a stale stand-in
+  if (!existsSync(standin) || statSync(config).mtimeMs > statSync(standin).mtimeMs) {
+    const r = spawnSync('/usr/bin/python3', [join(repo, 'tests/browser/make_standin.py'), standin], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `demo/model/demo.safetensors is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
+  }
+  const dir = `standin-${process.pid}`;
+  mkdirSync(join(repo, 'demo', dir), { recursive: true });
+  copyFileSync(standin, join(repo, 'demo', dir, 'model.safetensors'));
+  return {
+    query: `&model=${dir}/model.safetensors`,
+    kind: 'stand-in (random weights, the demo config): demo/model/demo.safetensors is not there yet',
+    cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }),
+  };
+}
+
+export async function demoServer() {
+  const server = await startServer({ port: 0, host: '127.0.0.1' });
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(r); }) };
+}
+
+export async function launchChromium() {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (tools/setup.sh)`);
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
+}
+
+// Runs in the page before any of its scripts (page.addInitScript): the page's own listener in
+// main.js starts only once the module runs, and a violation in the HTML itself would come earlier.
+export const CSP_HOOK = `
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) => {
+    window.__csp.push({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile, line: e.lineNumber, sample: e.sample });
+  });
+`;
+
+/** Collects what a page must not do; `problems()` lists it, `responses` holds every response. */
+export function watch(page, origin) {
+  const problems = [];
+  const responses = [];
+  const onConsole = (where) => (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${where} console.${m.type()}: ${m.text()}`);
+  };
+  page.on('console', onConsole('page'));
+  page.on('worker', (w) => w.on('console', onConsole(`worker ${w.url()}`)));
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.stack ?? e.message}`));
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => {
+    if (!r.url().startsWith(origin)) return;
+    responses.push({ url: r.url(), status: r.status(), csp: r.headers()['content-security-policy'] ?? null });
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  return {
+    responses,
+    async problems() {
+      const csp = await page.evaluate(() => window.__csp ?? []).catch(() => []);
+      return [...problems, ...csp.map((v) => `CSP violation: ${JSON.stringify(v)}`)];
+    },
+  };
+}
+
+/** FNV-1a of a canvas's pixels, and how much of it is not background (read in the page). */
+export function canvasStats(page, selector) {
+  return page.$eval(selector, (canvas) => {
+    const { width, height } = canvas;
+    // Read through a copy: repeated getImageData on the page's own context makes Chromium warn
+    // (willReadFrequently), and the page must stay free of warnings.
+    const copy = document.createElement('canvas');
+    copy.width = width;
+    copy.height = height;
+    const c2 = copy.getContext('2d', { willReadFrequently: true });
+    c2.drawImage(canvas, 0, 0);
+    const data = c2.getImageData(0, 0, width, height).data;
+    // background: the most common colour along the canvas's left edge
+    const bg = [data[0], data[1], data[2]];
+    let h = 0x811c9dc5, n = 0, sum = 0, sum2 = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      h = Math.imul(h ^ data[i], 16777619); h = Math.imul(h ^ data[i + 1], 16777619); h = Math.imul(h ^ data[i + 2], 16777619);
+      if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 6) {
+        const l = 0.2126 * data[i] + 0.7152 * data[i + 1] + 0.0722 * data[i + 2];
+        n++; sum += l; sum2 += l * l;
+      }
+    }
+    const mean = n ? sum / n : 0;
+    return { width, height, hash: (h >>> 0).toString(16), nonBackground: n, fraction: n / (width * height), variance: n ? sum2 / n - mean * mean : 0 };
+  });
+}
+
+export function ensureArtifacts() {
+  mkdirSync(artifacts, { recursive: true });
+  return artifacts;
+}
