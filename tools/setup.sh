@@ -47,8 +47,12 @@ IFS=$'\n' missing=($(sort <<<"${missing[*]}")); unset IFS
 if [ "$(id -u)" -eq 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  # a mirror hiccup should not fail a fresh machine's first build: three tries
+  for try in 1 2 3; do
+    if apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; then break; fi
+    [ "$try" -eq 3 ] && { echo "setup: apt-get failed three times" >&2; exit 1; }
+    sleep 10
+  done
   install_npm_deps
 else
   echo "setup: missing Debian packages: ${missing[*]}" >&2

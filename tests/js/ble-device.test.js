@@ -15,7 +15,7 @@ const T0 = 1764460800;
 
 async function session(options = {}) {
   const clock = createVirtualClock(T0);
-  const sim = createSimulatedBluetooth({ seed: 7, clock, ...options });
+  const sim = createSimulatedBluetooth({ seed: 7, ...options, clock });
   const assembler = new WindowAssembler();
   const connect = (filters) => connectWearable({ bluetooth: sim, clock, filters, assembler });
   const pending = Promise.all([connect(DEVICE_FILTERS.strap), connect(DEVICE_FILTERS.thermometer), connect(DEVICE_FILTERS.oximeter)]);
@@ -31,20 +31,24 @@ function collect(wearable, kind) {
 }
 
 test('ECG sample times are aligned to the host clock within 5 ms after 60 s (20 ppm drift, batching)', async () => {
-  const { clock, sim, strap } = await session();
-  const ecg = collect(strap, 'ecg'), acc = collect(strap, 'acc');
-  await clock.advanceAsync(180);
-  let worst = 0, n = 0;
-  for (const b of ecg) for (let i = 0; i < b.times.length; i++) {
-    if (b.times[i] - T0 < 60) continue;
-    worst = Math.max(worst, Math.abs(b.times[i] - sim.truth.hostTime('strap', b.deviceTimes[i])));
-    n++;
+  // Five seeds at the simulator's default connection interval (15 ms, 2 % of events late by up to
+  // 4 intervals). At 30 ms intervals 3 of 20 seeds reach 5.5 ms: bench/clock_alignment.mjs.
+  for (const seed of [3, 7, 11, 19, 23]) {
+    const { clock, sim, strap } = await session({ seed });
+    const ecg = collect(strap, 'ecg'), acc = collect(strap, 'acc');
+    await clock.advanceAsync(180);
+    let worst = 0, n = 0;
+    for (const b of ecg) for (let i = 0; i < b.times.length; i++) {
+      if (b.times[i] - T0 < 60) continue;
+      worst = Math.max(worst, Math.abs(b.times[i] - sim.truth.hostTime('strap', b.deviceTimes[i])));
+      n++;
+    }
+    console.log(`seed ${seed}: aligned ECG, ${n} samples after 60 s, max error ${(worst * 1000).toFixed(2)} ms; drift estimate ${strap.clock.drift.toFixed(1)} ppm (device +20 ppm runs fast)`);
+    assert.ok(n > 10_000);
+    assert.ok(worst < 0.005, `seed ${seed}: max alignment error ${worst * 1000} ms`);
+    assert.ok(acc.length > 0 && acc[0].values.x.length > 0, 'ACC flows too');
+    sim.close();
   }
-  console.log(`aligned ECG: ${n} samples after 60 s, max error ${(worst * 1000).toFixed(2)} ms; drift estimate ${strap.clock.drift.toFixed(1)} ppm (device +20 ppm)`);
-  assert.ok(n > 10_000);
-  assert.ok(worst < 0.005, `max alignment error ${worst * 1000} ms`);
-  assert.ok(acc.length > 0 && acc[0].values.x.length > 0, 'ACC flows too');
-  sim.close();
 });
 
 test('RR intervals rebuild beat times close to the true beats', async () => {
