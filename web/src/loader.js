@@ -4,6 +4,7 @@
 // (new URL('../dist/…wasm', import.meta.url) is what Vite and others rewrite to the emitted asset).
 import createSensorformerCore from '../dist/sensorformer-core.js';
 import { SensorformerError } from './errors.js';
+import { isNode } from './env.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const DEFAULT_WASM_URL = new URL('../dist/sensorformer-core.wasm', import.meta.url);
@@ -18,7 +19,6 @@ export function hasWasmSimd() {
   return typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
 }
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
 async function readWasm(url) {
   try {

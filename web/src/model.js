@@ -2,8 +2,8 @@
 import { SensorformerError, unwrap } from './errors.js';
 import { loadWasm } from './loader.js';
 import { normalizeWindow } from './window.js';
+import { isNode } from './env.js';
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
 async function readSource(source) {
   if (source instanceof Uint8Array) return source;

@@ -1,8 +1,9 @@
 // loadModelInWorker: the Model API, run in a Web Worker (browsers) or a worker_thread (Node), so
 // inference never blocks the page's main thread. Every method returns a promise.
 import { SensorformerError } from './errors.js';
+import { transferables } from './transfer.js';
+import { isNode } from './env.js';
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
 async function startWorker() {
   if (isNode) {
@@ -32,13 +33,6 @@ function resolveSource(source) {
   if (typeof source !== 'string' || /^[a-z][a-z0-9+.-]*:/i.test(source)) return source instanceof URL ? source.href : source;
   if (isNode) return source;  // a file path: the worker shares the process's working directory
   return new URL(source, globalThis.location?.href).href;
-}
-
-function typedArrayBuffers(value, out = new Set()) {
-  if (ArrayBuffer.isView(value)) out.add(value.buffer);
-  else if (Array.isArray(value)) value.forEach((v) => typedArrayBuffers(v, out));
-  else if (value && typeof value === 'object') Object.values(value).forEach((v) => typedArrayBuffers(v, out));
-  return out;
 }
 
 export class WorkerModel {
@@ -77,11 +71,11 @@ export class WorkerModel {
    * are moved to the worker instead of copied (they become unusable here).
    */
   forward(window, { attention = false, transfer = false } = {}) {
-    return this.call('forward', { window, options: { attention } }, transfer ? [...typedArrayBuffers(window)] : []);
+    return this.call('forward', { window, options: { attention } }, transfer ? [...transferables(window)] : []);
   }
 
   forwardBatch(windows, { attention = false, transfer = false } = {}) {
-    return this.call('forwardBatch', { windows, options: { attention } }, transfer ? [...typedArrayBuffers(windows)] : []);
+    return this.call('forwardBatch', { windows, options: { attention } }, transfer ? [...transferables(windows)] : []);
   }
 
   /** Frees the model and stops the worker. */

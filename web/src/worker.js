@@ -2,22 +2,12 @@
 // Node worker_thread and answers { id, op, args } messages with { id, ok, result | error }.
 // Result typed arrays are transferred back, never copied.
 import { loadModel } from './model.js';
+import { transferables } from './transfer.js';
 
 // No top-level await: bundlers emit workers as classic scripts (Vite's default "iife") by default.
 const inWebWorker = typeof WorkerGlobalScope !== 'undefined' && typeof self === 'object';
 
 let model = null;
-
-function buffersOf(result) {
-  const out = new Set();
-  const visit = (v) => {
-    if (ArrayBuffer.isView(v)) out.add(v.buffer);
-    else if (Array.isArray(v)) v.forEach(visit);
-    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
-  };
-  visit(result);
-  return [...out];
-}
 
 const ops = {
   async load({ source, options }) {
@@ -37,7 +27,7 @@ const ops = {
 async function handle(port, { id, op, args }) {
   try {
     const result = await ops[op](args);
-    port.postMessage({ id, ok: true, result }, buffersOf(result));
+    port.postMessage({ id, ok: true, result }, [...transferables(result)]);
   } catch (e) {
     port.postMessage({ id, ok: false, error: { code: e.code ?? 'WORKER_FAILED', message: e.message } });
   }
