@@ -154,24 +154,21 @@ class PmdTimeline {
 }
 
 export class Wearable extends EventTarget {
-  #bluetooth;
   #clock;
   #options;
   #queues = new Map();  // kind -> Set<SampleQueue>
   #closed = false;
   #lastSampleTime = -Infinity;
-  #disconnectedAt = null;
   #aligner = new ClockAligner();
   #beats = new BeatTimeline();
   #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null };
   #listeners = [];
   #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
 
-  constructor(device, { bluetooth, clock, options, assembler }) {
+  constructor(device, { clock, options, assembler }) {
     super();
     this.device = device;
     this.name = device.name ?? 'wearable';
-    this.#bluetooth = bluetooth;
     this.#clock = clock;
     this.#options = options;
     this.assembler = assembler;
@@ -372,7 +369,6 @@ export class Wearable extends EventTarget {
   async #onDisconnect() {
     if (this.#closed) return;
     const dropped = this.now();
-    this.#disconnectedAt = dropped;
     this.dispatchEvent(new CustomEvent('disconnect', { detail: { time: dropped } }));
     const { retries = 6, initialDelayMs = 2000, factor = 2 } = this.#options.reconnect ?? {};
     // While the link is down, keep extending the gap to "now" so that windows taken meanwhile
@@ -387,7 +383,7 @@ export class Wearable extends EventTarget {
     };
     extendGap();
     try {
-      await this.#reconnect({ retries, initialDelayMs, factor, dropped, from, ids });
+      await this.#reconnect({ retries, initialDelayMs, factor, from, ids });
     } finally {
       this.#clock.clearTimeout(ticker);
     }
@@ -402,7 +398,6 @@ export class Wearable extends EventTarget {
         await this.#connectOnce();
         const back = this.now();
         this.assembler.markGap(from, back, ids);
-        this.#disconnectedAt = null;
         this.dispatchEvent(new CustomEvent('gap', { detail: { start: from, end: back } }));
         this.dispatchEvent(new CustomEvent('reconnect', { detail: { attempt, time: back } }));
         return;
@@ -444,7 +439,7 @@ export async function connectWearable(options = {}) {
     if (cause?.name === 'SecurityError') throw new BluetoothUnavailableError('permission-denied', `Web Bluetooth was refused: ${cause.message}`);
     throw new SensorformerError('BLUETOOTH_FAILED', `requestDevice failed: ${cause?.message ?? cause}`, { cause });
   }
-  const wearable = new Wearable(device, { bluetooth, clock, options: { ...options, streams }, assembler });
+  const wearable = new Wearable(device, { clock, options: { ...options, streams }, assembler });
   await wearable.start();
   return wearable;
 }
