@@ -9,14 +9,16 @@ async function readSource(source) {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   if (typeof source === 'string' || source instanceof URL) {
-    const url = source instanceof URL ? source : /^[a-z][a-z0-9+.-]*:/i.test(source) && !/^[a-z]:\\/i.test(source) ? new URL(source) : null;
+    // A string with a scheme is a URL; otherwise a file path in Node, and in a browser a URL
+    // relative to the page (what fetch('model.safetensors') would mean there).
+    const absolute = /^[a-z][a-z0-9+.-]*:/i.test(source) && !/^[a-z]:\\/i.test(source);
+    const url = source instanceof URL ? source : absolute ? new URL(source) : isNode ? null : new URL(source, globalThis.location?.href);
     try {
       if (url && url.protocol !== 'file:') {
         const response = await fetch(url);
         if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
         return new Uint8Array(await response.arrayBuffer());
       }
-      if (!isNode) throw new Error('file paths need Node; in a browser pass a URL or bytes');
       const { readFile } = await import(/* @vite-ignore */ 'node:fs/promises');
       return new Uint8Array(await readFile(url ?? source));
     } catch (cause) {

@@ -15,7 +15,7 @@ function show(id, text) {
 async function main() {
   const status = document.getElementById('status');
   try {
-    const model = await loadModel(new URL('/model.safetensors', location.href));
+    const model = await loadModel('model.safetensors');  // a relative string: a URL relative to the page
     const t0 = performance.now();
     const r = model.forward(WINDOW);
     const ms = performance.now() - t0;
