@@ -640,9 +640,9 @@ export class FakeGattServer {
     return null;
   }
 
-  async getPrimaryService(uuid) {
-    const u = serviceUuid(uuid, { strict: this.device._strictUuids });
-    if (!this.device._allowed(u)) {
+  // The checks of both service lookups: permission, connection before and after the GATT round trip.
+  async #lookup(u) {
+    if (u !== null && !this.device._allowed(u)) {
       throw domError('SecurityError', "Origin is not allowed to access the service. Tip: Add the service UUID to 'optionalServices' in requestDevice() options.");
     }
     let err = this.#check();
@@ -650,6 +650,11 @@ export class FakeGattServer {
     await this._latency();
     err = this.#check();
     if (err) throw err;
+  }
+
+  async getPrimaryService(uuid) {
+    const u = serviceUuid(uuid, { strict: this.device._strictUuids });
+    await this.#lookup(u);
     const p = this.device.peripheralServices.find((s) => s.uuid === u);
     if (!p) throw domError('NotFoundError', `No Services matching UUID ${u} found in Device.`);
     return this._clientService(p);
@@ -657,14 +662,7 @@ export class FakeGattServer {
 
   async getPrimaryServices(uuid) {
     const u = uuid === undefined ? null : serviceUuid(uuid, { strict: this.device._strictUuids });
-    if (u && !this.device._allowed(u)) {
-      throw domError('SecurityError', "Origin is not allowed to access the service. Tip: Add the service UUID to 'optionalServices' in requestDevice() options.");
-    }
-    let err = this.#check();
-    if (err) throw err;
-    await this._latency();
-    err = this.#check();
-    if (err) throw err;
+    await this.#lookup(u);
     const list = this.device.peripheralServices.filter((s) => (u === null || s.uuid === u) && this.device._allowed(s.uuid));
     if (!list.length) throw domError('NotFoundError', u ? `No Services matching UUID ${u} found in Device.` : 'No Services found in device.');
     return list.map((p) => this._clientService(p));
