@@ -56,6 +56,17 @@ std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c
   return t;
 }
 
+// The attention blocks each layer runs, in order (seed 003's layouts).
+std::vector<AttentionBlock> layout_blocks(Layout layout) {
+  switch (layout) {
+    case Layout::kFlattened: return {AttentionBlock::kFlattened};
+    case Layout::kTime: return {AttentionBlock::kTime};
+    case Layout::kChannel: return {AttentionBlock::kChannel};
+    case Layout::kFactorized: return {AttentionBlock::kTime, AttentionBlock::kChannel};
+  }
+  return {};
+}
+
 std::string shape_text(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -135,11 +146,11 @@ Status Model::bind() {
   return Status::Ok();
 }
 
-Status Model::run_block(int layer, AttentionBlock block, const EncoderLayerWeights& w, const Tokens& t,
-                        const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const {
+Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
+                        const Tokens& t, const ForwardOptions& options, float* x,
+                        std::vector<AttentionMap>* maps) const {
   const int d = config_.d_model, H = config_.n_heads;
   const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
-  const TokenGroups groups = group_tokens(t, block, config_.time_bin);
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int>& members = groups[g];
     const int n = static_cast<int>(members.size());
@@ -169,21 +180,14 @@ Status Model::run_block(int layer, AttentionBlock block, const EncoderLayerWeigh
   return Status::Ok();
 }
 
-Status Model::check_map_budget(const Tokens& t) const {
-  std::vector<AttentionBlock> blocks;
-  switch (config_.layout) {
-    case Layout::kFlattened: blocks = {AttentionBlock::kFlattened}; break;
-    case Layout::kTime: blocks = {AttentionBlock::kTime}; break;
-    case Layout::kChannel: blocks = {AttentionBlock::kChannel}; break;
-    case Layout::kFactorized: blocks = {AttentionBlock::kTime, AttentionBlock::kChannel}; break;
-  }
+Status Model::check_map_budget(int tokens, const std::vector<TokenGroups>& block_groups) const {
   double bytes = 0;
-  for (AttentionBlock b : blocks)
-    for (const auto& g : group_tokens(t, b, config_.time_bin))
+  for (const TokenGroups& groups : block_groups)
+    for (const auto& g : groups)
       bytes += 4.0 * config_.n_heads * static_cast<double>(g.size()) * g.size() * config_.n_layers;
   if (bytes > ForwardOptions::kMaxAttentionMapBytes)
     return {ErrorCode::kResourceExhausted,
-            "attention maps for " + std::to_string(t.count) + " tokens would take " +
+            "attention maps for " + std::to_string(tokens) + " tokens would take " +
                 std::to_string(static_cast<long long>(bytes / (1 << 20))) +
                 " MiB (limit 256 MiB): ask for maps on shorter windows, or use the time, channel or "
                 "factorized layout; embeddings alone need no maps"};
@@ -196,21 +200,18 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   SF_RETURN_IF_ERROR(tokenize(c, window, &r.tokens));
   const Tokens& t = r.tokens;
   const int d = c.d_model, T = t.count;
-  if (options.attention_maps) SF_RETURN_IF_ERROR(check_map_budget(t));
+  // The layout's blocks and their token groups: the same for every layer, so computed once.
+  const std::vector<AttentionBlock> blocks = layout_blocks(c.layout);
+  std::vector<TokenGroups> groups;
+  for (AttentionBlock b : blocks) groups.push_back(group_tokens(t, b, c.time_bin));
+  if (options.attention_maps) SF_RETURN_IF_ERROR(check_map_budget(T, groups));
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
-  for (int l = 0; l < c.n_layers; ++l) {
-    switch (c.layout) {
-      case Layout::kFlattened: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kFlattened, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
-      case Layout::kTime: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kTime, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
-      case Layout::kChannel: SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kChannel, layers_[l], t, options, r.embeddings.data(), &r.attention)); break;
-      case Layout::kFactorized:
-        SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kTime, layers_[l], t, options, r.embeddings.data(), &r.attention));
-        SF_RETURN_IF_ERROR(run_block(l, AttentionBlock::kChannel, channel_layers_[l], t, options, r.embeddings.data(), &r.attention));
-        break;
-    }
-  }
+  for (int l = 0; l < c.n_layers; ++l)
+    for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
+      SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], b == 0 ? layers_[l] : channel_layers_[l], t, options,
+                                   r.embeddings.data(), &r.attention));
   const bool ref = options.kernels == kernels::KernelSet::kReference;
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),

@@ -63,10 +63,11 @@ class Model {
 
  private:
   Status bind();
-  Status check_map_budget(const Tokens& t) const;
+  Status check_map_budget(int tokens, const std::vector<TokenGroups>& block_groups) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
-  Status run_block(int layer, AttentionBlock block, const EncoderLayerWeights& w, const Tokens& t,
-                   const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps) const;
+  Status run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
+                   const Tokens& t, const ForwardOptions& options, float* x,
+                   std::vector<AttentionMap>* maps) const;
 
   ModelConfig config_;
   std::string config_json_;

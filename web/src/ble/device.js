@@ -109,6 +109,16 @@ function copyBytes(dataView) {
   return new Uint8Array(dataView.buffer.slice(dataView.byteOffset, dataView.byteOffset + dataView.byteLength));
 }
 
+// Reads and decodes a characteristic a device may lack (body sensor location, battery): null then.
+async function readOptional(service, uuid, decode) {
+  try {
+    const ch = await service.getCharacteristic(uuid);
+    return decode(copyBytes(await ch.readValue()));
+  } catch {
+    return null;
+  }
+}
+
 class SampleQueue {
   #items = [];
   #waiters = [];
@@ -277,12 +287,7 @@ export class Wearable extends EventTarget {
     }
     const hr = services.get(UUIDS.heartRate);
     if (hr) {
-      try {
-        const loc = await hr.getCharacteristic(UUIDS.bodySensorLocation);
-        this.location = decodeBodySensorLocation(copyBytes(await loc.readValue())).location;
-      } catch {
-        // optional characteristic
-      }
+      this.location = (await readOptional(hr, UUIDS.bodySensorLocation, decodeBodySensorLocation))?.location ?? null;
       await this.#subscribe(hr, UUIDS.heartRateMeasurement, (bytes, t) => {
         const m = decodeHeartRate(bytes);
         this.#emit('hr', Float64Array.of(t), Float32Array.of(m.heartRate));
@@ -293,14 +298,7 @@ export class Wearable extends EventTarget {
       });
     }
     const battery = services.get(UUIDS.battery);
-    if (battery) {
-      try {
-        const ch = await battery.getCharacteristic(UUIDS.batteryLevel);
-        this.battery = decodeBattery(copyBytes(await ch.readValue())).level;
-      } catch {
-        // optional
-      }
-    }
+    if (battery) this.battery = (await readOptional(battery, UUIDS.batteryLevel, decodeBattery))?.level ?? null;
     const thermo = services.get(UUIDS.thermometer);
     if (thermo) {
       await this.#subscribe(thermo, UUIDS.temperatureMeasurement, (bytes, t) => {
