@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attend/multihead_attention.hpp"
+#include "core/limits.hpp"
 #include "encode/time_encoding.hpp"
 #include "kernels/simd.hpp"
 #include "model/model.hpp"
@@ -47,6 +48,10 @@ val copy_out(const char* ctor, const std::vector<T>& v) {
 // times: Float64Array (n) seconds -> { ok, data: Float32Array (n * dModel) }
 val time_encoding(val times, double t_ref, int d_model, double max_period) {
   const auto t = copy_in<double>(times);
+  if (4.0 * t.size() * d_model > sf::limits::kMaxWorkBytes)  // checked before the output exists
+    return failure({sf::ErrorCode::kResourceExhausted, "time encoding: " + std::to_string(t.size()) + " x " +
+                                                           std::to_string(d_model) + " floats exceed the " +
+                                                           std::to_string(sf::limits::kMaxWorkBytes >> 20) + " MiB limit"});
   std::vector<float> out(t.size() * static_cast<size_t>(d_model > 0 ? d_model : 0));
   const sf::Status s = sf::encode_time({d_model, max_period}, t.data(), static_cast<int>(t.size()),
                                        t_ref, out.data());
@@ -77,6 +82,8 @@ val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_pr
         kpm.empty() ? sf::Status() : check_length("key_padding_mask", kpm.size(), S)})
     if (!s.ok()) return failure(s);
 
+  if (const sf::Status s = sf::check_mha_budget(E, H, L, S, static_cast<sf::AttentionWeights>(weights_mode)); !s.ok())
+    return failure(s);
   const sf::MhaWeights w{E, H, ipw.data(), ipb.empty() ? nullptr : ipb.data(), opw.data(),
                          opb.empty() ? nullptr : opb.data()};
   sf::MhaOptions opt;
@@ -106,19 +113,24 @@ val ok_object() {
 }
 
 // Streams arrive normalised by web/src/model.js: typed arrays only (null samples already NaN).
-sf::Window window_from_js(const val& w) {
-  sf::Window window;
+// The sensor id is read as a number and range-checked here too, so no value reaches the core
+// wrapped into an int.
+sf::Status window_from_js(const val& w, sf::Window* window) {
   const val ref = w["referenceTime"];
   if (!ref.isUndefined() && !ref.isNull()) {
-    window.has_reference_time = true;
-    window.reference_time = ref.as<double>();
+    window->has_reference_time = true;
+    window->reference_time = ref.as<double>();
   }
   const val streams = w["streams"];
   const int n = streams["length"].as<int>();
   for (int i = 0; i < n; ++i) {
     const val s = streams[i];
     sf::StreamInput in;
-    in.sensor = s["sensor"].as<int>();
+    const double sensor = s["sensor"].as<double>();
+    if (!(sensor >= 0 && sensor <= 2147483647.0) || sensor != static_cast<double>(static_cast<int>(sensor)))
+      return {sf::ErrorCode::kIndexOutOfRange, "stream " + std::to_string(i) + ": sensor " + s["sensor"].call<std::string>("toString") +
+                                                   " is not an integer in [0, 2147483647]"};
+    in.sensor = static_cast<int>(sensor);
     in.modality = s["modality"].as<std::string>();
     in.placement = s["placement"].as<std::string>();
     in.rate_hz = s["rateHz"].as<double>();
@@ -126,9 +138,9 @@ sf::Window window_from_js(const val& w) {
     in.samples = copy_in<float>(s["samples"]);
     in.timestamps = copy_in<double>(s["timestamps"]);
     in.present = copy_in<std::uint8_t>(s["present"]);
-    window.streams.push_back(std::move(in));
+    window->streams.push_back(std::move(in));
   }
-  return window;
+  return sf::Status::Ok();
 }
 
 // A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
@@ -141,11 +153,16 @@ class ModelHandle {
 
   std::string config_json() const { return model_.config_json(); }
 
-  val forward(val window, bool attention) const {
+  // options: { attention: boolean, maxGflop?: number } (checked by web/src/model.js).
+  val forward(val window, val opts) const {
     sf::ForwardOptions options;
-    options.attention_maps = attention;
+    options.attention_maps = opts["attention"].as<bool>();
+    const val max_gflop = opts["maxGflop"];
+    if (!max_gflop.isUndefined() && !max_gflop.isNull()) options.max_gflop = max_gflop.as<double>();
+    sf::Window input;
     sf::ForwardResult r;
-    const sf::Status s = model_.forward(window_from_js(window), options, &r);
+    sf::Status s = window_from_js(window, &input);
+    if (s.ok()) s = model_.forward(input, options, &r);
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = r.tokens;
     val out = ok_object();

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
 
@@ -30,9 +31,27 @@ Status validate(const MhaWeights& w, const float* query, int L, const float* kv,
 
 }  // namespace
 
+Status check_mha_budget(int E, int H, int L, int S, AttentionWeights weights) {
+  const double map = 4.0 * L * S;
+  const double maps = weights == AttentionWeights::kNone ? 0 : map * (weights == AttentionWeights::kPerHead ? H : 1);
+  if (maps > limits::kMaxAttentionMapBytes)
+    return {ErrorCode::kResourceExhausted, "multihead attention: attention weights for " + std::to_string(L) + " x " +
+                                               std::to_string(S) + (weights == AttentionWeights::kPerHead ? " x " + std::to_string(H) + " heads" : "") +
+                                               " would take " + std::to_string(static_cast<long long>(maps / (1 << 20))) +
+                                               " MiB (limit 256 MiB): ask for none, or for shorter sequences"};
+  const double work = 4.0 * (2.0 * L * E + 2.0 * S * E) + (weights == AttentionWeights::kAveraged ? map : 0);
+  if (work > limits::kMaxWorkBytes)
+    return {ErrorCode::kResourceExhausted, "multihead attention: " + std::to_string(L) + " queries and " + std::to_string(S) +
+                                               " keys of " + std::to_string(E) + " need " +
+                                               std::to_string(static_cast<long long>(work / (1 << 20))) + " MiB of working memory (limit " +
+                                               std::to_string(limits::kMaxWorkBytes >> 20) + " MiB)"};
+  return Status::Ok();
+}
+
 Status multihead_attention(const MhaWeights& w, const float* query, int L, const float* kv, int S,
                            const MhaOptions& options, float* out, float* attn) {
   SF_RETURN_IF_ERROR(validate(w, query, L, kv, S, options, out, attn));
+  SF_RETURN_IF_ERROR(check_mha_budget(w.embed_dim, w.num_heads, L, S, options.weights));
   if (L == 0) return Status::Ok();
   const bool ref = options.kernels == kernels::KernelSet::kReference;
   const auto gemm_nt = ref ? kernels::gemm_nt_ref : kernels::gemm_nt;

@@ -37,9 +37,16 @@ struct MhaOptions {
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };
 
+// The memory a call needs besides its inputs and output: projections (2 L E + 2 S E floats), the
+// averaged map's per-head scratch (L S), and the weights it returns ((H or 1) L S). Over
+// limits::kMaxWorkBytes or limits::kMaxAttentionMapBytes: kResourceExhausted. Callers that
+// allocate `attn` check this first (a failed allocation aborts WebAssembly).
+Status check_mha_budget(int E, int H, int L, int S, AttentionWeights weights);
+
 // query:(L, E), kv:(S, E) (pass the same pointer for self-attention) -> out:(L, E);
 // attn:(H, L, S) for kPerHead, (L, S) for kAveraged (mean over heads), unused for kNone.
-// Errors: kInvalidArgument for E, H, L, S out of range or a missing buffer.
+// Errors: kInvalidArgument for E, H, L, S out of range or a missing buffer; kResourceExhausted
+// past check_mha_budget.
 Status multihead_attention(const MhaWeights& w, const float* query, int L, const float* kv, int S,
                            const MhaOptions& options, float* out, float* attn);
 

@@ -3,9 +3,16 @@
 #include <cmath>
 #include <string>
 
+#include "core/limits.hpp"
 #include "kernels/sinusoid.hpp"
 
 namespace sf {
+
+std::vector<double> inverse_frequencies(int d_model, double max_period) {
+  std::vector<double> inv(d_model / 2);
+  for (int i = 0; i < d_model / 2; ++i) inv[i] = 1.0 / std::pow(max_period, 2.0 * i / d_model);
+  return inv;
+}
 
 Status encode_time(const TimeEncodingConfig& config, const double* t, int n, double t_ref,
                    float* out, kernels::KernelSet kernels) {
@@ -17,14 +24,35 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
   if (n < 0) return {ErrorCode::kInvalidArgument, "time encoding: negative timestamp count"};
   if (!std::isfinite(t_ref))
     return {ErrorCode::kNonFinite, "time encoding: reference time is not finite"};
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
     if (!std::isfinite(t[i]))
       return {ErrorCode::kNonFinite,
               "time encoding: timestamp " + std::to_string(i) + " is not finite"};
+    const double dt = t[i] - t_ref;  // Inf when the two are near opposite ends of float64
+    if (!(std::fabs(dt) <= limits::kMaxTimeOffsetSeconds))
+      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + std::to_string(t[i]) +
+                                         " s) is more than 1e12 s from the reference time " + std::to_string(t_ref) +
+                                         " s: its encoding would not be finite or meaningful"};
+  }
+  std::vector<double> computed;
+  const double* inv = config.inv_freq;
+  if (!inv) {
+    computed = inverse_frequencies(config.d_model, config.max_period);
+    inv = computed.data();
+  }
+  // A max_period below 1 s makes inv_freq grow past 1 rad/s (1e-300 gives 1e225): bound the
+  // angles themselves by the same 1e12.
+  double max_inv = 0.0, max_dt = 0.0;
+  for (int i = 0; i < config.d_model / 2; ++i) max_inv = std::fmax(max_inv, std::fabs(inv[i]));
+  for (int i = 0; i < n; ++i) max_dt = std::fmax(max_dt, std::fabs(t[i] - t_ref));
+  if (!(max_inv * max_dt <= limits::kMaxTimeOffsetSeconds))
+    return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(max_inv * max_dt) +
+                                       " rad (max_period " + std::to_string(config.max_period) +
+                                       "): beyond 1e12 rad the encoding is not finite or meaningful"};
   if (kernels == kernels::KernelSet::kReference)
-    kernels::sinusoid_encoding_ref(t, n, t_ref, config.d_model, config.max_period, out);
+    kernels::sinusoid_encoding_ref(t, n, t_ref, config.d_model, inv, out);
   else
-    kernels::sinusoid_encoding(t, n, t_ref, config.d_model, config.max_period, out);
+    kernels::sinusoid_encoding(t, n, t_ref, config.d_model, inv, out);
   return Status::Ok();
 }
 

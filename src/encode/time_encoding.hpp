@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/status.hpp"
 #include "kernels/kernel_set.hpp"
@@ -10,15 +11,21 @@
 namespace sf {
 
 struct TimeEncodingConfig {
-  int d_model = 0;             // even, >= 2
-  double max_period = 10000.0; // finite, > 0
+  int d_model = 0;                   // even, >= 2
+  double max_period = 10000.0;       // finite, > 0
+  const double* inv_freq = nullptr;  // (d_model/2) rad/s, used as given when set (a trained
+                                     // table); otherwise inverse_frequencies(d_model, max_period)
 };
+
+// inv_freq[i] = 1 / max_period^(2i/d_model), i = 0 .. d_model/2 - 1, in float64.
+std::vector<double> inverse_frequencies(int d_model, double max_period);
 
 // t:(n) float64 seconds (Unix epoch seconds are fine), t_ref float64 seconds -> out:(n, d_model).
 // Encodes t - t_ref (see kernels/sinusoid.hpp for why the difference is taken in float64). The
 // model passes the window's reference time; t_ref = 0 gives the seeds' absolute formula.
 // Errors: kInvalidArgument (d_model odd or < 2, max_period <= 0, n < 0), kNonFinite (a NaN or
-// infinite timestamp or t_ref).
+// infinite timestamp or t_ref, or |t - t_ref| beyond limits::kMaxTimeOffsetSeconds, where the
+// angles lose all precision and, near float64's range, overflow).
 Status encode_time(const TimeEncodingConfig& config, const double* t, int n, double t_ref,
                    float* out, kernels::KernelSet kernels = kernels::KernelSet::kSimd);
 

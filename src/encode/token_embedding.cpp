@@ -24,7 +24,7 @@ Status embed_tokens(const ModelConfig& c, const TokenEmbeddingWeights& w, const 
     i = end;
   }
   std::vector<float> pe(static_cast<size_t>(T) * d);
-  SF_RETURN_IF_ERROR(encode_time({d, c.max_period}, t.time.data(), T, t.reference_time, pe.data(), kernels));
+  SF_RETURN_IF_ERROR(encode_time({d, c.max_period, w.inv_freq}, t.time.data(), T, t.reference_time, pe.data(), kernels));
   for (size_t i = 0; i < pe.size(); ++i) out[i] += pe[i];
   SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.sensor.data(), w.sensor, c.n_sensors));
   SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.modality.data(), w.modality, static_cast<int>(c.modalities.size())));

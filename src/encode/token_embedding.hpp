@@ -22,6 +22,7 @@ struct TokenEmbeddingWeights {
   const float* modality = nullptr;              // (n_modalities, d)
   const float* placement = nullptr;             // (n_placements, d)
   const float* rate = nullptr;                  // (rate_buckets, d)
+  const double* inv_freq = nullptr;             // (d / 2) time encoding; null: from max_period
 };
 
 // tokens -> out:(tokens.count, d_model)

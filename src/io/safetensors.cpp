@@ -123,7 +123,7 @@ Status SafetensorsFile::read(const std::string& path, SafetensorsFile* out) {
 Status SafetensorsFile::parse(std::vector<std::uint8_t> bytes, SafetensorsFile* out) {
   if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, shorter than its 8-byte header length");
   const std::uint64_t n = load_le<std::uint64_t>(bytes.data());
-  if (n > kMaxHeaderBytes) return bad("header length " + std::to_string(n) + " exceeds 100,000,000 bytes");
+  if (n > kMaxHeaderBytes) return bad("header length " + std::to_string(n) + " exceeds " + std::to_string(kMaxHeaderBytes) + " bytes");
   if (n > bytes.size() - 8) return bad("header length " + std::to_string(n) + " runs past the end of the file");
   const char* hb = reinterpret_cast<const char*>(bytes.data() + 8);
   if (n == 0 || hb[0] != '{') return bad("header does not start with '{'");

@@ -11,11 +11,6 @@
 namespace sf::kernels {
 
 namespace {
-std::vector<double> inverse_frequencies(int d, double max_period) {
-  std::vector<double> inv(d / 2);
-  for (int i = 0; i < d / 2; ++i) inv[i] = 1.0 / std::pow(max_period, 2.0 * i / d);
-  return inv;
-}
 // 2*pi split so that k * kTwoPiHi is exact for |k| < 2^20 (angles up to ~6.6e6 rad, 76 days at
 // 1 rad/s); past that the reduction error stays near the ulp of the float64 angle itself.
 constexpr double kTwoPiHi = 6.2831853069365025;     // 2*pi in float64 with the 20 low mantissa bits clear
@@ -23,9 +18,8 @@ constexpr double kTwoPiLo = 2.430840202602477e-10;  // 2*pi - kTwoPiHi
 constexpr double kInvTwoPi = 0.15915494309189533577;
 }  // namespace
 
-void sinusoid_encoding_ref(const double* t, int n, double t_ref, int d, double max_period,
+void sinusoid_encoding_ref(const double* t, int n, double t_ref, int d, const double* inv,
                            float* out) {
-  const std::vector<double> inv = inverse_frequencies(d, max_period);
   const int half = d / 2;
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < half; ++i) {
@@ -35,8 +29,7 @@ void sinusoid_encoding_ref(const double* t, int n, double t_ref, int d, double m
     }
 }
 
-void sinusoid_encoding(const double* t, int n, double t_ref, int d, double max_period, float* out) {
-  const std::vector<double> inv = inverse_frequencies(d, max_period);
+void sinusoid_encoding(const double* t, int n, double t_ref, int d, const double* inv, float* out) {
   const int half = d / 2;
   const int end = simd_end(half, kDoubleLanes);
   alignas(64) double s[kDoubleLanes], c[kDoubleLanes];
@@ -45,7 +38,7 @@ void sinusoid_encoding(const double* t, int n, double t_ref, int d, double max_p
     const double dt = t[r] - t_ref;
     float* row = out + r * d;
     for (int i = 0; i < end; i += kDoubleLanes) {
-      const dbatch a = dbatch(dt) * dbatch::load_unaligned(inv.data() + i);
+      const dbatch a = dbatch(dt) * dbatch::load_unaligned(inv + i);
       const dbatch k = xsimd::nearbyint(a * inv2pi);
       const dbatch red = xsimd::fnma(k, lo, xsimd::fnma(k, hi, a));  // a - k*hi - k*lo
       xsimd::sin(red).store_aligned(s);

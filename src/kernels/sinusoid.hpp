@@ -1,7 +1,7 @@
 // Continuous-time sinusoidal encoding (seeds 000 and 002) over real timestamps.
 //
-// t:(n) float64 seconds, t_ref float64 seconds -> out:(n, d) float32, d even, with
-//   inv_freq[i] = 1 / max_period^(2i/d),  angle = (t - t_ref) * inv_freq[i],  i = 0 .. d/2-1
+// t:(n) float64 seconds, t_ref float64 seconds, inv_freq:(d/2) rad/s -> out:(n, d) float32, d even:
+//   angle = (t - t_ref) * inv_freq[i],  i = 0 .. d/2-1     (inv_freq: encode/time_encoding.hpp)
 //   out[:, 0:d/2] = sin(angle),  out[:, d/2:d] = cos(angle)       (sin block, then cos block)
 //
 // Why float64: the highest frequency is 1 rad/s, so a float32 angle at t = 6,000 s has an ulp of
@@ -12,8 +12,8 @@
 
 namespace sf::kernels {
 
-void sinusoid_encoding(const double* t, int n, double t_ref, int d, double max_period, float* out);
-void sinusoid_encoding_ref(const double* t, int n, double t_ref, int d, double max_period,
+void sinusoid_encoding(const double* t, int n, double t_ref, int d, const double* inv_freq, float* out);
+void sinusoid_encoding_ref(const double* t, int n, double t_ref, int d, const double* inv_freq,
                            float* out);
 
 }  // namespace sf::kernels

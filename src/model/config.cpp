@@ -1,8 +1,12 @@
 #include "model/config.hpp"
 
 #include <cmath>
+#include <limits>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/limits.hpp"
 
 namespace sf {
 
@@ -12,22 +16,41 @@ using nlohmann::json;
 
 Status bad(const std::string& m) { return {ErrorCode::kBadFormat, "model config: " + m}; }
 
-// Typed field readers: a missing optional field keeps the default; a wrong type is an error.
-Status get_int(const json& j, const char* key, bool required, int lo, int* out) {
+// Typed field readers: a missing optional field keeps the default; a wrong type or a value outside
+// [lo, hi] is an error naming the field and the range (limits.hpp says why the ranges exist).
+Status get_int(const json& j, const char* key, bool required, int lo, int hi, int* out,
+               const std::string& where = "") {
   const auto it = j.find(key);
-  if (it == j.end()) return required ? bad(std::string("missing \"") + key + "\"") : Status::Ok();
-  if (!it->is_number_integer() || it->get<long long>() < lo || it->get<long long>() > 1 << 24)
-    return bad(std::string("\"") + key + "\" must be an integer >= " + std::to_string(lo));
-  *out = it->get<int>();
+  if (it == j.end()) return required ? bad(where + "missing \"" + key + "\"") : Status::Ok();
+  // is_number_integer() also holds for unsigned values past int64: compare as double first.
+  if (!it->is_number_integer() || it->get<double>() < lo || it->get<double>() > hi)
+    return bad(where + "\"" + key + "\" must be an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "], got " + it->dump());
+  *out = static_cast<int>(it->get<long long>());
   return Status::Ok();
 }
 
-Status get_double(const json& j, const char* key, double lo_exclusive, double* out) {
+// A float that the core uses as float32 must survive the conversion: finite, and (for divisors
+// and epsilons) a normal float32, since 1e-45 or 1e-300 round to a denormal or 0 and the first
+// division then gives Inf, then NaN.
+enum class F32Use { kAny, kPositiveNormal };
+
+Status get_double(const json& j, const char* key, double lo, double hi, double* out,
+                  const std::string& where = "", F32Use f32 = F32Use::kAny) {
   const auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_number() || !std::isfinite(it->get<double>()) || !(it->get<double>() > lo_exclusive))
-    return bad(std::string("\"") + key + "\" must be a number > " + std::to_string(lo_exclusive));
-  *out = it->get<double>();
+  const double v = it->is_number() ? it->get<double>() : std::nan("");
+  bool ok = std::isfinite(v) && v >= lo && v <= hi;
+  if (ok && f32 == F32Use::kPositiveNormal) ok = static_cast<float>(v) >= std::numeric_limits<float>::min();
+  if (ok && std::fabs(v) > std::numeric_limits<float>::max()) ok = false;
+  if (!ok) {
+    std::ostringstream range;
+    range << "[" << lo << ", " << hi << "]";
+    return bad(where + "\"" + key + "\" must be a finite number in " + range.str() +
+               (f32 == F32Use::kPositiveNormal ? " and a normal float32 (>= 1.18e-38)" : "") + ", got " +
+               it->dump());
+  }
+  *out = v;
   return Status::Ok();
 }
 
@@ -85,18 +108,19 @@ int ModelConfig::rate_bucket(double rate_hz, bool event_driven) const {
 }
 
 Status parse_model_config(const std::string& text, ModelConfig* out) {
+  namespace L = limits;
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   ModelConfig c;
   const auto fmt = j.find("format");
   if (fmt == j.end() || !fmt->is_string() || fmt->get<std::string>() != "sensorformer-1")
     return bad("\"format\" must be \"sensorformer-1\"");
-  SF_RETURN_IF_ERROR(get_int(j, "d_model", true, 2, &c.d_model));
-  SF_RETURN_IF_ERROR(get_int(j, "n_heads", true, 1, &c.n_heads));
-  SF_RETURN_IF_ERROR(get_int(j, "n_layers", true, 0, &c.n_layers));
-  SF_RETURN_IF_ERROR(get_int(j, "dim_feedforward", true, 1, &c.dim_feedforward));
-  SF_RETURN_IF_ERROR(get_int(j, "n_sensors", true, 1, &c.n_sensors));
-  SF_RETURN_IF_ERROR(get_int(j, "n_outputs", false, 0, &c.n_outputs));
+  SF_RETURN_IF_ERROR(get_int(j, "d_model", true, 2, L::kMaxDModel, &c.d_model));
+  SF_RETURN_IF_ERROR(get_int(j, "n_heads", true, 1, L::kMaxHeads, &c.n_heads));
+  SF_RETURN_IF_ERROR(get_int(j, "n_layers", true, 0, L::kMaxLayers, &c.n_layers));
+  SF_RETURN_IF_ERROR(get_int(j, "dim_feedforward", true, 1, L::kMaxFeedforward, &c.dim_feedforward));
+  SF_RETURN_IF_ERROR(get_int(j, "n_sensors", true, 1, L::kMaxSensors, &c.n_sensors));
+  SF_RETURN_IF_ERROR(get_int(j, "n_outputs", false, 0, L::kMaxOutputs, &c.n_outputs));
   if (c.d_model % 2 != 0) return bad("\"d_model\" must be even (sin and cos halves)");
   if (c.d_model % c.n_heads != 0) return bad("\"n_heads\" must divide \"d_model\"");
   int act = 0, layout = 0;
@@ -108,44 +132,57 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
   SF_RETURN_IF_ERROR(get_bool(j, "final_norm", &c.final_norm));
   SF_RETURN_IF_ERROR(get_bool(j, "causal", &c.causal));
   double eps = c.layer_norm_eps;
-  SF_RETURN_IF_ERROR(get_double(j, "layer_norm_eps", 0.0, &eps));
+  // layer norm divides by sqrt(var + eps) in float32: a zero eps (1e-300 as float32) makes a
+  // constant token 0 / 0.
+  SF_RETURN_IF_ERROR(get_double(j, "layer_norm_eps", 0.0, 1.0, &eps, "", F32Use::kPositiveNormal));
   c.layer_norm_eps = static_cast<float>(eps);
-  SF_RETURN_IF_ERROR(get_double(j, "time_bin", 0.0, &c.time_bin));
-  SF_RETURN_IF_ERROR(get_double(j, "max_period", 0.0, &c.max_period));
-  SF_RETURN_IF_ERROR(get_double(j, "min_present_fraction", 0.0, &c.min_present_fraction));
-  if (c.min_present_fraction > 1.0) return bad("\"min_present_fraction\" must be in (0, 1]");
+  // time_bin: bins are floor((t - reference) / time_bin) as 64-bit integers; with |t - reference|
+  // <= 1e12 s a microsecond bin stays far below 2^63.
+  SF_RETURN_IF_ERROR(get_double(j, "time_bin", 1e-6, 1e12, &c.time_bin));
+  // max_period >= 1: inv_freq[i] = max_period^(-2i/d) <= 1 rad/s, so angles stay bounded by
+  // |t - reference| (limits.hpp); the seeds use 10,000.
+  SF_RETURN_IF_ERROR(get_double(j, "max_period", 1.0, 1e15, &c.max_period));
+  SF_RETURN_IF_ERROR(get_double(j, "min_present_fraction", 1e-9, 1.0, &c.min_present_fraction));
 
+  const auto name_ok = [](const json& v) {
+    return v.is_string() && !v.get<std::string>().empty() && v.get<std::string>().size() <= L::kMaxNameBytes;
+  };
   const auto mods = j.find("modalities");
-  if (mods == j.end() || !mods->is_array() || mods->empty()) return bad("\"modalities\" must be a non-empty array");
+  if (mods == j.end() || !mods->is_array() || mods->empty() || mods->size() > static_cast<size_t>(L::kMaxModalities))
+    return bad("\"modalities\" must be an array of 1 to " + std::to_string(L::kMaxModalities) + " modalities");
   for (const auto& m : *mods) {
     ModalityConfig mc;
-    if (!m.is_object() || !m.contains("name") || !m["name"].is_string())
-      return bad("every modality needs a \"name\"");
+    if (!m.is_object() || !m.contains("name") || !name_ok(m["name"]))
+      return bad("every modality needs a \"name\" of 1 to " + std::to_string(L::kMaxNameBytes) + " bytes");
     mc.name = m["name"].get<std::string>();
     if (c.modality_index(mc.name) >= 0) return bad("modality \"" + mc.name + "\" is listed twice");
-    SF_RETURN_IF_ERROR(get_int(m, "patch_len", true, 1, &mc.patch_len));
+    const std::string where = "modality \"" + mc.name + "\": ";
+    SF_RETURN_IF_ERROR(get_int(m, "patch_len", true, 1, L::kMaxPatchLen, &mc.patch_len, where));
+    // Samples are normalised in float32 as (x - mean) / std: both must be float32 numbers, and std
+    // a normal one (a std that is 0 as float32 would make every value Inf, then every output NaN).
     double mean = 0.0, sd = 1.0;
-    const auto mit = m.find("mean");
-    if (mit != m.end()) {
-      if (!mit->is_number()) return bad("modality \"" + mc.name + "\": \"mean\" must be a number");
-      mean = mit->get<double>();
-    }
-    SF_RETURN_IF_ERROR(get_double(m, "std", 0.0, &sd));
+    const double big = std::numeric_limits<float>::max();
+    SF_RETURN_IF_ERROR(get_double(m, "mean", -big, big, &mean, where));
+    SF_RETURN_IF_ERROR(get_double(m, "std", 0.0, big, &sd, where, F32Use::kPositiveNormal));
     mc.mean = static_cast<float>(mean);
     mc.std = static_cast<float>(sd);
     c.modalities.push_back(mc);
   }
   const auto pl = j.find("placements");
-  if (pl == j.end() || !pl->is_array() || pl->empty()) return bad("\"placements\" must be a non-empty array of names");
+  if (pl == j.end() || !pl->is_array() || pl->empty() || pl->size() > static_cast<size_t>(L::kMaxPlacements))
+    return bad("\"placements\" must be an array of 1 to " + std::to_string(L::kMaxPlacements) + " names");
   for (const auto& p : *pl) {
-    if (!p.is_string()) return bad("\"placements\" must hold strings");
+    if (!name_ok(p)) return bad("\"placements\" must hold names of 1 to " + std::to_string(L::kMaxNameBytes) + " bytes");
+    if (c.placement_index(p.get<std::string>()) >= 0) return bad("placement \"" + p.get<std::string>() + "\" is listed twice");
     c.placements.push_back(p.get<std::string>());
   }
   const auto edges = j.find("rate_bucket_edges_hz");
   if (edges != j.end()) {
-    if (!edges->is_array()) return bad("\"rate_bucket_edges_hz\" must be an array of numbers");
+    if (!edges->is_array() || edges->size() > static_cast<size_t>(L::kMaxRateEdges))
+      return bad("\"rate_bucket_edges_hz\" must be an array of at most " + std::to_string(L::kMaxRateEdges) + " numbers");
     for (const auto& e : *edges) {
-      if (!e.is_number() || !(e.get<double>() > 0)) return bad("\"rate_bucket_edges_hz\" must hold positive numbers");
+      if (!e.is_number() || !std::isfinite(e.get<double>()) || !(e.get<double>() > 0))
+        return bad("\"rate_bucket_edges_hz\" must hold finite positive numbers");
       if (!c.rate_bucket_edges_hz.empty() && e.get<double>() <= c.rate_bucket_edges_hz.back())
         return bad("\"rate_bucket_edges_hz\" must be increasing");
       c.rate_bucket_edges_hz.push_back(e.get<double>());

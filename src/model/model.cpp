@@ -1,9 +1,14 @@
 #include "model/model.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
+#include "core/limits.hpp"
+#include "encode/time_encoding.hpp"
 #include "io/safetensors.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
@@ -82,6 +87,32 @@ Status Model::load_file(const std::string& path, Model* out) {
   return load(std::move(bytes), out);
 }
 
+namespace {
+
+// Parameters the config implies, counted without building anything: bounded config fields
+// (limits.hpp) keep this far below 2^63.
+std::uint64_t implied_parameters(const ModelConfig& c) {
+  const std::uint64_t d = c.d_model, ff = c.dim_feedforward;
+  std::uint64_t n = d;  // mask token
+  for (const auto& m : c.modalities) n += d * m.patch_len + d;
+  n += (static_cast<std::uint64_t>(c.n_sensors) + c.modalities.size() + c.placements.size() + c.rate_buckets()) * d;
+  const std::uint64_t layer = 3 * d * d + 3 * d + d * d + d + ff * d + ff + d * ff + d + 4 * d;
+  n += layer * c.n_layers * (c.layout == Layout::kFactorized ? 2 : 1);
+  if (c.final_norm) n += 2 * d;
+  if (c.n_outputs > 0) n += static_cast<std::uint64_t>(c.n_outputs) * (d + 1);
+  return n;
+}
+
+Status check_finite(const std::string& name, const std::vector<float>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      return {ErrorCode::kNonFinite, "tensor '" + name + "' holds " + (std::isnan(v[i]) ? "NaN" : "Inf") +
+                                         " at element " + std::to_string(i) + ": weights must be finite"};
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
   SafetensorsFile file;
   SF_RETURN_IF_ERROR(SafetensorsFile::parse(std::move(bytes), &file));
@@ -91,6 +122,19 @@ Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
   Model m;
   SF_RETURN_IF_ERROR(parse_model_config(cfg->second, &m.config_));
   m.config_json_ = cfg->second;
+
+  // Before anything is allocated for the weights: the file must be able to hold them (2 bytes a
+  // parameter at least, F16/BF16), and their float32 copies must fit the memory budget. A 26 KB
+  // file claiming 16 million layers stops here.
+  const std::uint64_t params = implied_parameters(m.config_);
+  if (params > file.data_bytes() / 2)
+    return {ErrorCode::kBadFormat, "the config implies " + std::to_string(params) + " parameters (at least " +
+                                       std::to_string(2 * params) + " bytes) but the file holds " +
+                                       std::to_string(file.data_bytes()) + " bytes of tensors"};
+  if (params > limits::kMaxModelBytes / 4)
+    return {ErrorCode::kResourceExhausted, "the model has " + std::to_string(params) + " parameters: " +
+                                               std::to_string(params * 4 >> 20) + " MiB as float32, over the " +
+                                               std::to_string(limits::kMaxModelBytes >> 20) + " MiB limit"};
 
   const auto expected = expected_tensors(m.config_);
   for (const auto& [name, shape] : expected) {
@@ -102,13 +146,40 @@ Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
     if (info->dtype != Dtype::kF32 && info->dtype != Dtype::kF16 && info->dtype != Dtype::kBF16)
       return {ErrorCode::kUnsupportedDtype, "tensor '" + name + "' is " + dtype_name(info->dtype) + "; weights must be F32, F16 or BF16"};
     SF_RETURN_IF_ERROR(file.get_f32(name, &m.params_[name]));
+    SF_RETURN_IF_ERROR(check_finite(name, m.params_[name]));
   }
+  SF_RETURN_IF_ERROR(m.load_time_encoding(file));
   for (const auto& [name, info] : file.tensors())
-    if (!m.params_.count(name))
+    if (!m.params_.count(name) && name != kInvFreqTensor)
       return {ErrorCode::kBadFormat, "model file has tensor '" + name + "' that the config (layout " +
                                          layout_name(m.config_.layout) + ") does not use"};
   SF_RETURN_IF_ERROR(m.bind());
   *out = std::move(m);
+  return Status::Ok();
+}
+
+// The time encoding's inverse frequencies: the file's `time_encoding.inv_freq` when present, used
+// exactly as stored (a module trained with a float32 table, as in seed 000, saw those values, and
+// 1 / max_period^(2i/d) rounded to float32 is up to 2.6e-3 away after 24 h at d_model 128);
+// otherwise computed in float64 from max_period.
+Status Model::load_time_encoding(const SafetensorsFile& file) {
+  const int half = config_.d_model / 2;
+  const TensorInfo* info = file.find(kInvFreqTensor);
+  if (!info) {
+    inv_freq_ = inverse_frequencies(config_.d_model, config_.max_period);
+    return Status::Ok();
+  }
+  if (info->shape != Shape{half})
+    return {ErrorCode::kBadFormat, std::string("tensor '") + kInvFreqTensor + "' has shape " + shape_text(info->shape) +
+                                       ", the config needs " + shape_text({half})};
+  if (info->dtype != Dtype::kF32 && info->dtype != Dtype::kF64)
+    return {ErrorCode::kUnsupportedDtype, std::string("tensor '") + kInvFreqTensor + "' is " + dtype_name(info->dtype) +
+                                              "; it must be F32 or F64 (F16 would move the encoding by 1e-3 per rad)"};
+  SF_RETURN_IF_ERROR(file.get_f64(kInvFreqTensor, &inv_freq_));
+  for (int i = 0; i < half; ++i)
+    if (!std::isfinite(inv_freq_[i]) || std::fabs(inv_freq_[i]) > 1.0)
+      return {ErrorCode::kBadFormat, std::string("tensor '") + kInvFreqTensor + "' element " + std::to_string(i) +
+                                         " is " + std::to_string(inv_freq_[i]) + ": inverse frequencies must be finite and in [-1, 1] rad/s"};
   return Status::Ok();
 }
 
@@ -123,6 +194,7 @@ Status Model::bind() {
   embedding_.modality = param("tokenizer.modality_embedding.weight");
   embedding_.placement = param("tokenizer.placement_embedding.weight");
   embedding_.rate = param("tokenizer.rate_embedding.weight");
+  embedding_.inv_freq = inv_freq_.data();
   const auto layer = [&](const std::string& p) {
     EncoderLayerWeights w;
     w.self_attn = {c.d_model, c.n_heads, param(p + "self_attn.in_proj_weight"), param(p + "self_attn.in_proj_bias"),
@@ -180,17 +252,53 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   return Status::Ok();
 }
 
-Status Model::check_map_budget(int tokens, const std::vector<TokenGroups>& block_groups) const {
-  double bytes = 0;
+double Model::forward_gflop(const Tokens& t, const std::vector<TokenGroups>& block_groups) const {
+  const ModelConfig& c = config_;
+  const double d = c.d_model, ff = c.dim_feedforward, T = t.count;
+  double macs = 0;
+  for (int i = 0; i < t.count; ++i) macs += static_cast<double>(c.modalities[t.modality[i]].patch_len) * d;
+  for (const TokenGroups& groups : block_groups) {
+    double per_layer = T * (4 * d * d + 2 * d * ff);
+    for (const auto& g : groups) per_layer += 2 * d * static_cast<double>(g.size()) * g.size();
+    macs += per_layer * c.n_layers;
+  }
+  return 2 * macs / 1e9;
+}
+
+// Refused before anything large is allocated or computed: maps past their budget, work memory
+// past limits::kMaxWorkBytes (a failed allocation aborts WebAssembly), cost past max_gflop.
+Status Model::check_budgets(const Tokens& t, const std::vector<TokenGroups>& block_groups,
+                            const ForwardOptions& options) const {
+  const ModelConfig& c = config_;
+  const std::string tokens = "a window of " + std::to_string(t.count) + " tokens";
+  if (options.attention_maps) {
+    double bytes = 0;
+    for (const TokenGroups& groups : block_groups)
+      for (const auto& g : groups) bytes += 4.0 * c.n_heads * static_cast<double>(g.size()) * g.size() * c.n_layers;
+    if (bytes > ForwardOptions::kMaxAttentionMapBytes)
+      return {ErrorCode::kResourceExhausted,
+              "attention maps for " + tokens + " would take " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                  " MiB (limit 256 MiB): ask for maps on shorter windows, or use the time, channel or "
+                  "factorized layout; embeddings alone need no maps"};
+  }
+  // Embeddings and the time encoding (T d each), the largest group's layer buffers (input, norm,
+  // attention output, q, k and v, context: 7 d, plus the feed-forward's ff).
+  std::size_t largest = 0;
   for (const TokenGroups& groups : block_groups)
-    for (const auto& g : groups)
-      bytes += 4.0 * config_.n_heads * static_cast<double>(g.size()) * g.size() * config_.n_layers;
-  if (bytes > ForwardOptions::kMaxAttentionMapBytes)
-    return {ErrorCode::kResourceExhausted,
-            "attention maps for " + std::to_string(tokens) + " tokens would take " +
-                std::to_string(static_cast<long long>(bytes / (1 << 20))) +
-                " MiB (limit 256 MiB): ask for maps on shorter windows, or use the time, channel or "
-                "factorized layout; embeddings alone need no maps"};
+    for (const auto& g : groups) largest = std::max(largest, g.size());
+  const double work = 4.0 * (2.0 * t.count * c.d_model + static_cast<double>(largest) * (7.0 * c.d_model + c.dim_feedforward));
+  if (work > limits::kMaxWorkBytes)
+    return {ErrorCode::kResourceExhausted, tokens + " needs about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
+                                               " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +
+                                               " MiB): use shorter windows"};
+  const double gflop = forward_gflop(t, block_groups);
+  if (!(gflop <= options.max_gflop)) {
+    std::ostringstream m;
+    m.precision(4);
+    m << tokens << " needs about " << gflop << " GFLOP in the " << layout_name(c.layout) << " layout, over the limit of "
+      << options.max_gflop << " GFLOP: use shorter windows, or raise the limit (forward option maxGflop, CLI --max-gflop)";
+    return {ErrorCode::kResourceExhausted, m.str()};
+  }
   return Status::Ok();
 }
 
@@ -204,7 +312,7 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   const std::vector<AttentionBlock> blocks = layout_blocks(c.layout);
   std::vector<TokenGroups> groups;
   for (AttentionBlock b : blocks) groups.push_back(group_tokens(t, b, c.time_bin));
-  if (options.attention_maps) SF_RETURN_IF_ERROR(check_map_budget(T, groups));
+  SF_RETURN_IF_ERROR(check_budgets(t, groups, options));
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
@@ -223,6 +331,17 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
     (ref ? kernels::linear_ref : kernels::linear)(1, d, c.n_outputs, r.pooled.data(), param("head.weight"),
                                                   param("head.bias"), r.head.data());
   }
+  // Finite weights, bounded times and normalised values keep this from happening with sane
+  // weights; extreme ones (1e38 everywhere) can still overflow float32 inside a layer. A NaN never
+  // leaves the core: such a forward is an error.
+  for (const std::vector<float>* v : {&r.embeddings, &r.pooled, &r.head})
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!std::isfinite((*v)[i]))
+        return {ErrorCode::kNonFinite, std::string("the forward overflowed float32 (") +
+                                           (v == &r.embeddings ? "embedding of token " + std::to_string(i / d)
+                                            : v == &r.pooled   ? "pooled vector"
+                                                               : "head") +
+                                           " is not finite): the weights or inputs are too large for float32"};
   *out = std::move(r);
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 
 #include "attend/encoder_layer.hpp"
 #include "attend/layout.hpp"
+#include "core/limits.hpp"
 #include "core/status.hpp"
 #include "encode/token_embedding.hpp"
 #include "kernels/kernel_set.hpp"
@@ -17,6 +18,8 @@
 #include "tokenize/tokenizer.hpp"
 
 namespace sf {
+
+class SafetensorsFile;
 
 struct AttentionMap {
   int layer = 0;
@@ -29,8 +32,11 @@ struct AttentionMap {
 struct ForwardOptions {
   // Maps cost H * g^2 floats per group and layer: refused (kResourceExhausted) above this, since a
   // failed allocation would abort the WebAssembly module (no exceptions there).
-  static constexpr std::size_t kMaxAttentionMapBytes = std::size_t(256) << 20;
+  static constexpr std::size_t kMaxAttentionMapBytes = limits::kMaxAttentionMapBytes;
   bool attention_maps = false;
+  // Compute limit: a forward whose estimated cost (forward_gflop) exceeds this is refused with
+  // kResourceExhausted before any layer runs. +Inf disables the limit.
+  double max_gflop = limits::kDefaultMaxGflop;
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };
 
@@ -61,9 +67,20 @@ class Model {
 
   Status forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const;
 
+  // Multiply-adds x 2 of a forward over these tokens and per-block groups, in GFLOP: the embedding
+  // (T P d), per layer and block the projections and feed-forward (T (4 d^2 + 2 d ff)) and
+  // attention (2 d g^2 per group, causal masks counted in full).
+  double forward_gflop(const Tokens& tokens, const std::vector<TokenGroups>& block_groups) const;
+
+  // The optional weights-file tensor holding the time encoding's inverse frequencies (d_model/2).
+  static constexpr const char* kInvFreqTensor = "time_encoding.inv_freq";
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+
  private:
   Status bind();
-  Status check_map_budget(int tokens, const std::vector<TokenGroups>& block_groups) const;
+  Status load_time_encoding(const SafetensorsFile& file);
+  Status check_budgets(const Tokens& tokens, const std::vector<TokenGroups>& block_groups,
+                       const ForwardOptions& options) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
   Status run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
                    const Tokens& t, const ForwardOptions& options, float* x,
@@ -74,6 +91,7 @@ class Model {
   std::map<std::string, std::vector<float>> params_;  // nodes never move: pointers stay valid
   TokenEmbeddingWeights embedding_;
   std::vector<EncoderLayerWeights> layers_, channel_layers_;
+  std::vector<double> inv_freq_;  // (d_model/2) rad/s
 };
 
 }  // namespace sf

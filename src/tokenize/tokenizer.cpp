@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/limits.hpp"
+
 namespace sf {
 
 namespace {
@@ -33,11 +35,16 @@ Status validate(const ModelConfig& c, const StreamInput& in, size_t s) {
       if (i > 0 && in.timestamps[i] < in.timestamps[i - 1])
         return stream_error(ErrorCode::kInvalidArgument, s, "timestamps must not decrease (index " + std::to_string(i) + ")");
     }
-  } else if (n > 0) {
+  } else {  // checked even without samples: a stream that says rate -1 is a mistake, empty or not
     if (!(in.rate_hz > 0.0) || !std::isfinite(in.rate_hz))
-      return stream_error(ErrorCode::kInvalidArgument, s, "a regular stream needs rate_hz > 0 (or give timestamps)");
+      return stream_error(ErrorCode::kInvalidArgument, s, "a regular stream needs a finite rate_hz > 0 (or give timestamps)");
     if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, s, "start_time is not finite");
   }
+  // NaN is the missing-sample marker; an infinite sample is an error, not silently missing.
+  for (size_t i = 0; i < n; ++i)
+    if (std::isinf(in.samples[i]))
+      return stream_error(ErrorCode::kNonFinite, s, "sample " + std::to_string(i) + " is " +
+                          (in.samples[i] > 0 ? "+Inf" : "-Inf") + " (NaN marks a missing sample)");
   return Status::Ok();
 }
 
@@ -51,11 +58,21 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
   Tokens t;
   if (window.has_reference_time && !std::isfinite(window.reference_time))
     return {ErrorCode::kNonFinite, "window reference_time is not finite"};
+  // Patch values take ceil(n / P) * P floats a stream: a 1-sample stream of a modality with
+  // P = 65536 takes 256 KiB. Bounded before anything is allocated (limits.hpp).
+  double value_bytes = 0;
+  for (size_t s = 0; s < window.streams.size(); ++s) {
+    SF_RETURN_IF_ERROR(validate(c, window.streams[s], s));
+    const double P = c.modalities[c.modality_index(window.streams[s].modality)].patch_len;
+    value_bytes += 4.0 * P * std::ceil(window.streams[s].samples.size() / P) + 64.0 * std::ceil(window.streams[s].samples.size() / P);
+  }
+  if (value_bytes > limits::kMaxWorkBytes)
+    return {ErrorCode::kResourceExhausted, "the window's patches would take " + std::to_string(static_cast<long long>(value_bytes / (1 << 20))) +
+                                               " MiB (limit " + std::to_string(limits::kMaxWorkBytes >> 20) + " MiB): use shorter windows"};
   double earliest = std::numeric_limits<double>::infinity();
   t.value_offset.push_back(0);
   for (size_t s = 0; s < window.streams.size(); ++s) {
     const StreamInput& in = window.streams[s];
-    SF_RETURN_IF_ERROR(validate(c, in, s));
     const int m = c.modality_index(in.modality);
     const ModalityConfig& mod = c.modalities[m];
     const size_t n = in.samples.size(), P = mod.patch_len;
@@ -72,7 +89,12 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
       for (size_t j = 0; j < P; ++j) {
         const size_t i = k * P + j;
         const bool use = present && i < n && sample_present(in, i);
-        t.values.push_back(use ? (in.samples[i] - mod.mean) / mod.std : 0.0f);
+        const float v = use ? (in.samples[i] - mod.mean) / mod.std : 0.0f;
+        if (!std::isfinite(v))  // e.g. 3e38 with a std of 0.5: the float32 quotient overflows
+          return stream_error(ErrorCode::kNonFinite, s, "sample " + std::to_string(i) + " normalised as (x - mean) / std = (" +
+                              std::to_string(in.samples[i]) + " - " + std::to_string(mod.mean) + ") / " +
+                              std::to_string(mod.std) + " overflows float32");
+        t.values.push_back(v);
       }
       t.value_offset.push_back(t.values.size());
     }
@@ -93,6 +115,13 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
   }
   t.count = static_cast<int>(t.time.size());
   t.reference_time = window.has_reference_time ? window.reference_time : (t.count ? earliest : 0.0);
+  for (int i = 0; i < t.count; ++i) {
+    const double dt = t.time[i] - t.reference_time;  // Inf for times at opposite ends of float64
+    if (!(std::fabs(dt) <= limits::kMaxTimeOffsetSeconds))
+      return stream_error(ErrorCode::kNonFinite, t.stream[i],
+                          "token time " + std::to_string(t.time[i]) + " s is more than 1e12 s from the reference time " +
+                          std::to_string(t.reference_time) + " s: its time encoding would not be finite");
+  }
   *out = std::move(t);
   return Status::Ok();
 }

@@ -2,7 +2,8 @@
 
     export_safetensors(model, config, "model.safetensors", dtype="F32" | "F16" | "BF16")
 
-Every tensor of `model.state_dict()` is written in state_dict order, row-major, little-endian,
+Every tensor of `model.state_dict()` is written in state_dict order, row-major, little-endian
+(the time encoding's `time_encoding.inv_freq` in its own F64/F32, the rest in `dtype`),
 with `__metadata__ = {"config": json.dumps(config)}` (docs/model.md, "Weights file"). Parameters
 are first taken as float32; F16 is torch's float16 conversion, BF16 the upper 16 bits of the
 float32 rounded to nearest even (torch's bfloat16 conversion, cross-checked bit for bit).
@@ -20,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-from sensorformer_ref import SensorformerRef, expected_tensor_shapes
+from sensorformer_ref import INV_FREQ, SensorformerRef, expected_tensor_shapes
 from st_io import f32_to_bf16_bits, read_safetensors, write_safetensors
 
 STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -41,10 +42,20 @@ def storage_array(tensor, dtype):
 
 
 def export_safetensors(model, config, path, dtype="F32"):
+    """The time encoding's table (`time_encoding.inv_freq`) is written in its own dtype, F64 or F32,
+    whatever `dtype` the weights take: it is what the module computed its encoding with, and F16
+    would move a day-old angle by radians."""
     state = model.state_dict()
     shapes = expected_tensor_shapes(config)
     assert {k: tuple(v.shape) for k, v in state.items()} == shapes, "state_dict does not match config"
-    tensors = [(name, dtype, storage_array(value, dtype)) for name, value in state.items()]
+    tensors = []
+    for name, value in state.items():
+        if name == INV_FREQ:
+            table_dtype = "F64" if value.dtype == torch.float64 else "F32"
+            tensors.append((name, table_dtype, value.detach().cpu().numpy().astype(
+                np.float64 if table_dtype == "F64" else np.float32)))
+        else:
+            tensors.append((name, dtype, storage_array(value, dtype)))
     write_safetensors(path, tensors, {"config": json.dumps(config)})
 
 
@@ -62,7 +73,13 @@ def load_safetensors(path):
     meta, tensors = read_safetensors(path)
     config = json.loads(meta["config"])
     model = SensorformerRef(config)
-    state = {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in tensors.items()}
+    state = {k: torch.from_numpy(np.array(v, dtype=np.float64 if k == INV_FREQ else np.float32))
+             for k, v in tensors.items()}
+    if INV_FREQ in state:  # a float32 table stays float32 (the values it was trained with)
+        state[INV_FREQ] = state[INV_FREQ].to(torch.float32 if tensors[INV_FREQ].dtype == np.float32 else torch.float64)
+        model.time_encoding.inv_freq = state[INV_FREQ].clone()
+    else:  # files written before the table was exported: computed from max_period, as the runtime does
+        state[INV_FREQ] = model.time_encoding.inv_freq
     model.load_state_dict(state, strict=True)
     return config, model
 

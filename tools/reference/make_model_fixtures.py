@@ -16,6 +16,7 @@ embeddings do not depend on later samples.
     /usr/bin/python3 tools/reference/make_model_fixtures.py --check    # validate existing files
 """
 import argparse
+import copy
 import json
 import math
 import pathlib
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from export import export_safetensors, load_safetensors, rounded_copy
-from sensorformer_ref import FORMAT, SensorformerRef, expected_tensor_shapes
+from sensorformer_ref import FORMAT, INV_FREQ, SensorformerRef, expected_tensor_shapes, inverse_frequencies
 from st_io import read_safetensors, write_safetensors
 
 GENERATOR = "tools/reference/make_model_fixtures.py"
@@ -66,10 +67,20 @@ MODELS = {
 }
 MODELS["factorized_f16"] = ("factorized", "F16", MODELS["factorized"][2])
 MODELS["factorized_bf16"] = ("factorized", "BF16", MODELS["factorized"][2])
+# The time model with the time-encoding table a seed-000 module trains with: float32
+# 1 / max_period ** (arange(0, d, 2).float() / d), stored as F32 and used as it is.
+MODELS["time_f32_table"] = ("time", "F32", MODELS["time"][2])
+SEED_TABLE_MODELS = {"time_f32_table"}
 CONFIG_ORDER = ["format", "d_model", "n_heads", "n_layers", "dim_feedforward", "activation",
                 "norm_first", "layer_norm_eps", "final_norm", "layout", "causal", "time_bin",
                 "max_period", "min_present_fraction", "n_sensors", "modalities", "placements",
                 "rate_bucket_edges_hz", "n_outputs"]
+
+
+def seed_000_table(d_model, max_period):
+    """inv_freq exactly as seed 000's TimeAndIdentityEncoding computes it (float32)."""
+    k = torch.arange(0, d_model, 2).float() / d_model
+    return 1.0 / (max_period ** k)
 
 
 def seed_of(name):
@@ -181,7 +192,18 @@ def make_windows():
     w2 = {"streams": [{"sensor": 0, "modality": "ecg", "placement": "chest", "rateHz": 130.3,
                        "startTime": t2, "samples": ecg2}],
           "referenceTime": t2 - 2.5}
-    return [w0, w1, w2]
+    # w3: a day: heart-rate events and hourly temperature from just after the reference time to
+    # 24 h later, where a float32 time-encoding table is 1e-3 away from the float64 one
+    t3 = EPOCH + 10800.0 + 0.731
+    hr3 = [t3 + o for o in (0.0, 1.013, 2.031, 2.998)] + \
+          [t3 + 86400.0 + o for o in (0.137, 1.152, 2.121, 3.109)]
+    w3 = {"streams": [
+        {"sensor": 2, "modality": "hr", "placement": "chest", "timestamps": hr3,
+         "samples": [64.0, 65.0, 66.0, 64.0, 70.0, 71.0, 69.0, 70.0]},
+        {"sensor": 3, "modality": "temperature", "placement": "wrist", "rateHz": 1.0 / 3600.0,
+         "startTime": t3 + 5.37, "samples": f32(33.0 + 0.5 * np.sin(np.arange(25) / 4.0))},
+    ]}
+    return [w0, w1, w2, w3]
 
 
 def windows_json(windows):
@@ -389,6 +411,9 @@ def generate(out_dir):
         if seed_name not in base_models:
             base_models[seed_name] = init_parameters(SensorformerRef(config_of(seed_name)), seed_name)
         model32 = base_models[seed_name]
+        if name in SEED_TABLE_MODELS:
+            model32 = copy.deepcopy(model32)
+            model32.time_encoding.inv_freq = seed_000_table(config["d_model"], config["max_period"])
         path = out_dir / f"{name}.safetensors"
         export_safetensors(model32, config, path, dtype)
         model = rounded_copy(model32, dtype).eval()  # float64, exactly the stored values
@@ -409,6 +434,15 @@ def generate(out_dir):
             expected += model_tensors(name, i, out, config, with_attention=(i == 0))
             cases.append({"model": name, "window": i, "tokens": len(out["token_time"]),
                           "n_outputs": config["n_outputs"]})
+
+        if name in SEED_TABLE_MODELS:
+            # the fixture must tell the two tables apart: a runtime that ignored the stored table
+            # would be this far off on the day-long window (parity tolerance: 1e-5)
+            other = copy.deepcopy(model)
+            other.time_encoding.inv_freq = inverse_frequencies(config["d_model"], config["max_period"])
+            moved = maxdiff(other(windows[3])["embeddings"], model(windows[3])["embeddings"])
+            assert moved > 1e-4, moved
+            report.append(f"{name}: the float64 table would move w3's embeddings by {moved:.1e}")
 
         w0 = windows[0]
         perm = check_permutation(model, w0, [2, 0, 3, 1])
@@ -445,7 +479,9 @@ def check(out_dir):
         config = json.loads(wmeta["config"])
         assert config == config_of(name)
         assert {k: tuple(v.shape) for k, v in weights.items()} == expected_tensor_shapes(config)
+        table = dtypes.pop(INV_FREQ)
         assert set(dtypes.values()) == {dtype}
+        assert table == ("F32" if name in SEED_TABLE_MODELS else "F64"), (name, table)
     for c in cases:
         config = config_of(c["model"])
         p, T, d = f"{c['model']}.w{c['window']}.", c["tokens"], config["d_model"]

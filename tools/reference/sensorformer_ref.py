@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 
 FORMAT = "sensorformer-1"
+INV_FREQ = "time_encoding.inv_freq"  # the one optional tensor, F32 or F64, stored as trained
 BLOCKS = {"flattened": ["flattened"], "time": ["time"], "channel": ["channel"],
           "factorized": ["time", "channel"]}
 
@@ -87,6 +88,7 @@ class SensorformerRef(nn.Module):
         assert config["d_model"] % 2 == 0 and config["d_model"] % config["n_heads"] == 0
         self.config = dict(config)
         self.tokenizer = Tokenizer(config)
+        self.time_encoding = TimeEncoding(config)
         self.encoder = Encoder(config)
         if config.get("n_outputs", 0) > 0:
             self.head = nn.Linear(config["d_model"], config["n_outputs"])
@@ -131,16 +133,42 @@ def rate_bucket(stream, edges):
     return 1 + sum(1 for e in edges if stream["rateHz"] >= e)
 
 
-def time_encoding(rel, d_model, max_period):
-    """rel: float64 (T,) seconds since the reference time -> float64 (T, d_model)."""
+def inverse_frequencies(d_model, max_period):
+    """float64 (d_model/2,): 1 / max_period^(2i/d_model)."""
     i = torch.arange(d_model // 2, dtype=torch.float64)
-    inv_freq = 1.0 / max_period ** (2.0 * i / d_model)
-    angle = rel.to(torch.float64)[:, None] * inv_freq[None, :]
+    return 1.0 / max_period ** (2.0 * i / d_model)
+
+
+def time_encoding(rel, d_model, max_period, inv_freq=None):
+    """rel: float64 (T,) seconds since the reference time -> float64 (T, d_model). The angle is
+    formed in float64 from the table's values as they are (float32 values stay exactly those)."""
+    if inv_freq is None:
+        inv_freq = inverse_frequencies(d_model, max_period)
+    angle = rel.to(torch.float64)[:, None] * inv_freq.to(torch.float64)[None, :]
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
 
 
+class TimeEncoding(nn.Module):
+    """Holds the inverse frequencies as a buffer, so the table a module was trained with is saved
+    in its state_dict (`time_encoding.inv_freq`) and exported. Computed in float64 here; a module
+    written like seed 000's keeps a float32 table (1 / max_period ** (arange(0, d, 2).float() / d)),
+    whose rounding moves the encoding by up to 2.6e-3 after 24 h at d_model 128: the exported table
+    makes the runtime use exactly those values."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.d_model, self.max_period = config["d_model"], config["max_period"]
+        self.register_buffer("inv_freq", inverse_frequencies(self.d_model, self.max_period))
+
+    def forward(self, rel):
+        return time_encoding(rel, self.d_model, self.max_period, self.inv_freq)
+
+
 def sample_present(values, flags):
-    return [(f is None or f != 0) and v is not None and math.isfinite(v)
+    """None / NaN mark a missing sample; an infinite one is an error (docs/model.md)."""
+    if any(v is not None and math.isinf(v) for v in values):
+        raise ValueError("infinite sample")
+    return [(f is None or f != 0) and v is not None and not math.isnan(v)
             for v, f in zip(values, flags)]
 
 
@@ -197,7 +225,7 @@ def tokenize(model, window):
                  + tok.placement_embedding.weight[placements[s["placement"]]]
                  + tok.rate_embedding.weight[rate_bucket(s, cfg["rate_bucket_edges_hz"])])
         t = torch.tensor(patch_time, dtype=torch.float64)
-        enc = time_encoding(t - ref, d, cfg["max_period"]).to(dtype)
+        enc = model.time_encoding(t - ref).to(dtype)
         xs.append(torch.where(keep, value, tok.mask_token[None, :]) + enc + ident[None, :])
         stream_ids += [s_index] * K
         modality_ids += [m_index] * K
@@ -335,4 +363,5 @@ def expected_tensor_shapes(config):
         shapes.update({"encoder.norm.weight": (d,), "encoder.norm.bias": (d,)})
     if config.get("n_outputs", 0) > 0:
         shapes.update({"head.weight": (config["n_outputs"], d), "head.bias": (config["n_outputs"],)})
+    shapes[INV_FREQ] = (d // 2,)  # optional in a file (computed from max_period when absent)
     return shapes

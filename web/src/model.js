@@ -49,9 +49,11 @@ export class Model {
    * Runs one window. Returns embeddings (T x d_model), pooled (d_model), head (n_outputs), the
    * token labels and, with { attention: true }, the attention maps of every layer and group.
    */
-  forward(window, { attention = false } = {}) {
+  forward(window, { attention = false, maxGflop } = {}) {
     if (!this.#handle) throw new SensorformerError('DISPOSED', 'this model was disposed');
-    const r = unwrap(this.#handle.forward(normalizeWindow(window), attention));
+    if (maxGflop !== undefined && !(typeof maxGflop === 'number' && maxGflop > 0))
+      throw new SensorformerError('INVALID_ARGUMENT', `maxGflop must be a number > 0 (Infinity: no limit), got ${maxGflop}`);
+    const r = unwrap(this.#handle.forward(normalizeWindow(window), { attention: Boolean(attention), maxGflop }));
     const d = this.#config.d_model, T = r.tokenTime.length;
     const modalities = this.#config.modalities.map((m) => m.name);
     const H = this.#config.n_heads;
