@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# package -> a file that proves it is installed
+# package -> a file (or glob) that proves it is installed
 declare -A probe=(
   [cmake]=/usr/bin/cmake
   [g++]=/usr/bin/g++
@@ -17,10 +17,12 @@ declare -A probe=(
   [wabt]=/usr/bin/wasm-objdump
   [nodejs]=/usr/bin/node
   [chromium]=/usr/bin/chromium
+  [clang]=/usr/bin/clang++
+  [libclang-rt-14-dev]='/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
 )
 missing=()
 for pkg in "${!probe[@]}"; do
-  [ -e "${probe[$pkg]}" ] || missing+=("$pkg")
+  compgen -G "${probe[$pkg]}" >/dev/null || missing+=("$pkg")
 done
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite (`npm test`): build, then the GoogleTest suite natively and as WASM under
-# Node, then the node:test suite against the package's module.
+# The whole test suite (`npm test`): build, then the GoogleTest suite natively, as WASM under Node
+# and under ASan + UBSan, a bounded libFuzzer run, then the node:test suites against the package's
+# module (Node, npm pack + Vite, headless Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
@@ -21,6 +22,10 @@ echo "== gtest, native ($(uname -m))"
 run_gtest build/native
 echo "== gtest, WebAssembly SIMD under Node"
 run_gtest build/wasm
+echo "== gtest, native under ASan + UBSan (clang, build/sanitize)"
+bash tools/sanitize.sh
+echo "== fuzz: weights files and windows (libFuzzer + ASan + UBSan, 30 s per target)"
+bash tools/fuzz.sh 30
 echo "== node:test"
 node --test tests/js/
 echo "== package: npm pack -> fresh install; Node, Vite + headless Chromium, tsc"

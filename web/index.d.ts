@@ -154,11 +154,21 @@ export interface ModelConfig {
   n_outputs?: number;
 }
 
+export interface ForwardOptions {
+  /** Return the attention maps of every layer, block and group (default false). */
+  attention?: boolean;
+  /**
+   * Compute limit in GFLOP, estimated from the tokens before any layer runs (default 10, about
+   * 1-2 s of one core); past it the forward throws RESOURCE_EXHAUSTED. `Infinity` lifts it.
+   */
+  maxGflop?: number;
+}
+
 export class Model {
   readonly config: ModelConfig;
-  forward(window: SensorWindow, options?: { attention?: boolean }): ForwardResult;
+  forward(window: SensorWindow, options?: ForwardOptions): ForwardResult;
   /** A ragged batch: each window computed on its own. */
-  forwardBatch(windows: SensorWindow[], options?: { attention?: boolean }): ForwardResult[];
+  forwardBatch(windows: SensorWindow[], options?: ForwardOptions): ForwardResult[];
   /** Frees the model's WebAssembly memory now; later calls throw DISPOSED. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -171,8 +181,8 @@ export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, optio
 export class WorkerModel {
   readonly config: ModelConfig;
   /** With transfer: true the window's typed arrays are moved to the worker (detached here). */
-  forward(window: SensorWindow, options?: { attention?: boolean; transfer?: boolean }): Promise<ForwardResult>;
-  forwardBatch(windows: SensorWindow[], options?: { attention?: boolean; transfer?: boolean }): Promise<ForwardResult[]>;
+  forward(window: SensorWindow, options?: ForwardOptions & { transfer?: boolean }): Promise<ForwardResult>;
+  forwardBatch(windows: SensorWindow[], options?: ForwardOptions & { transfer?: boolean }): Promise<ForwardResult[]>;
   /** Frees the model and stops the worker. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -70,12 +70,12 @@ export class WorkerModel {
    * Same result as Model.forward, as a promise. With { transfer: true } the window's typed arrays
    * are moved to the worker instead of copied (they become unusable here).
    */
-  forward(window, { attention = false, transfer = false } = {}) {
-    return this.call('forward', { window, options: { attention } }, transfer ? [...transferables(window)] : []);
+  forward(window, { attention = false, maxGflop, transfer = false } = {}) {
+    return this.call('forward', { window, options: { attention, maxGflop } }, transfer ? [...transferables(window)] : []);
   }
 
-  forwardBatch(windows, { attention = false, transfer = false } = {}) {
-    return this.call('forwardBatch', { windows, options: { attention } }, transfer ? [...transferables(windows)] : []);
+  forwardBatch(windows, { attention = false, maxGflop, transfer = false } = {}) {
+    return this.call('forwardBatch', { windows, options: { attention, maxGflop } }, transfer ? [...transferables(windows)] : []);
   }
 
   /** Frees the model and stops the worker. */
