@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 # Debian's emcc runs its JS optimizer with the machine's Node, which does not look in
-# /usr/share/nodejs where Debian installs acorn (TOOLCHAIN.md).
+# /usr/share/nodejs where Debian installs acorn (without it: "Cannot find module 'acorn'").
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 jobs=$(nproc 2>/dev/null || echo 2)
 
