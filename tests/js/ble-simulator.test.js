@@ -362,9 +362,15 @@ async function controlPoint(options) {
   const answers = [];
   control.addEventListener('characteristicvaluechanged', (e) => answers.push(copy(e.target.value)));
   await control.startNotifications();
+  // Waits for the answer (a deadline, not a fixed time: it comes at a connection event, sometimes
+  // a late one), then 0.1 s more to see that no second answer follows.
   const ask = async (bytes) => {
     await control.writeValueWithResponse(Uint8Array.from(bytes));
     assert.equal(answers.length, 0, 'the indication comes after the write resolves');
+    for (let t = 0; answers.length === 0; t += 0.005) {
+      assert.ok(t < 2, `no answer to ${hex(Uint8Array.from(bytes))} within 2 s`);
+      clock.advance(0.005);
+    }
     clock.advance(0.1);
     assert.equal(answers.length, 1, 'one indication per command');
     return [...answers.splice(0)[0]];
