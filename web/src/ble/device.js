@@ -153,21 +153,22 @@ class SampleQueue {
 // - The previous frame is the latest one RECEIVED with an earlier device time: a frame delivered
 //   late (out of order) is measured against the one before it, and after a device clock that
 //   went back the new frames are measured against each other, never against the old ones.
-// - That frame must be contiguous with this one, i.e. no sample in between: its gap must be within
-//   a quarter sample of n x the last good spacing (jitter is ~1/300 of a sample), or, before any
-//   spacing was measured, give a rate within 5 % of the nominal (Polar's H10 specification: 130 Hz
-//   +- 5 % over -20..+70 °C, +- 2 % at 20..40 °C; H10_ECG_Explained, polar-ble-sdk
-//   technical_documentation). Otherwise the frame keeps the last good spacing (or the nominal).
+// - That frame must be contiguous with this one, i.e. no sample in between: its gap must be
+//   within a quarter sample of n x the last good spacing (H10 jitter: 1/200-1/300 of a sample),
+//   or, before any spacing was measured, give a rate within 5 % of the nominal (Polar's H10
+//   specification: 130 Hz +- 5 % over -20..+70 °C, +- 2 % at 20..40 °C; H10_ECG_Explained,
+//   polar-ble-sdk technical_documentation). Otherwise the frame keeps the last good spacing (or
+//   the nominal).
 // - Decision, lost frames: a gap of several frames is NOT divided into a spacing. How many
 //   samples the lost frames held is unknown (delta frames vary in size) and a wrong guess is off
-//   by whole samples, while the last good spacing is only off by the jitter / n (~0.2 µs per
-//   sample for ECG) and the crystal's drift since (ppm). The same holds for clock jumps and for a
-//   stream restarted after a reconnect (restart() forgets the frames but keeps the spacing: same
-//   crystal, same rate).
+//   by whole samples, while the last good spacing is only off by the jitter / n (~0.3 µs per
+//   sample for ECG) plus the crystal's change of rate since (ppm). The same holds for clock jumps
+//   and for a stream restarted after a reconnect (restart() forgets the frames but keeps the
+//   spacing: same crystal, same rate).
 // - Duplicates (the same timestamp as a frame among the last HISTORY received) return null.
-const HISTORY = 16;            // frames remembered for duplicates and late frames (~9 s of ECG)
-const FIRST_RATE_TOLERANCE = 0.05;
-const CONTIGUOUS_SAMPLES = 0.25;
+const HISTORY = 16;               // frames remembered for duplicates and late frames (~9 s of ECG)
+const FIRST_RATE_TOLERANCE = 0.05; // |rate / nominal - 1| accepted before any spacing was measured
+const CONTIGUOUS_SAMPLES = 0.25;   // |gap - n x spacing| accepted after, in samples
 
 export class PmdTimeline {
   constructor(nominalHz) {
