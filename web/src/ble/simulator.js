@@ -22,10 +22,9 @@
 // commands F0 op type status (4 bytes); ACC as raw int16 frames of 36 samples (a full 229-byte
 // notification) at every rate; ECG frame timestamps 560.06-560.08 ms apart (73 samples: ~130.34 Hz;
 // the default here is 130.35 Hz), ACC 704.94 ms per 36 samples at 50 Hz (51.07 Hz) and ~176.2 ms
-// at 200 Hz (204.3 Hz);
-// consecutive frame intervals differ by up to ~25 µs, modelled as timestamp jitter. The behaviour
-// of earlier versions (nominal rates, contact bits, 5-byte responses, delta ACC) is kept behind
-// options.
+// at 200 Hz (204.3 Hz); consecutive frame intervals differ by up to ~25 µs, modelled as timestamp
+// jitter. The behaviour of earlier versions (nominal rates, contact bits, 5-byte responses, delta
+// ACC) is kept behind options.
 //
 // Every device has its own crystal: device time = true time + offset + drift (ppm) x elapsed, plus
 // optional jumps (a reset). PMD timestamps are u64 ns since 2000-01-01 of the LAST sample of a
