@@ -89,7 +89,26 @@ export class BeatTimeline {
 
 export const decoders: Record<string, (...args: any[]) => any>;
 
-export function createSimulatedBluetooth(options?: Record<string, unknown>): any;
+/** Options of createSimulatedBluetooth; web/src/ble/simulator.js lists every one. */
+export interface SimulatedBluetoothOptions {
+  seed?: number;
+  clock?: Clock;
+  devices?: Array<'strap' | 'thermometer' | 'oximeter'>;
+  /** The strap's true ECG rate (default 130.35, an H10's; 130 = nominal). */
+  ecgRateHz?: number;
+  /** True ACC rate per requested rate (default an H10's: 25.54 / 51.07 / 102.15 / 204.3 Hz), or 'nominal'. */
+  accRatesHz?: 'nominal' | { 25: number; 50: number; 100: number; 200: number };
+  /** Delta-compressed ACC frames 0x80 instead of int16 frames 0x01 (default false). */
+  accCompressed?: boolean;
+  /** HR flags 0x16 / 0x06 (contact supported + detected) instead of an H10's 0x10 (default false). */
+  hrContact?: boolean;
+  /** 'h10' (default: 6-byte start responses, 4-byte rejections) or 'short' (every response 5 bytes). */
+  pmdResponses?: 'h10' | 'short';
+  /** PMD timestamp jitter, +- µs (default 12). */
+  pmdTimestampJitterUs?: number;
+  [option: string]: unknown;
+}
+export function createSimulatedBluetooth(options?: SimulatedBluetoothOptions): any;
 export function createVirtualClock(startSeconds?: number): VirtualClock;
 export function createRealClock(): Clock;
 export function record(bluetooth: unknown, options?: { clock?: Clock }): { bluetooth: any; stop(): string; text(): string };

@@ -13,6 +13,10 @@ import {
 import { BluetoothDecodeError, BluetoothUnavailableError } from '../../web/src/ble/errors.js';
 import { SensorformerError } from '../../web/src/errors.js';
 
+// Every property below runs on the same generated cases each time (a test that passes by luck
+// fails CI for everyone); FC_SEED=<n> explores other cases, and a failure prints its seed.
+fc.configureGlobal({ seed: Number(process.env.FC_SEED ?? 0x5eed) });
+
 // '10 4B 34 03' -> Uint8Array
 const h = (s) => Uint8Array.from(s.trim().split(/\s+/).filter(Boolean).map((x) => parseInt(x, 16)));
 const hexOf = (u8) => Array.from(u8, (b) => b.toString(16).toUpperCase().padStart(2, '0')).join(' ');
@@ -127,7 +131,8 @@ test('heart rate fixtures', () => {
   assert.equal(hr('02 48').contact, 'unsupported');     // bit1 without bit2 means nothing
   assert.equal(hr('E0 48').heartRate, 72);              // RFU bits 5-7 ignored
   assert.deepEqual(hr('08 48 E8 03'), { heartRate: 72, contact: 'unsupported', energyExpended: 1000, rrIntervals: [] });
-  // REFERENCE.md example: 75 bpm, one RR of 820/1024 s
+  // 75 bpm, one RR of 820/1024 s: a notification captured from a real H10 (flags 0x10; public
+  // capture, github.com/fstanis/polar-h10-web test/helpers/captured.ts)
   assert.deepEqual(hr('10 4B 34 03'), { heartRate: 75, contact: 'unsupported', energyExpended: null, rrIntervals: [820 / 1024] });
   // u16 HR 0x012C = 300, energy 10 kJ, RR 0x0400 = 1 s, 0x0200 = 0.5 s, 0x039A = 922/1024 s, contact detected
   assert.deepEqual(hr('1F 2C 01 0A 00 00 04 00 02 9A 03'),
@@ -303,7 +308,8 @@ test('PMD features', () => {
 });
 
 test('PMD commands', () => {
-  // REFERENCE.md: H10 ECG 130 Hz 14 bit; ACC 200 Hz 16 bit 8 G
+  // H10 ECG 130 Hz 14 bit; ACC 200 Hz 16 bit 8 G (setting TLVs of Polar's PMD documentation,
+  // polar-ble-sdk technical_documentation/online_measurement.pdf, table 5)
   assert.equal(hexOf(encodePmdStart(0, { sampleRate: 130, resolution: 14 })), '02 00 00 01 82 00 01 01 0E 00');
   assert.equal(hexOf(encodePmdStart(2, { sampleRate: 200, resolution: 16, range: 8 })),
     '02 02 00 01 C8 00 01 01 10 00 02 01 08 00');
@@ -428,34 +434,73 @@ test('PMD frames that are not decoded keep their payload', () => {
   assertDecodeError(() => decodePmdData(h(`00 ${TS}`)), 'pmd-data', 'no frame type');
 });
 
+// Delta frames: the reference sample takes ceil(resolution / 8) bytes per channel, resolution being
+// the stream's resolution setting (Polar's PMD documentation, polar-ble-sdk
+// technical_documentation: online_measurement.pdf 4.3.2-4.3.3; Polar_Measurement_Data_Specification
+// .pdf, "Delta frame sample example from Polar Verity Sense"). Defaults: ECG 14 bits, ACC 16 bits.
 test('PMD delta-compressed frames, hand-written', () => {
-  // ACC 0x81: reference (100, -50, 1000) as int16 = 64 00 CE FF E8 03.
-  // Block 1: width 4, 2 samples, deltas (+1, -2, +3), (-8, +7, 0): nibbles 1, E, 3, 8, 7, 0 packed
-  // LSB first -> E1 83 07 (ceil(4 x 2 x 3 / 8) = 3 bytes). Samples (101, -52, 1003), (93, -45, 1003).
-  // Block 2: width 3, 1 sample, deltas (-4, +3, -1) = 100b, 011b, 111b -> bits 0-8 = 0,0,1, 1,1,0,
-  // 1,1,1 -> DC 01. Sample (89, -42, 1002).
+  // Polar's own example (Verity Sense ACC, frame type 128, resolution 16, 3 channels): reference
+  // D0 FF 65 01 E4 0F = (-48, 357, 4068); block width 08; the example's first two delta samples
+  // FC 07 FF = (-4, +7, -1) and 0C 13 F2 = (+12, +19, -14) (its count 1D = 29 cut to 02 here).
+  // Its stated results: (-52, 364, 4067), (-40, 383, 4053).
+  const spec = decodePmdData(h(`02 ${TS} 80 D0 FF 65 01 E4 0F 08 02 FC 07 FF 0C 13 F2`));
+  assert.equal(spec.frameType, 0x80);
+  assert.equal(spec.compressed, true);
+  assert.ok(spec.samples.x instanceof Int16Array);
+  assert.deepEqual([spec.samples.x, spec.samples.y, spec.samples.z].map((a) => Array.from(a)),
+    [[-48, -52, -40], [357, 364, 383], [4068, 4067, 4053]]);
+  // The layout other parsers expect, with the first samples of a real H10's 200 Hz ACC capture:
+  // reference (-470, -185, 868) = 2A FE 47 FF 64 03; width 4, 3 samples, deltas (-3, +6, 0),
+  // (+5, +5, 0), (0, -2, -4) = nibbles D 6 0 5 5 0 0 E C packed LSB first -> 6D 50 05 E0 0C
+  // (ceil(4 x 3 x 3 / 8) = 5 bytes). Regression: read with a 1-byte-per-axis reference (the old
+  // assumption for 0x80) the width landed on y's high byte FF and the frame was rejected with
+  // "bit width 255".
+  const h10 = decodePmdData(h(`02 ${TS} 80 2A FE 47 FF 64 03 04 03 6D 50 05 E0 0C`));
+  assert.deepEqual([h10.samples.x, h10.samples.y, h10.samples.z].map((a) => Array.from(a)),
+    [[-470, -473, -468, -468], [-185, -179, -174, -176], [868, 868, 868, 864]]);
+  // ACC 0x81 (the same layout; emitted and accepted by other parsers): reference (100, -50, 1000)
+  // as int16 = 64 00 CE FF E8 03. Block 1: width 4, 2 samples, deltas (+1, -2, +3), (-8, +7, 0):
+  // nibbles 1, E, 3, 8, 7, 0 packed LSB first -> E1 83 07 (ceil(4 x 2 x 3 / 8) = 3 bytes).
+  // Samples (101, -52, 1003), (93, -45, 1003). Block 2: width 3, 1 sample, deltas (-4, +3, -1) =
+  // 100b, 011b, 111b -> bits 0-8 = 0,0,1, 1,1,0, 1,1,1 -> DC 01. Sample (89, -42, 1002).
   const f = decodePmdData(h(`02 ${TS} 81 64 00 CE FF E8 03 04 02 E1 83 07 03 01 DC 01`));
-  assert.equal(f.compressed, true);
   assert.equal(f.frameType, 0x81);
   assert.ok(f.samples.x instanceof Int16Array);
   assert.deepEqual(Array.from(f.samples.x), [100, 101, 93, 89]);
   assert.deepEqual(Array.from(f.samples.y), [-50, -52, -45, -42]);
   assert.deepEqual(Array.from(f.samples.z), [1000, 1003, 1003, 1002]);
-  // ECG 0x80: reference 1000 (E8 03 00); width 2, 4 deltas 1, -1, -2, 0 = 01, 11, 10, 00 ->
-  // 0b00101101 = 2D. Samples 1000, 1001, 1000, 998, 998.
-  const e = decodePmdData(h(`00 ${TS} 80 E8 03 00 02 04 2D`));
+  // The same deltas at resolution 8: a 1-byte reference per axis, (100, -50, -24) = 64 CE E8.
+  const r8 = decodePmdData(h(`02 ${TS} 80 64 CE E8 04 02 E1 83 07`), { resolution: 8 });
+  assert.deepEqual([r8.samples.x, r8.samples.y, r8.samples.z].map((a) => Array.from(a)), [[100, 101, 93], [-50, -52, -45], [-24, -21, -21]]);
+  // ACC at resolution 24: 3-byte references, Int32Array.
+  const r24 = decodePmdData(h(`02 ${TS} 80 A0 86 01 FF FF FF 00 00 00 02 01 31`), { resolution: 24 });
+  assert.ok(r24.samples.x instanceof Int32Array);
+  assert.deepEqual([r24.samples.x, r24.samples.y, r24.samples.z].map((a) => Array.from(a)), [[100000, 100001], [-1, -1], [0, -1]]);
+  // ECG 0x80 at the H10's 14 bits: reference 1000 as 2 bytes (E8 03); width 2, 4 deltas 1, -1,
+  // -2, 0 = 01, 11, 10, 00 -> 0b00101101 = 2D. Samples 1000, 1001, 1000, 998, 998.
+  const e = decodePmdData(h(`00 ${TS} 80 E8 03 02 04 2D`));
+  assert.ok(e.samples instanceof Int32Array);
   assert.deepEqual(Array.from(e.samples), [1000, 1001, 1000, 998, 998]);
+  // ... and at resolution 24 the reference takes 3 bytes (E8 03 00).
+  assert.deepEqual(Array.from(decodePmdData(h(`00 ${TS} 80 E8 03 00 02 04 2D`), { resolution: 24 }).samples), [1000, 1001, 1000, 998, 998]);
   // reference only
-  assert.deepEqual(Array.from(decodePmdData(h(`00 ${TS} 80 E8 03 00`)).samples), [1000]);
+  assert.deepEqual(Array.from(decodePmdData(h(`00 ${TS} 80 E8 03`)).samples), [1000]);
   // malformed
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03`)), 'pmd-data', 'short reference');
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 02`)), 'pmd-data', 'half block header');
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 00 04`)), 'pmd-data', 'width 0');
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 21 01 00 00 00 00 00`)), 'pmd-data', 'width 33');
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 02 00`)), 'pmd-data', 'count 0');
-  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 08 02 01`)), 'pmd-data', 'short block');
-  // int16 overflow: reference x = 32767 (FF 7F), delta +1 (width 2: 01) on x
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8`)), 'pmd-data', 'short reference');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 02`)), 'pmd-data', 'half block header');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 00 04`)), 'pmd-data', 'width 0');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 21 01 00 00 00 00 00`)), 'pmd-data', 'width 33');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 02 00`)), 'pmd-data', 'count 0');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 E8 03 08 02 01`)), 'pmd-data', 'short block');
+  // int16 overflow: reference x = 32767 (FF 7F), delta +1 (width 2: 01) on x; ECG likewise
   assertDecodeError(() => decodePmdData(h(`02 ${TS} 81 FF 7F 00 00 00 00 02 01 01`)), 'pmd-data', 'overflow');
+  assertDecodeError(() => decodePmdData(h(`00 ${TS} 80 FF 7F 02 01 01`)), 'pmd-data', 'ECG overflow');
+  // the resolution option is the stream's setting in bits
+  for (const resolution of [0, 33, 1.5, '16', NaN]) {
+    assert.throws(() => decodePmdData(h(`00 ${TS} 80 E8 03`), { resolution }), (err) => err.code === 'INVALID_ARGUMENT', String(resolution));
+  }
+  // uncompressed frames keep their format's width whatever the resolution
+  assert.deepEqual(Array.from(decodePmdData(h(`00 ${TS} 00 64 00 00`), { resolution: 14 }).samples), [100]);
 });
 
 // --------------------------------------------------------------------------------------------
@@ -503,7 +548,11 @@ function packDelta(type, timestampNs, frameType, width, columns, blocks, minWidt
 test('the test packer reproduces the hand-written delta frames', () => {
   assert.equal(hexOf(packDelta(2, TS_NS, 0x81, 2, [[100, 101, 93, 89], [-50, -52, -45, -42], [1000, 1003, 1003, 1002]], [2, 1])),
     `02 ${TS} 81 64 00 CE FF E8 03 04 02 E1 83 07 03 01 DC 01`);
-  assert.equal(hexOf(packDelta(0, TS_NS, 0x80, 3, [[1000, 1001, 1000, 998, 998]], [4])), `00 ${TS} 80 E8 03 00 02 04 2D`);
+  assert.equal(hexOf(packDelta(0, TS_NS, 0x80, 2, [[1000, 1001, 1000, 998, 998]], [4])), `00 ${TS} 80 E8 03 02 04 2D`);
+  assert.equal(hexOf(packDelta(2, TS_NS, 0x80, 2, [[-470, -473, -468, -468], [-185, -179, -174, -176], [868, 868, 868, 864]], [3])),
+    `02 ${TS} 80 2A FE 47 FF 64 03 04 03 6D 50 05 E0 0C`);
+  assert.equal(hexOf(packDelta(2, TS_NS, 0x80, 2, [[-48, -52, -40], [357, 364, 383], [4068, 4067, 4053]], [2], 8)),
+    `02 ${TS} 80 D0 FF 65 01 E4 0F 08 02 FC 07 FF 0C 13 F2`);
 });
 
 test('a delta-compressed ACC frame packed from a known sequence', () => {
@@ -549,7 +598,10 @@ const TRUNCATION_FIXTURES = [
   ['pmd-data', decodePmdData, `02 ${TS} 00 01 FF 7F 80 00 05`, [13]],
   ['pmd-data', decodePmdData, `02 ${TS} 02 A0 86 01 FF FF FF 00 00 00`, []],
   ['pmd-data', decodePmdData, `02 ${TS} 81 64 00 CE FF E8 03 04 02 E1 83 07 03 01 DC 01`, [16, 21]],
-  ['pmd-data', decodePmdData, `00 ${TS} 80 E8 03 00 02 04 2D`, [13]],
+  ['pmd-data', decodePmdData, `02 ${TS} 80 D0 FF 65 01 E4 0F 08 02 FC 07 FF 0C 13 F2`, [16]],
+  ['pmd-data', decodePmdData, `02 ${TS} 80 2A FE 47 FF 64 03 04 03 6D 50 05 E0 0C`, [16]],
+  ['pmd-data', decodePmdData, `00 ${TS} 80 E8 03 02 04 2D`, [12]],
+  ['pmd-data', (b) => decodePmdData(b, { resolution: 24 }), `00 ${TS} 80 E8 03 00 02 04 2D`, [13]],
 ];
 
 test('every truncation of every fixture is a DECODE_ERROR (or a complete shorter value)', () => {
@@ -622,7 +674,8 @@ const pmdFrames = fc.oneof(
     fc.array(fc.tuple(fc.integer({ min: 0, max: 34 }), fc.integer({ min: 0, max: 40 }), fc.uint8Array({ maxLength: 40 })), { maxLength: 6 }))
     .map(([hd, ref, blocks]) => Uint8Array.from([...hd, ...ref, ...blocks.flatMap(([w, n, d]) => [w, n, ...d])])),
   // well-formed delta frames with random delta bits (which may still overflow the sample range)
-  fc.tuple(fc.constantFrom([0, 0x80, 1, 3], [2, 0x80, 3, 1], [2, 0x81, 3, 2], [2, 0x82, 3, 3]), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+  // (reference widths of the default resolutions: ECG 14 bits -> 2 bytes, ACC 16 bits -> 2 bytes)
+  fc.tuple(fc.constantFrom([0, 0x80, 1, 2], [2, 0x80, 3, 2], [2, 0x81, 3, 2], [2, 0x82, 3, 2]), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
     fc.uint8Array({ minLength: 9, maxLength: 9 }), fc.array(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 30 })), { maxLength: 5 }),
     fc.uint8Array({ minLength: 300, maxLength: 300 }))
     .map(([[type, ft, ch, w], ts, ref, blocks, noise]) => {
@@ -824,30 +877,34 @@ function splits(total, seeds) {
 }
 
 test('round trip: delta-compressed ACC and ECG frames decode exactly', () => {
-  const accCase = fc.tuple(fc.constantFrom([0x80, 1, 8], [0x81, 2, 16], [0x82, 3, 24]), fc.integer({ min: 1, max: 3 }),
-    fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 4 }),
-    fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }))
+  // [frame type, reference bytes, resolution option (bits; undefined = the default 16)]
+  const accCase = fc.tuple(fc.constantFrom([0x80, 1, 8], [0x80, 2, undefined], [0x81, 2, 16], [0x80, 3, 24], [0x82, 3, 20]),
+    fc.integer({ min: 1, max: 3 }), fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 8 }),
+    fc.integer({ min: 1, max: 4 }), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }))
     .chain(([fmt, stepExp, seeds, minWidth, ts]) => {
-      const [, , bits] = fmt;
+      const bits = 8 * fmt[1];
       const step = Math.min(2 ** (bits - 1), 10 ** stepExp);
       return fc.tuple(fc.constant(fmt), walk(bits, step), walk(bits, step), walk(bits, step), fc.constant(seeds),
         fc.constant(minWidth), fc.constant(ts));
     });
-  fc.assert(fc.property(accCase, ([[ft, width], x0, y0, z0, seeds, minWidth, ts]) => {
+  fc.assert(fc.property(accCase, ([[ft, width, resolution], x0, y0, z0, seeds, minWidth, ts]) => {
     fuzzCases++;
     const n = Math.min(x0.length, y0.length, z0.length);
     const cols = [x0.slice(0, n), y0.slice(0, n), z0.slice(0, n)];
-    const f = decodePmdData(packDelta(2, ts, ft, width, cols, splits(n - 1, seeds), minWidth));
+    const f = decodePmdData(packDelta(2, ts, ft, width, cols, splits(n - 1, seeds), minWidth), { resolution });
     assert.equal(f.timestamp, ts);
     assert.equal(f.deviceTime, Number(ts) / 1e9 + 946684800);
     assert.deepEqual([f.samples.x, f.samples.y, f.samples.z].map((a) => Array.from(a)), cols);
   }), { numRuns: 2_000 });
 
-  fc.assert(fc.property(walk(24, 2 ** 20), fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 5 }), (ecg, seeds) => {
-    fuzzCases++;
-    const f = decodePmdData(packDelta(0, 1n, 0x80, 3, [ecg], splits(ecg.length - 1, seeds)));
-    assert.deepEqual(Array.from(f.samples), ecg);
-  }), { numRuns: 2_000 });
+  // ECG at the default 14 bits (2-byte reference) and at 24 bits (3 bytes)
+  for (const [bits, resolution] of [[16, undefined], [24, 24]]) {
+    fc.assert(fc.property(walk(bits, 2 ** (bits - 4)), fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 5 }), (ecg, seeds) => {
+      fuzzCases++;
+      const f = decodePmdData(packDelta(0, 1n, 0x80, bits / 8, [ecg], splits(ecg.length - 1, seeds)), { resolution });
+      assert.deepEqual(Array.from(f.samples), ecg);
+    }), { numRuns: 1_000 });
+  }
 });
 
 test('round trip: uncompressed ECG and ACC frames', () => {

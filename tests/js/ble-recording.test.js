@@ -99,7 +99,9 @@ test('record: a header, then connects, reads and notifications as JSON Lines', (
     assert.ok(Math.abs(e.t - got.t) < 1e-6);
     assert.match(e.svc, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   });
-  assert.ok(notes.length > 400, `${notes.length} notifications`);
+  // In 60 s: ~107 ECG frames, ~85 ACC frames (36 samples at the H10's 51.07 Hz), 60 heart-rate,
+  // 60 PLX and 12 temperature notifications, less the first second or so of each.
+  assert.ok(notes.length > 300, `${notes.length} notifications`);
   const parsed = parseRecording(session.text);
   assert.equal(parsed.events.length, lines.length - 1);
   assert.deepEqual(parsed.events.find((e) => e.kind === 'notification' && e.chr !== PMD_UUIDS.control).bytes, Uint8Array.from(Buffer.from(notes[0].hex, 'hex')));

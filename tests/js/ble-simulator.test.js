@@ -1,12 +1,14 @@
 // The simulated wearables and the fake Web Bluetooth, on a virtual clock: minutes of device time in
 // milliseconds. Bytes are decoded with web/src/ble/decoders.js when it exists (else with the small
-// local decoders below), and compared with the simulator's ground truth.
+// local decoders below), and compared with the simulator's ground truth. The strap's defaults are
+// those of a real Polar H10 (the simulator.js header: HR flags 0x10, 6-byte start responses, raw
+// ACC frames of 36 samples, true rates ~130.35 / 51.07 / 204.3 Hz, ~12 µs timestamp jitter).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
 import {
-  createSimulatedBluetooth, createVirtualClock, UNIX_2000, encodePmdAccDelta,
+  createSimulatedBluetooth, createVirtualClock, UNIX_2000, encodePmdAccDelta, encodeHeartRate, H10_ACC_RATES_HZ,
 } from '../../web/src/ble/simulator.js';
 import {
   FakeBluetooth, FakeDevice, PMD_UUIDS, canonicalUuid, characteristicUuid, serviceUuid,
@@ -14,7 +16,9 @@ import {
 import { createPhysiology } from '../../web/src/ble/physiology.js';
 
 // ---------------------------------------------------------------------------------------------
-// Decoders: the shared ones when present, else local helpers written from REFERENCE.md §4-5.
+// Decoders: the shared ones when present, else local helpers written from the public layouts
+// (Bluetooth SIG GATT Specification Supplement; Polar's PMD documentation, polar-ble-sdk
+// technical_documentation: a delta frame's reference sample is 3 x ceil(16 / 8) bytes for ACC).
 
 const local = {
   decodeSfloat(w) {
@@ -64,7 +68,7 @@ const local = {
       const n = (b.length - 10) / 6, x = [], y = [], z = [];
       for (let i = 0; i < n; i++) { x.push(s16(10 + 6 * i)); y.push(s16(12 + 6 * i)); z.push(s16(14 + 6 * i)); }
       out.samples = { x: Int16Array.from(x), y: Int16Array.from(y), z: Int16Array.from(z) };
-    } else if (type === 'acc' && frameType === 0x81) {
+    } else if (type === 'acc' && (frameType === 0x80 || frameType === 0x81)) {
       const cols = [[s16(10)], [s16(12)], [s16(14)]];
       let o = 16;
       while (o < b.length) {
@@ -272,7 +276,7 @@ test('characteristicvaluechanged: target is the characteristic, the DataView is 
   assert.equal(bubbled, kept.length);
   assert.equal(handler, kept.length);
   for (const k of kept) {
-    assert.equal(k.bytes[0] & 0x06, 0x06);                   // what the handler saw: contact detected
+    assert.equal(k.bytes[0] & ~0x10, 0);                     // what the handler saw: an H10's flags (0x10 or 0)
     assert.notDeepEqual(copy(k.view), k.bytes);              // the kept DataView is garbage now
   }
   bt.close();
@@ -281,13 +285,19 @@ test('characteristicvaluechanged: target is the characteristic, the DataView is 
 // ---------------------------------------------------------------------------------------------
 // Bytes and physiology over a 2-minute session
 
-test('heart rate 0x2A37: once a second, u8 HR, contact detected, RR lists match the true beats', () => {
+test('heart rate 0x2A37: once a second, flags 0x10 as an H10 sends (u8 HR, RR, no contact bits), RR lists match the true beats', () => {
+  // A notification captured from a real H10 (public capture, github.com/fstanis/polar-h10-web
+  // test/helpers/captured.ts): 10 4B 34 03 = 75 bpm, one RR of 0x0334 = 820/1024 s.
+  assert.deepEqual([...encodeHeartRate(75, [820])], [0x10, 0x4B, 0x34, 0x03]);
+  // hrContact (earlier versions' default): bits 1-2 set, contact supported and detected.
+  assert.deepEqual([...encodeHeartRate(75, [820], { contact: true })], [0x16, 0x4B, 0x34, 0x03]);
+  assert.deepEqual([...encodeHeartRate(75, [], { contact: true })], [0x06, 0x4B]);
   const hr = main.of(U.hr).map((e) => ({ t: e.t, raw: e.bytes, m: dec.decodeHeartRate(e.bytes) }));
   assert.ok(hr.length >= 124 && hr.length <= 126, `${hr.length} notifications in 125 s`);
   for (const { raw, m } of hr) {
-    assert.ok(raw[0] === 0x16 || raw[0] === 0x06, `flags ${raw[0]}`);
+    assert.equal(raw[0], m.rrIntervals.length ? 0x10 : 0x00, `flags ${raw[0]}`);
     assert.equal(raw.length, 2 + 2 * m.rrIntervals.length);
-    assert.equal(m.contact, 'detected');
+    assert.equal(m.contact, 'unsupported');
   }
   // The RR stream is a contiguous run of the true RR intervals (rounded to 1/1024 s; drift 20 ppm).
   const rr = hr.flatMap((x) => x.m.rrIntervals);
@@ -340,52 +350,100 @@ test('oximeter 0x2A5F: SpO2 and pulse rate as SFLOAT once a second, NaN while th
   }
 });
 
-test('PMD control point: get-settings, start and errors answered with F0 op type status indications', async () => {
+// Expected bytes: a real H10's answers (public capture, github.com/fstanis/polar-h10-web
+// test/helpers/captured.ts): get-settings as below, ECG start F0 02 00 00 00 00, ACC start
+// F0 02 02 00 00 01, stop F0 03 tt 00 00, a rejected command F0 op type status (4 bytes).
+async function controlPoint(options) {
   const clock = createVirtualClock();
-  const bt = createSimulatedBluetooth({ seed: 3, clock, devices: ['strap'] });
+  const bt = createSimulatedBluetooth({ seed: 3, clock, devices: ['strap'], ...options });
   const device = await bt.requestDevice({ filters: [{ namePrefix: 'Polar' }], optionalServices: [PMD_UUIDS.service] });
   const server = await device.gatt.connect();
   const control = await (await server.getPrimaryService(PMD_UUIDS.service)).getCharacteristic(PMD_UUIDS.control);
   const answers = [];
   control.addEventListener('characteristicvaluechanged', (e) => answers.push(copy(e.target.value)));
   await control.startNotifications();
+  // Waits for the answer (a deadline, not a fixed time: it comes at a connection event, sometimes
+  // a late one), then 0.1 s more to see that no second answer follows.
   const ask = async (bytes) => {
     await control.writeValueWithResponse(Uint8Array.from(bytes));
     assert.equal(answers.length, 0, 'the indication comes after the write resolves');
+    for (let t = 0; answers.length === 0; t += 0.005) {
+      assert.ok(t < 2, `no answer to ${hex(Uint8Array.from(bytes))} within 2 s`);
+      clock.advance(0.005);
+    }
     clock.advance(0.1);
-    return answers.splice(0);
+    assert.equal(answers.length, 1, 'one indication per command');
+    return [...answers.splice(0)[0]];
   };
-  const [ecgSettings] = await ask([0x01, 0x00]);
-  assert.deepEqual([...ecgSettings], [0xF0, 0x01, 0x00, 0x00, 0x00, 0x00, 0x01, 0x82, 0x00, 0x01, 0x01, 0x0E, 0x00]);
-  const [accSettings] = await ask([0x01, 0x02]);
-  if (shared) assert.deepEqual(dec.decodePmdControlResponse(accSettings).settings.sampleRate, [25, 50, 100, 200]);
-  assert.deepEqual([...(await ask([0x02, 0x00, 0x00, 0x01, 0xC8, 0x00, 0x01, 0x01, 0x0E, 0x00]))[0]], [0xF0, 0x02, 0x00, 0x08, 0x00]);  // 200 Hz ECG
-  assert.deepEqual([...(await ask([...pmdStartEcg()]))[0]], [0xF0, 0x02, 0x00, 0x00, 0x00]);
-  assert.deepEqual([...(await ask([...pmdStartEcg()]))[0]], [0xF0, 0x02, 0x00, 0x06, 0x00]);  // already streaming
-  assert.deepEqual([...(await ask([...pmdStartAcc(100, 16)]))[0]], [0xF0, 0x02, 0x02, 0x09, 0x00]);  // range 16 G
-  assert.deepEqual([...(await ask([0x02, 0x02, 0x00, 0x01, 0x64]))[0]], [0xF0, 0x02, 0x02, 0x04, 0x00]);  // cut short
-  assert.deepEqual([...(await ask([0x07, 0x00]))[0]], [0xF0, 0x07, 0x00, 0x01, 0x00]);  // unknown op code
-  assert.deepEqual([...(await ask([0x02, 0x01, 0x00, 0x01, 0x87, 0x00]))[0]], [0xF0, 0x02, 0x01, 0x03, 0x00]);  // PPG: not on an H10
-  assert.deepEqual([...(await ask([0x03, 0x00]))[0]], [0xF0, 0x03, 0x00, 0x00, 0x00]);
+  return { bt, control, ask, answers };
+}
+
+test('PMD control point: get-settings, start and errors answered as an H10 answers them', async () => {
+  const { bt, control, ask, answers } = await controlPoint({});
+  assert.deepEqual([...copy(await control.readValue())], [0x0F, 0x05, ...new Array(15).fill(0)]);
+  answers.length = 0;  // a read fires characteristicvaluechanged too
+  assert.deepEqual(await ask([0x01, 0x00]), [0xF0, 0x01, 0x00, 0x00, 0x00, 0x00, 0x01, 0x82, 0x00, 0x01, 0x01, 0x0E, 0x00]);
+  const accSettings = await ask([0x01, 0x02]);
+  assert.deepEqual(accSettings, [0xF0, 0x01, 0x02, 0x00, 0x00, 0x00, 0x04, 0x19, 0x00, 0x32, 0x00, 0x64, 0x00, 0xC8, 0x00,
+    0x01, 0x01, 0x10, 0x00, 0x02, 0x03, 0x02, 0x00, 0x04, 0x00, 0x08, 0x00]);
+  if (shared) assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.from(accSettings)).settings.sampleRate, [25, 50, 100, 200]);
+  assert.deepEqual(await ask([0x02, 0x00, 0x00, 0x01, 0xC8, 0x00, 0x01, 0x01, 0x0E, 0x00]), [0xF0, 0x02, 0x00, 0x08]);  // 200 Hz ECG
+  assert.deepEqual(await ask([...pmdStartEcg()]), [0xF0, 0x02, 0x00, 0x00, 0x00, 0x00]);
+  assert.deepEqual(await ask([...pmdStartEcg()]), [0xF0, 0x02, 0x00, 0x06]);  // already streaming
+  assert.deepEqual(await ask([...pmdStartAcc(100, 16)]), [0xF0, 0x02, 0x02, 0x09]);  // range 16 G
+  assert.deepEqual(await ask([0x02, 0x02, 0x00, 0x01, 0x64]), [0xF0, 0x02, 0x02, 0x04]);  // cut short
+  assert.deepEqual(await ask([...pmdStartAcc(50, 2)]), [0xF0, 0x02, 0x02, 0x00, 0x00, 0x01]);
+  assert.deepEqual(await ask([0x07, 0x00]), [0xF0, 0x07, 0x00, 0x01]);  // unknown op code
+  assert.deepEqual(await ask([0x02, 0x01, 0x00, 0x01, 0x87, 0x00]), [0xF0, 0x02, 0x01, 0x03]);  // PPG: not on an H10
+  assert.deepEqual(await ask([0x03, 0x00]), [0xF0, 0x03, 0x00, 0x00, 0x00]);
+  assert.deepEqual(await ask([0x03, 0x02]), [0xF0, 0x03, 0x02, 0x00, 0x00]);
+  if (shared) {  // every form decodes, with its status
+    assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.of(0xF0, 0x02, 0x02, 0x00, 0x00, 0x01)), { opCode: 2, type: 2, status: 0, ok: true, settings: null });
+    assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.of(0xF0, 0x02, 0x00, 0x06)), { opCode: 2, type: 0, status: 6, ok: false, settings: null });
+  }
   bt.close();
+});
+
+test("PMD control point, pmdResponses: 'short': every answer F0 op type status 00 (earlier versions)", async () => {
+  const { bt, ask } = await controlPoint({ pmdResponses: 'short' });
+  assert.deepEqual(await ask([0x02, 0x00, 0x00, 0x01, 0xC8, 0x00, 0x01, 0x01, 0x0E, 0x00]), [0xF0, 0x02, 0x00, 0x08, 0x00]);
+  assert.deepEqual(await ask([...pmdStartEcg()]), [0xF0, 0x02, 0x00, 0x00, 0x00]);
+  assert.deepEqual(await ask([...pmdStartAcc(200, 8)]), [0xF0, 0x02, 0x02, 0x00, 0x00]);
+  assert.deepEqual(await ask([0x07, 0x00]), [0xF0, 0x07, 0x00, 0x01, 0x00]);
+  assert.deepEqual(await ask([0x03, 0x00]), [0xF0, 0x03, 0x00, 0x00, 0x00]);
+  bt.close();
+  assert.throws(() => createSimulatedBluetooth({ clock: createVirtualClock(), devices: ['strap'], pmdResponses: 'long' }), RangeError);
 });
 
 test('PMD ECG: 73-sample frames whose timestamps (last sample, ns since 2000) run on the drifting strap clock', () => {
   const ecg = frames(main, 'ecg');
   assert.ok(ecg.length > 200);
-  const period = 73 / 130.34;
+  const byTs = new Map(main.truth.pmdFrames.map((f) => [f.timestamp, f]));
+  const period = 73 / 130.35;  // the strap's true rate (a real H10: 73 samples every ~560.07 ms)
+  const diffs = [];
   for (const [i, e] of ecg.entries()) {
     assert.equal(e.bytes.length, 10 + 73 * 3);
     assert.equal(e.frame.frameType, 0);
     assert.equal(e.frame.samples.length, 73);
-    if (i) assert.ok(Math.abs(Number(e.frame.timestamp - ecg[i - 1].frame.timestamp) / 1e9 - period) < 1e-8);
+    const meta = byTs.get(e.frame.timestamp);
+    assert.equal(meta.deviceTime, e.frame.deviceTime);
+    // Sent timestamps are off the true ones by the jitter, at most 12 µs (+ 1 ns rounding).
+    assert.ok(Math.abs(meta.deviceTime - meta.trueDeviceTime) <= 12e-6 + 1e-6, `jitter ${meta.deviceTime - meta.trueDeviceTime}`);
+    if (i) {
+      const prev = byTs.get(ecg[i - 1].frame.timestamp);
+      // The true last-sample times are exactly one frame apart on the device clock (1e-6 s: the
+      // float64 ulp of Unix seconds is 2.4e-7); the sent ones vary by the jitter of both.
+      assert.ok(Math.abs(meta.trueDeviceTime - prev.trueDeviceTime - period) < 1e-6);
+      diffs.push(Number(e.frame.timestamp - ecg[i - 1].frame.timestamp) / 1e9);
+    }
   }
-  // Device time against the true host time of each frame's last sample: slope 1 + 20 ppm.
-  const byTs = new Map(main.truth.pmdFrames.map((f) => [f.timestamp, f]));
+  for (const d of diffs) assert.ok(Math.abs(d - period) <= 24e-6 + 2e-9, `frame interval ${d}`);
+  assert.ok(Math.max(...diffs) - Math.min(...diffs) > 10e-6, 'intervals vary by the jitter, as a real H10\'s do');
+  // True device time against the true host time of each frame's last sample: slope 1 + 20 ppm.
   const first = byTs.get(ecg[0].frame.timestamp), last = byTs.get(ecg.at(-1).frame.timestamp);
-  const slope = Number(last.timestamp - first.timestamp) / 1e9 / (last.lastSampleTime - first.lastSampleTime);
+  const slope = (last.trueDeviceTime - first.trueDeviceTime) / (last.lastSampleTime - first.lastSampleTime);
   assert.ok(Math.abs(slope - 1 - 20e-6) < 1e-8, `slope - 1 = ${(slope - 1) * 1e6} ppm`);
-  assert.ok(Math.abs(first.deviceTime - first.lastSampleTime - 0.35) < 1e-3, 'the strap clock is 0.35 s ahead');
+  assert.ok(Math.abs(first.trueDeviceTime - first.lastSampleTime - 0.35) < 1e-3, 'the strap clock is 0.35 s ahead');
   // Received after the last sample was taken; on the 15 ms connection-event grid.
   for (const e of ecg) assert.ok(e.t >= byTs.get(e.frame.timestamp).lastSampleTime);
   const strapTimes = main.log.filter((e) => e.dev === main.clients.strap.device.id).map((e) => e.t);
@@ -393,12 +451,13 @@ test('PMD ECG: 73-sample frames whose timestamps (last sample, ns since 2000) ru
     const k = (t - strapTimes[0]) / 0.015;
     assert.ok(Math.abs(k - Math.round(k)) < 1e-4, 'deliveries fall on connection events');
   }
-  // Every sample is the true ECG at its device time mapped to host time (the truth's white noise
-  // is drawn on a 10 µs grid, so float rounding of the time can pick the neighbouring draw).
+  // Every sample is the true ECG at its true device time mapped to host time (the truth's white
+  // noise is drawn on a 10 µs grid, so float rounding of the time can pick the neighbouring draw).
   let exact = 0, count = 0;
   for (const e of ecg.slice(10, 14)) {
+    const times = main.truth.pmdSampleTimes(byTs.get(e.frame.timestamp));
     e.frame.samples.forEach((v, i) => {
-      const h = main.truth.hostTime('strap', e.frame.deviceTime - (72 - i) / 130.34);
+      const h = main.truth.hostTime('strap', times[i]);
       const err = Math.abs(v - main.truth.ecgAt(h));
       assert.ok(err <= 50, `sample ${i}: ${v} vs ${main.truth.ecgAt(h)}`);
       exact += err <= 0.5 + 1e-9;
@@ -411,20 +470,22 @@ test('PMD ECG: 73-sample frames whose timestamps (last sample, ns since 2000) ru
   assert.ok(peak > 700 && peak < 1500, `R peaks ~1 mV (${peak} µV)`);
 });
 
-test('PMD ACC: delta frames (0x81) at 100 Hz; walking and running show up as steps', () => {
+test('PMD ACC: int16 frames (0x01) of 36 samples at the true 102.15 Hz of a requested 100 Hz; walking and running show up as steps', () => {
   const acc = frames(main, 'acc');
+  const rate = H10_ACC_RATES_HZ[100];
+  const byTs = new Map(main.truth.pmdFrames.map((f) => [f.timestamp, f]));
   let n = 0;
   for (const e of acc) {
-    assert.equal(e.frame.frameType, 0x81);
-    assert.ok(e.bytes.length <= 229);
+    assert.equal(e.frame.frameType, 0x01);
+    assert.equal(e.bytes.length, 10 + 6 * 36, 'a full 229-byte notification, as an H10 sends');
     n += e.frame.samples.x.length;
   }
   const span = acc.at(-1).frame.deviceTime - acc[0].frame.deviceTime;
-  assert.ok(Math.abs((n - acc[0].frame.samples.x.length) / span - 100) < 0.01, `${n} samples over ${span} s`);
+  assert.ok(Math.abs((n - acc[0].frame.samples.x.length) / span - rate) < 0.01, `${n} samples over ${span} s`);
   const times = [], ys = [];
   for (const e of acc) {
-    const c = e.frame.samples.y.length;
-    e.frame.samples.y.forEach((v, i) => { times.push(main.truth.hostTime('strap', e.frame.deviceTime - (c - 1 - i) / 100) - main.truth.start); ys.push(v); });
+    const t = main.truth.pmdSampleTimes(byTs.get(e.frame.timestamp));
+    e.frame.samples.y.forEach((v, i) => { times.push(main.truth.hostTime('strap', t[i]) - main.truth.start); ys.push(v); });
   }
   // Spot-check samples against the truth.
   let exact = 0, count = 0;
@@ -435,7 +496,7 @@ test('PMD ACC: delta frames (0x81) at 100 Hz; walking and running show up as ste
   }
   assert.ok(exact > 0.8 * count, `${exact} of ${count} samples exact`);
   const part = (a, b) => ys.filter((_, i) => times[i] >= a && times[i] < b);
-  const crossings = (v) => { const m = mean(v); let c = 0; for (let i = 1; i < v.length; i++) if ((v[i - 1] - m) * (v[i] - m) < 0) c++; return c / 2 / (v.length / 100); };
+  const crossings = (v) => { const m = mean(v); let c = 0; for (let i = 1; i < v.length; i++) if ((v[i - 1] - m) * (v[i] - m) < 0) c++; return c / 2 / (v.length / rate); };
   const rest = part(5, 38), walk = part(45, 78), run = part(85, 120);
   assert.ok(Math.abs(mean(rest) - 1000) < 100, `gravity on y at rest (${mean(rest)})`);
   assert.ok(std(walk) > 2 * std(rest) && std(run) > 1.8 * std(walk), `std ${std(rest)} / ${std(walk)} / ${std(run)}`);
@@ -444,16 +505,45 @@ test('PMD ACC: delta frames (0x81) at 100 Hz; walking and running show up as ste
   assert.equal(main.truth.activityAt(main.truth.start + 60), 'walk');
 });
 
-test('PMD ACC: uncompressed int16 frames (0x01) at 200 Hz when accCompressed is false', async () => {
-  const s = await session({ accCompressed: false, devices: ['strap'] }, 10, { accRate: 200 });
-  const acc = frames(s, 'acc');
-  assert.ok(acc.length > 30);
-  for (const e of acc) {
-    assert.equal(e.frame.frameType, 0x01);
-    assert.equal(e.bytes.length, 10 + 6 * 36);
+test("PMD ACC: accCompressed gives delta frames 0x80 in Polar's layout (3 x int16 reference) holding the same samples", async () => {
+  const accOf = (s) => {
+    const out = { x: [], y: [], z: [], frames: frames(s, 'acc') };
+    for (const e of out.frames) for (const k of ['x', 'y', 'z']) out[k].push(...e.frame.samples[k]);
+    return out;
+  };
+  const raw = accOf(await session({ devices: ['strap'] }, 10, { accRate: 200 }));
+  const delta = accOf(await session({ devices: ['strap'], accCompressed: true }, 10, { accRate: 200 }));
+  for (const e of raw.frames) assert.equal(e.frame.frameType, 0x01);
+  for (const e of delta.frames) {
+    assert.equal(e.frame.frameType, 0x80);
+    assert.ok(e.bytes.length <= 229);
+    // The reference sample is the frame's first sample as three int16 LE values.
+    const first = [0, 1, 2].map((a) => ((e.bytes[10 + 2 * a] | (e.bytes[11 + 2 * a] << 8)) << 16) >> 16);
+    assert.deepEqual(first, [e.frame.samples.x[0], e.frame.samples.y[0], e.frame.samples.z[0]]);
   }
-  const span = acc.at(-1).frame.deviceTime - acc[0].frame.deviceTime;
-  assert.ok(Math.abs(36 * (acc.length - 1) / span - 200) < 0.1);
+  // Same seed, same sample instants: the two encodings carry the same values.
+  const n = Math.min(raw.x.length, delta.x.length);
+  assert.ok(n > 1500, `${n} samples in 10 s at 204.3 Hz`);
+  for (const k of ['x', 'y', 'z']) assert.deepEqual(delta[k].slice(0, n), raw[k].slice(0, n));
+});
+
+test('PMD ACC: earlier behaviour through options: nominal rates, frames of accFrameSeconds', async () => {
+  for (const [rate, perFrame] of [[200, 36], [50, 13]]) {
+    const s = await session({ devices: ['strap'], accRatesHz: 'nominal', accFrameSeconds: 0.25 }, 10, { accRate: rate });
+    const acc = frames(s, 'acc');
+    assert.ok(acc.length > 30);
+    for (const e of acc) {
+      assert.equal(e.frame.frameType, 0x01);
+      assert.equal(e.bytes.length, 10 + 6 * perFrame);
+    }
+    const span = acc.at(-1).frame.deviceTime - acc[0].frame.deviceTime;
+    // the timestamps' jitter (+-12 µs) over the span: < 1e-5 relative
+    assert.ok(Math.abs(perFrame * (acc.length - 1) / span - rate) < 1e-5 * rate, `${perFrame * (acc.length - 1) / span} Hz`);
+  }
+  const clock = createVirtualClock();
+  for (const bad of [{ accRatesHz: { 50: 51 } }, { accFrameSamples: 37 }, { ecgRateHz: 0 }, { pmdTimestampJitterUs: -1 }, { accFrameSeconds: 0 }]) {
+    assert.throws(() => createSimulatedBluetooth({ clock, devices: ['strap'], ...bad }), RangeError, JSON.stringify(bad));
+  }
 });
 
 test('delta encoding: per-block bit widths from the data, frames fit 229 bytes, lossless', () => {

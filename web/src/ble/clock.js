@@ -1,4 +1,4 @@
-// Device time to host time (docs/bluetooth.md "clock.js"; ../shared/REFERENCE.md section 6).
+// Device time to host time (docs/bluetooth.md "clock.js").
 //
 // ClockAligner: host = a + b * device, fitted online on the LOWER ENVELOPE of
 // (device time of a frame's last sample, host receive time) pairs. The delivery delay is never
@@ -45,11 +45,12 @@ function lowerHull(us, vs, n) {
  * v = c + s * u is fitted, so b = 1 + s and drift (ppm) = s * 1e6. Every pair lies on or above the
  * true line by its delivery delay.
  *
- * History: per-bin minima of v over bins of `binSeconds` of device time, the last
- * `historySeconds` kept (600 bins by default: O(600) work per observation). 20 minutes rather than
- * 10: the sawtooth below can have periods of minutes (~320 s for a device 100 ppm fast at a 30 ms
- * interval), and a history holding only ~2 of them is cut mid-ramp as it slides, which tilts the
- * fit by the ramp's slope (measured: 9 ms errors recurring with 10 minutes, < 1.3 ms with 20).
+ * History: per-bin minima of v (and the bin's sums of u and v, for q below) over bins of
+ * `binSeconds` of device time, the last `historySeconds` kept (600 bins by default: O(600) work
+ * per observation). 20 minutes rather than 10: the sawtooth below can have periods of minutes
+ * (~320 s for a device 100 ppm fast at a 30 ms interval), and a history holding only ~2 of them
+ * is cut mid-ramp as it slides, which tilts the fit by the ramp's slope (measured: 9 ms errors
+ * recurring with 10 minutes, < 1.3 ms with 20).
  *
  * Fit:
  * - Until the bins span `minDriftSpanSeconds`: offset only, c = the highest line of the prior
@@ -60,16 +61,21 @@ function lowerHull(us, vs, n) {
  *   linear-programming estimator of clock skew; a hull edge, found in O(n)). It touches the
  *   fastest deliveries, so its bias is the smallest delay seen, not the mean one.
  * - Its slope is shrunk toward the prior slope: s = s_prior + w (s_hull - s_prior), with
- *   w = p^2 / (p^2 + e^2), p = `driftPriorPpm` (crystals are ~20 ppm, REFERENCE section 6) and
- *   e = q / span the slope uncertainty of an envelope that wanders by q over the span, q = the
- *   mean height of the bin minima above the hull line, capped at `wanderSeconds`. Why: the
+ *   w = p^2 / (p^2 + e^2), p = `driftPriorPpm` (watch crystals are specified to tens of ppm) and
+ *   e = q / span the slope uncertainty of an envelope that wanders by q over the span. Why: the
  *   envelope is not only the line plus noise. The frame period and the connection interval are
  *   nearly commensurate in practice (73 ECG samples at 130.34 Hz = 560.08 ms, 56.008 intervals
  *   of 30 ms per 3 frames), so the smallest delay among recent frames is a sawtooth (here 10 ms
  *   high, ~85 s long) that is indistinguishable from drift until two of its minima have been seen;
- *   a line fitted through one ramp of it extrapolates a slope error of ~100 ppm. Exact data
- *   (q = 0) is not shrunk; over long spans w -> 1 (p = 50 ppm, q = 5 ms: w = 0.26 at 60 s, 0.9
- *   at 300 s).
+ *   a line fitted through one ramp of it extrapolates a slope error of ~100 ppm.
+ *   q is the larger of (a) the mean height of the bin minima above the hull line and (b) the mean
+ *   height of all pairs above the minimum of their bin (both along the slope), capped at
+ *   `wanderSeconds`. (a) alone is ~0 while the whole history is one ramp of the sawtooth, exactly
+ *   when the slope is least known; (b) is about half the connection interval for batched
+ *   deliveries whatever the ramp (measured on simulated H10 traffic, bench/clock_alignment.mjs:
+ *   at a 15 ms interval the largest error after 60 s over 20 seeds fell from 5.4 to 4.3 ms; the
+ *   worst case had fitted +113 ppm for a -20 ppm clock). Exact data (q = 0) is not shrunk; over
+ *   long spans w -> 1 (p = 50 ppm, q = 5 ms: w = 0.26 at 60 s, 0.9 at 300 s).
  * - The offset is then the highest line with that slope below every point. Slopes beyond
  *   `maxDriftPpm` are clamped.
  *
@@ -94,7 +100,7 @@ export class ClockAligner {
   #fitSigma = Infinity;             // standard deviation of the current slope estimate
   #d0 = null; #h0 = null;
   // Bins sorted by index: parallel arrays, at most historyBins + 1 entries.
-  #binIndex = []; #binU = []; #binV = [];
+  #binIndex = []; #binU = []; #binV = []; #binSum = []; #binSumU = []; #binN = [];
   #uMin = Infinity; #uMax = -Infinity; #count = 0;
   #c = 0; #s = 0;
   #pending = [];  // consecutive late pairs [device, host]
@@ -223,7 +229,7 @@ export class ClockAligner {
 
   #clear() {
     this.#d0 = this.#h0 = null;
-    this.#binIndex = []; this.#binU = []; this.#binV = [];
+    this.#binIndex = []; this.#binU = []; this.#binV = []; this.#binSum = []; this.#binSumU = []; this.#binN = [];
     this.#uMin = Infinity; this.#uMax = -Infinity; this.#count = 0;
     this.#c = 0; this.#s = 0; this.#fitSigma = Infinity;
     this.#pending = [];
@@ -244,7 +250,7 @@ export class ClockAligner {
     const u = deviceTime - this.#d0;
     const v = (hostTime - this.#h0) - u;
     const idx = Math.floor(u / this.#binSeconds);
-    const I = this.#binIndex, U = this.#binU, V = this.#binV;
+    const I = this.#binIndex, U = this.#binU, V = this.#binV, S = this.#binSum, SU = this.#binSumU, N = this.#binN;
     // A pair older than the history window is ignored (it would be evicted at once).
     if (I.length && idx < I[I.length - 1] - this.#historyBins) return;
     this.#count++;
@@ -254,13 +260,14 @@ export class ClockAligner {
     while (j >= 0 && I[j] > idx) j--;
     if (j >= 0 && I[j] === idx) {
       if (v < V[j]) { U[j] = u; V[j] = v; }
+      S[j] += v; SU[j] += u; N[j]++;
     } else {
-      I.splice(j + 1, 0, idx); U.splice(j + 1, 0, u); V.splice(j + 1, 0, v);
+      I.splice(j + 1, 0, idx); U.splice(j + 1, 0, u); V.splice(j + 1, 0, v); S.splice(j + 1, 0, v); SU.splice(j + 1, 0, u); N.splice(j + 1, 0, 1);
     }
     const oldest = I[I.length - 1] - this.#historyBins;
     let drop = 0;
     while (drop < I.length && I[drop] < oldest) drop++;
-    if (drop) { I.splice(0, drop); U.splice(0, drop); V.splice(0, drop); }
+    if (drop) { I.splice(0, drop); U.splice(0, drop); V.splice(0, drop); S.splice(0, drop); SU.splice(0, drop); N.splice(0, drop); }
     this.#uMin = drop ? U[0] : Math.min(this.#uMin, u);
     this.#fit();
   }
@@ -294,9 +301,14 @@ export class ClockAligner {
     s = Math.max(-this.#maxSlope, Math.min(this.#maxSlope, s));
     if (Number.isFinite(p)) {
       const c = highestBelow(s);
-      let q = 0;
-      for (let i = 0; i < n; i++) q += V[i] - (c + s * U[i]);
-      q = Math.min(q / n, this.#wander);
+      // q: how far the envelope may wander, the larger of the bin minima's mean height above the
+      // line and the pairs' mean height above their bin's minimum (both along the slope s).
+      let q = 0, spread = 0;
+      for (let i = 0; i < n; i++) {
+        q += V[i] - (c + s * U[i]);
+        spread += (this.#binSum[i] - s * this.#binSumU[i]) / this.#binN[i] - (V[i] - s * U[i]);
+      }
+      q = Math.min(Math.max(q, spread) / n, this.#wander);
       // The total time observed since the reset (u runs from 0), not just the history span: the
       // slope is a lasting property, so the prior keeps fading after the history is full.
       const e = q / Math.max(span, this.#uMax);

@@ -471,24 +471,32 @@ export function decodePmdControlResponse(input) {
 //     number other than 1, e.g. the factor setting of a get-settings response) the raw values are
 //     multiplied by it and the arrays are Float64Array.
 //
-// Delta-compressed frames (bit7 set) use the SAME sample format as the uncompressed frame with
-// the same low bits, which fixes the width of the reference sample (an assumption of this decoder;
-// the public description does not spell it out per frame type):
-//   ECG 0x80: reference 3 bytes (1 channel)         ACC 0x80: reference 1 byte per axis (3 bytes)
-//                                                   ACC 0x81: reference 2 bytes per axis (6 bytes)
-//                                                   ACC 0x82: reference 3 bytes per axis (9 bytes)
-// The reference is followed by blocks [bit width u8 (1-32)][sample count u8 (>= 1)][ceil(width x
-// count x channels / 8) bytes] holding count x channels signed deltas of `width` bits (two's
-// complement), packed LSB first (bit k of the stream is bit k % 8 of byte k / 8 of the block),
-// sample by sample and within a sample channel by channel. Each block starts on a byte; padding
-// bits of its last byte are ignored. Each delta is added to the previous value of its channel;
-// samples = the reference followed by every reconstructed sample. A reconstructed value outside
-// the format's range (e.g. int16 for 0x81) is a decode error, as are a width of 0 or above 32, a
-// count of 0, and a block cut short.
+// Delta-compressed frames (bit7 set; ECG with format 0, ACC with format 0, 1 or 2): Polar's public
+// PMD documentation (polar-ble-sdk, technical_documentation/online_measurement.pdf, sections 3 and
+// 4.3.2-4.3.3; Polar_Measurement_Data_Specification.pdf, "Frame types ACC" and "Delta frame sample
+// example from Polar Verity Sense") gives the layout:
+//   reference sample: `channels` values of ceil(resolution / 8) bytes each, signed LE, where
+//     resolution is the stream's resolution SETTING (the get-settings / start TLV 0x01, "needed for
+//     delta compression decoding"), not the frame type's low bits; then blocks
+//   [bit width u8 (1-32)][sample count u8 (>= 1)][ceil(width x count x channels / 8) bytes]
+//     holding count x channels signed deltas of `width` bits (two's complement), packed LSB first
+//     (bit k of the stream is bit k % 8 of byte k / 8 of the block), sample by sample and within a
+//     sample channel by channel.
+// Each block starts on a byte; padding bits of its last byte are ignored. Each delta is added to
+// the previous value of its channel; samples = the reference followed by every reconstructed
+// sample. Channels: ECG 1, ACC 3. `options.resolution` (bits, 1-32) defaults to the H10's: ECG 14
+// (2-byte reference), ACC 16 (3 x int16 reference: the spec's Verity Sense example, frame type
+// 0x80, reference D0 FF 65 01 E4 0F = (-48, 357, 4068)). Polar's frame-type table lists delta
+// frames for ACC (0x80) but none for ECG (types 1-255 are RFU there): ECG delta frames follow the
+// general rule above. A reconstructed value outside the signed range of the reference width (e.g.
+// int16 at resolution 16) is a decode error, as are a width of 0 or above 32, a count of 0, and a
+// block cut short. Output arrays: ECG Int32Array; ACC Int16Array up to 2-byte references, else
+// Int32Array (Float64Array with accFactor).
 
 const PMD_HEADER = 10;
 
-// [channels, bytes per sample value] by measurement type and sample format.
+// [channels, bytes per sample value] of uncompressed frames by measurement type and sample format;
+// a delta frame is decoded when its low bits are one of these formats.
 const PMD_FORMATS = {
   0: { 0: [1, 3] },
   2: { 0: [3, 1], 1: [3, 2], 2: [3, 3] },
@@ -499,12 +507,20 @@ function signExtend(value, bits) {
   return value >= half ? value - 2 * half : value;
 }
 
+// Delta-frame channels and default resolution (bits) by measurement type.
+const PMD_DELTA = { 0: { channels: 1, resolution: 14 }, 2: { channels: 3, resolution: 16 } };
+
 export function decodePmdData(input, options = {}) {
   const P = 'pmd-data';
   const bytes = toBytes(input, P);
   const accFactor = options?.accFactor;
   if (accFactor !== undefined && accFactor !== null && !Number.isFinite(accFactor)) {
     throw new SensorformerError('INVALID_ARGUMENT', `accFactor must be a finite number, got ${describe(accFactor)}`);
+  }
+  const resolution = options?.resolution;
+  if (resolution !== undefined && resolution !== null && !(Number.isInteger(resolution) && resolution >= 1 && resolution <= 32)) {
+    throw new SensorformerError('INVALID_ARGUMENT',
+      `resolution must be the stream's resolution setting in bits (an integer 1-32), got ${describe(resolution)}`);
   }
   if (bytes.length < PMD_HEADER) {
     fail(P, bytes.length, `expected a 10-byte frame header (type, u64 timestamp, frame type) but the frame has ${bytesWord(bytes.length)}`);
@@ -528,7 +544,13 @@ export function decodePmdData(input, options = {}) {
     result.payload = bytes.slice(PMD_HEADER);
     return result;
   }
-  const [channels, width] = layout;
+  let channels, width;
+  if (compressed) {
+    channels = PMD_DELTA[typeCode].channels;
+    width = Math.ceil((resolution ?? PMD_DELTA[typeCode].resolution) / 8);
+  } else {
+    [channels, width] = layout;
+  }
   const bits = 8 * width;
   const columns = compressed
     ? decodeDelta(bytes, channels, width, P, frameType)
@@ -569,7 +591,7 @@ function decodeDelta(bytes, channels, width, P, frameType) {
   const min = -(2 ** (sampleBits - 1)), max = 2 ** (sampleBits - 1) - 1;
   if (bytes.length - PMD_HEADER < refBytes) {
     fail(P, PMD_HEADER, `frame type ${hex(frameType)} expects a ${refBytes}-byte reference sample ` +
-      `(${channels} x ${width} bytes) at offset ${PMD_HEADER} but ${remainWord(bytes.length - PMD_HEADER)}`);
+      `(${channels} x ${width} bytes: ceil(resolution / 8) per channel) at offset ${PMD_HEADER} but ${remainWord(bytes.length - PMD_HEADER)}`);
   }
   const columns = Array.from({ length: channels }, () => []);
   const prev = new Array(channels);
@@ -584,7 +606,10 @@ function decodeDelta(bytes, channels, width, P, frameType) {
     const left = bytes.length - o;
     if (left < 2) fail(P, o, `expected a delta block header (bit width, sample count) at offset ${o} but ${remainWord(left)}`);
     const deltaBits = bytes[o], count = bytes[o + 1];
-    if (deltaBits < 1 || deltaBits > 32) fail(P, o, `delta block at offset ${o} has bit width ${deltaBits}, expected 1-32`);
+    if (deltaBits < 1 || deltaBits > 32) {
+      fail(P, o, `delta block at offset ${o} has bit width ${deltaBits}, expected 1-32 (the reference sample ` +
+        `before it took ${channels} x ${width} bytes: is the resolution option the stream's resolution setting?)`);
+    }
     if (count === 0) fail(P, o + 1, `delta block at offset ${o} has a sample count of 0`);
     const start = o + 2;
     const size = Math.ceil((deltaBits * count * channels) / 8);
@@ -602,7 +627,7 @@ function decodeDelta(bytes, channels, width, P, frameType) {
         const v = prev[c] + signExtend(raw, deltaBits);
         if (v < min || v > max) {
           fail(P, start + ((bit - 1) >> 3), `delta block at offset ${o}: sample ${columns[c].length} of channel ${c} ` +
-            `reconstructs to ${v}, outside the ${sampleBits}-bit range of frame type ${hex(frameType)}`);
+            `reconstructs to ${v}, outside the ${sampleBits}-bit range of its ${width}-byte reference (frame type ${hex(frameType)})`);
         }
         prev[c] = v;
         columns[c].push(v);

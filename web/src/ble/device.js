@@ -76,7 +76,8 @@ export const DEFAULT_STREAMS = {
 };
 
 const PMD_ECG = 0, PMD_ACC = 2;
-const ECG_NOMINAL_HZ = 130;  // H10: nominal 130 Hz, measured ~130.3 (the device clock decides)
+const ECG_NOMINAL_HZ = 130;  // H10: nominal 130 Hz, measured ~130.35 (the device clock decides)
+const ECG_RESOLUTION = 14;   // bits: the only ECG resolution an H10 offers
 
 const realClock = {
   now: () => (performance.timeOrigin + performance.now()) / 1000,
@@ -140,25 +141,68 @@ class SampleQueue {
   }
 }
 
-// Per PMD stream: device-clock sample rate measured from consecutive frames, duplicate and
-// out-of-order detection, clock-reset detection.
-class PmdTimeline {
+// Per PMD stream: the device time of every sample of a frame. A PMD frame carries the device time
+// of its LAST sample only (Polar's PMD documentation), so the samples before it are placed by a
+// spacing:
+// - From the second frame on, spacing = (t_frame - t_previous) / n_samples_of_this_frame, the
+//   device's own rate between the two timestamps: consecutive frames then abut exactly, and the
+//   error of a sample is the timestamps' jitter (~12 µs on an H10), not the rate error. The first
+//   frame of a stream (nothing before it) can only use the nominal rate: a real H10 runs 0.26 %
+//   (ECG, 130.35 Hz) to 2.2 % (ACC, 51.07 / 204.3 Hz) fast, so its first sample is placed up to
+//   ~1.5 ms (ECG) / ~15 ms (ACC 50 Hz) early.
+// - The previous frame is the latest one RECEIVED with an earlier device time: a frame delivered
+//   late (out of order) is measured against the one before it, and after a device clock that
+//   went back the new frames are measured against each other, never against the old ones.
+// - That frame must be contiguous with this one, i.e. no sample in between: its gap must be
+//   within a quarter sample of n x the last good spacing (H10 jitter: 1/200-1/300 of a sample),
+//   or, before any spacing was measured, give a rate within 5 % of the nominal (Polar's H10
+//   specification: 130 Hz +- 5 % over -20..+70 °C, +- 2 % at 20..40 °C; H10_ECG_Explained,
+//   polar-ble-sdk technical_documentation). Otherwise the frame keeps the last good spacing (or
+//   the nominal).
+// - Decision, lost frames: a gap of several frames is NOT divided into a spacing. How many
+//   samples the lost frames held is unknown (delta frames vary in size) and a wrong guess is off
+//   by whole samples, while the last good spacing is only off by the jitter / n (~0.3 µs per
+//   sample for ECG) plus the crystal's change of rate since (ppm). The same holds for clock jumps
+//   and for a stream restarted after a reconnect (restart() forgets the frames but keeps the
+//   spacing: same crystal, same rate).
+// - Duplicates (the same timestamp as a frame among the last HISTORY received) return null.
+const HISTORY = 16;               // frames remembered for duplicates and late frames (~9 s of ECG)
+const FIRST_RATE_TOLERANCE = 0.05; // |rate / nominal - 1| accepted before any spacing was measured
+const CONTIGUOUS_SAMPLES = 0.25;   // |gap - n x spacing| accepted after, in samples
+
+export class PmdTimeline {
   constructor(nominalHz) {
-    this.nominalHz = nominalHz;
-    this.rateHz = nominalHz;
-    this.last = null;  // { deviceTime, count }
-  }
-  // -> device times of the frame's samples, or null for a duplicate frame
-  times(deviceTime, count) {
-    const last = this.last;
-    if (last && deviceTime === last.deviceTime) return null;  // a duplicate frame
-    if (last && deviceTime > last.deviceTime && deviceTime - last.deviceTime < 5 * count / this.nominalHz) {
-      const measured = count / (deviceTime - last.deviceTime);
-      if (Math.abs(measured / this.nominalHz - 1) < 0.05) this.rateHz += 0.05 * (measured - this.rateHz);
+    if (!(typeof nominalHz === 'number' && nominalHz > 0 && Number.isFinite(nominalHz))) {
+      throw new SensorformerError('INVALID_ARGUMENT', `PmdTimeline: nominalHz must be a positive number, got ${nominalHz}`);
     }
-    if (!last || deviceTime > last.deviceTime || last.deviceTime - deviceTime > 1) this.last = { deviceTime, count };
+    this.nominalHz = nominalHz;
+    this.spacing = null;  // last good measured spacing (device s per sample), null until measured
+    this.frames = [];     // [{ t, count }] in arrival order, the last HISTORY
+  }
+
+  /** The stream was started again (a reconnect): frames before are no neighbours of new ones. */
+  restart() {
+    this.frames = [];
+  }
+
+  /** Device times (s) of a frame's `count` samples, oldest first; null for a duplicate frame. */
+  times(deviceTime, count) {
+    const frames = this.frames;
+    if (frames.some((f) => f.t === deviceTime)) return null;
+    let previous = null;
+    for (let i = frames.length - 1; i >= 0 && !previous; i--) if (frames[i].t < deviceTime) previous = frames[i];
+    let spacing = this.spacing ?? 1 / this.nominalHz;
+    if (previous) {
+      const measured = (deviceTime - previous.t) / count;
+      const contiguous = this.spacing === null
+        ? Math.abs(measured * this.nominalHz - 1) <= FIRST_RATE_TOLERANCE
+        : Math.abs(measured - this.spacing) * count <= CONTIGUOUS_SAMPLES * this.spacing;
+      if (contiguous) spacing = this.spacing = measured;
+    }
+    frames.push({ t: deviceTime, count });
+    if (frames.length > HISTORY) frames.shift();
     const out = new Float64Array(count);
-    for (let i = 0; i < count; i++) out[i] = deviceTime - (count - 1 - i) / this.rateHz;
+    for (let i = 0; i < count; i++) out[i] = deviceTime - (count - 1 - i) * spacing;
     return out;
   }
 }
@@ -171,7 +215,7 @@ export class Wearable extends EventTarget {
   #lastSampleTime = -Infinity;
   #aligner = new ClockAligner();
   #beats = new BeatTimeline();
-  #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null };
+  #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null, accResolution: undefined };
   #listeners = [];
   #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
 
@@ -344,15 +388,22 @@ export class Wearable extends EventTarget {
       if (!r) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type}: no response within 3 s`);
       if (!r.ok) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type} failed with status ${r.status}`);
     };
-    if (ecg && features.ecg) await start(PMD_ECG, { sampleRate: ECG_NOMINAL_HZ, resolution: 14 });
+    if (ecg && features.ecg) {
+      this.#pmd.ecg.restart();
+      await start(PMD_ECG, { sampleRate: ECG_NOMINAL_HZ, resolution: ECG_RESOLUTION });
+    }
     if (acc && features.acc) {
       this.#pmd.acc = this.#pmd.acc ?? new PmdTimeline(acc.sampleRate);
+      this.#pmd.acc.restart();
+      this.#pmd.accResolution = acc.resolution;
       await start(PMD_ACC, acc);
     }
   }
 
   #onPmdFrame(bytes, hostTime) {
-    const frame = decodePmdData(bytes);
+    // Delta frames need the stream's resolution setting (the reference sample's width).
+    const resolution = bytes[0] === PMD_ACC ? this.#pmd.accResolution : ECG_RESOLUTION;
+    const frame = decodePmdData(bytes, { resolution });
     const count = frame.type === 'ecg' ? frame.samples.length : frame.type === 'acc' ? frame.samples.x.length : 0;
     const timeline = frame.type === 'ecg' ? this.#pmd.ecg : frame.type === 'acc' ? this.#pmd.acc : null;
     if (!timeline || count === 0) return;

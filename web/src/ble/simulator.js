@@ -1,23 +1,35 @@
 // A simulated navigator.bluetooth with three wearables that send the bytes real devices send:
 //
-//   chest strap "Polar H10 SIM"  0x180D Heart Rate: 0x2A37 notify once a second (u8 HR, contact
-//                                supported + detected, RR intervals of the beats since the last
-//                                notification in 1/1024 s), 0x2A38 body sensor location = chest;
-//                                0x180F battery 0x2A19 (read); Polar PMD FB005C80-…: control point
-//                                …5C81 (read features 0F 05 …; write get-settings / start / stop,
-//                                answered by indications F0 op type status 00 [settings]), data
-//                                …5C82 notify: ECG frames (type 0, frame type 0, 73 signed 24-bit
-//                                µV samples at the device's true ~130.34 Hz) and ACC frames (type 2,
-//                                25/50/100/200 Hz, delta-compressed 0x81 or int16 0x01).
+//   chest strap "Polar H10 SIM"  0x180D Heart Rate: 0x2A37 notify once a second (flags 0x10: u8 HR
+//                                and the RR intervals of the beats since the last notification in
+//                                1/1024 s, no sensor-contact bits, as a real H10 sends), 0x2A38
+//                                body sensor location = chest; 0x180F battery 0x2A19 (read); Polar
+//                                PMD FB005C80-…: control point …5C81 (read features 0F 05 00 …;
+//                                write get-settings / start / stop, answered by indications
+//                                F0 op type status …), data …5C82 notify: ECG frames (type 0, frame
+//                                type 0, 73 signed 24-bit µV samples at the strap's true ~130.35 Hz)
+//                                and ACC frames (type 2, requested at 25/50/100/200 Hz, sampled at
+//                                the strap's true rates ~25.54/51.07/102.15/204.3 Hz; int16 frames
+//                                0x01 of 36 samples, or delta-compressed 0x80).
 //   thermometer "Thermo SIM"     0x1809 / 0x2A1C indications every 5 s (flags, Celsius FLOAT with
 //                                exponent -2 (or -1), optional 7-byte date time, optional type).
 //   oximeter "Oxi SIM"           0x1822 / 0x2A5F notifications once a second (flags 0, SpO2 and PR
 //                                as SFLOAT; both NaN 0x07FF while the finger is off); 0x2A60 features.
 //
+// The strap's defaults are those of a real Polar H10 (firmware 5.0.0) as captured over Web
+// Bluetooth (public capture: github.com/fstanis/polar-h10-web, test/helpers/captured.ts): HR flags
+// 0x10; ECG start answered F0 02 00 00 00 00 and ACC start F0 02 02 00 00 01 (6 bytes), rejected
+// commands F0 op type status (4 bytes); ACC as raw int16 frames of 36 samples (a full 229-byte
+// notification) at every rate; ECG frame timestamps 560.06-560.08 ms apart (73 samples: ~130.34 Hz;
+// the default here is 130.35 Hz), ACC 704.94 ms per 36 samples at 50 Hz (51.07 Hz) and ~176.2 ms
+// at 200 Hz (204.3 Hz); consecutive frame intervals differ by up to ~25 µs, modelled as timestamp
+// jitter. The behaviour of earlier versions (nominal rates, contact bits, 5-byte responses, delta
+// ACC) is kept behind options.
+//
 // Every device has its own crystal: device time = true time + offset + drift (ppm) x elapsed, plus
 // optional jumps (a reset). PMD timestamps are u64 ns since 2000-01-01 of the LAST sample of a
-// frame on that clock; ECG/ACC sample instants are spaced by the nominal rate on the device clock,
-// so in host time they are spaced by rate x (1 + drift).
+// frame on that clock (plus the jitter); ECG/ACC sample instants are spaced by the strap's true
+// rate on the device clock, so in host time they are spaced by rate x (1 + drift).
 //
 // Delivery: a packet ready at time r reaches the host at the next connection event of its device's
 // link (anchor + k x connectionIntervalMs), sometimes a few intervals later (delayProbability), in
@@ -42,9 +54,16 @@
 //                                    clockJumps: [{ device, at, to (s since 2000, default 0) | by (s) }] }
 //   activities                     schedule override [{ activity, duration } | { activity, start }]
 //   fingerOff / fingerOffRatePerMinute (0.25)   oximeter finger-off episodes
-//   ecgRateHz (130.34)             the strap's true ECG rate on its own clock
-//   accCompressed (true)           ACC frames 0x81 (delta) or 0x01 (int16)
-//   accFrameSeconds (0.25)         target ACC frame length; accDeltaBlockSamples (16)
+//   ecgRateHz (130.35)             the strap's true ECG rate on its own clock (130: the nominal rate)
+//   accRatesHz (H10_ACC_RATES_HZ)  true ACC rate per requested rate, or 'nominal' (the requested rate)
+//   accCompressed (false)          ACC frames 0x01 (int16) or 0x80 (delta, Polar's layout)
+//   accFrameSamples (36)           samples per int16 ACC frame (at most 36: 229 bytes)
+//   accFrameSeconds                instead a target frame length in s (earlier versions: 0.25; delta
+//                                  frames default to 0.25 s); accDeltaBlockSamples (16)
+//   hrContact (false)              true: HR flags 0x16 / 0x06 (contact supported and detected)
+//   pmdResponses ('h10')           'h10' as above; 'short': every response F0 op type status 00 (5 bytes)
+//   pmdTimestampJitterUs (12)      PMD timestamps off the true time of the last sample by a seeded
+//                                  uniform +-J µs (0: exact)
 //   pmdMaxFrameBytes (229)         MTU 232 - 3
 //   thermometer                    { intervalSeconds: 5, exponent: -2, timeField: true, type: null }
 //   battery ({ strap: 87, oximeter: 64 })
@@ -72,6 +91,14 @@ const PMD_STARTUP = 0.05;        // s from a start command to the first sample
 const CONTROL_LATENCY = 0.003;   // s from a control write to its response being ready
 const ACC_RATES = [25, 50, 100, 200];
 const ACC_RANGES = [2, 4, 8];
+const ACC_RAW_MAX_SAMPLES = 36;  // floor((229 - 10) / 6): an int16 frame filling one notification
+
+/**
+ * True ACC rates of the simulated strap per requested rate (Hz): 50 and 200 as measured from a real
+ * H10's frame timestamps (36 samples per 704.94 ms and per ~176.2 ms); 25 and 100 are not in that
+ * capture and are scaled from 204.3 Hz (the rates look like one ~204.3 Hz clock divided down).
+ */
+export const H10_ACC_RATES_HZ = Object.freeze({ 25: 25.54, 50: 51.07, 100: 102.15, 200: 204.3 });
 
 export const PMD_STATUS = Object.freeze({
   SUCCESS: 0, INVALID_OP_CODE: 1, INVALID_MEASUREMENT_TYPE: 2, NOT_SUPPORTED: 3, INVALID_LENGTH: 4,
@@ -88,7 +115,8 @@ function perDevice(option, defaults, name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Byte encoders (the device side of the layouts in REFERENCE.md §4-5)
+// Byte encoders (the device side of the layouts in web/src/ble/decoders.js: Bluetooth SIG GATT
+// Specification Supplement, IEEE 11073-20601, Polar's public PMD documentation)
 
 /** IEEE-11073 SFLOAT word of mantissa x 10^exponent (mantissa -2048..2047 except reserved). */
 export function encodeSfloat(value, exponent) {
@@ -106,8 +134,14 @@ export function encodeFloat(value, exponent) {
   return (((exponent & 0xFF) << 24) | (m & 0xFFFFFF)) >>> 0;
 }
 
-export function encodeHeartRate(bpm, rr1024 = []) {
-  const out = [rr1024.length ? 0x16 : 0x06, Math.max(0, Math.min(255, Math.round(bpm)))];
+/**
+ * Heart Rate Measurement 0x2A37 with a u8 heart rate and RR intervals (1/1024 s). Flags: bit 4 when
+ * RR intervals follow; with `contact`, bits 1-2 (contact supported and detected) as well. A real
+ * H10 sends 0x10: no contact bits.
+ */
+export function encodeHeartRate(bpm, rr1024 = [], { contact = false } = {}) {
+  const flags = (rr1024.length ? 0x10 : 0) | (contact ? 0x06 : 0);
+  const out = [flags, Math.max(0, Math.min(255, Math.round(bpm)))];
   for (const v of rr1024) out.push(v & 0xFF, (v >> 8) & 0xFF);
   return Uint8Array.from(out);
 }
@@ -184,15 +218,19 @@ function deltaSize(blocks) {
 }
 
 /**
- * A PMD ACC frame, frame type 0x81: reference sample (3 x int16 LE), then blocks [bit width][count]
- * [count x 3 signed deltas, LSB-first packed]. Takes as many leading samples as fit in maxBytes:
- * -> { bytes, count }.
+ * A delta-compressed PMD ACC frame in the layout of Polar's public PMD documentation (frame type
+ * 0x80 = delta frame; Polar Measurement Data Specification, "Frame types ACC" and the Verity Sense
+ * delta example): a reference sample of 3 x ceil(resolution / 8) = 3 x 2 bytes (int16 LE, the
+ * 16-bit resolution an H10 offers), then blocks [bit width][count][count x 3 signed deltas,
+ * LSB-first packed]. Takes as many leading samples as fit in maxBytes: -> { bytes, count }.
+ * `frameType` 0x81 gives the same layout with the low bits of an int16 raw frame (what some
+ * parsers emit and accept).
  */
-export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, blockSamples = 16 } = {}) {
+export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, blockSamples = 16, frameType = 0x80 } = {}) {
   let n = samples.length, blocks = deltaBlocks(samples, n, blockSamples);
   while (n > 1 && deltaSize(blocks) > maxBytes) blocks = deltaBlocks(samples, --n, blockSamples);
   const ts = typeof timestampNsOfLast === 'function' ? timestampNsOfLast(n) : timestampNsOfLast;
-  const out = pmdFrame(0x02, ts, 0x81, deltaSize(blocks) - 10);
+  const out = pmdFrame(0x02, ts, frameType, deltaSize(blocks) - 10);
   for (let a = 0; a < 3; a++) {
     const v = samples[0][a] & 0xFFFF;
     out[10 + 2 * a] = v & 0xFF;
@@ -473,8 +511,15 @@ export class SimulatedBluetooth extends FakeBluetooth {
       faults: [],
       /** Lost notifications: [{ device, characteristic, t }]. */
       dropped: [],
-      /** PMD frames generated (the latest 10-20 thousand): [{ type, count, timestamp (ns, bigint), deviceTime, lastSampleTime, ready }]. */
+      /**
+       * PMD frames generated (the latest 10-20 thousand): [{ type, count, timestamp (ns, bigint, as
+       * sent), deviceTime (the same, Unix s), trueDeviceTime (device time of the last sample, Unix
+       * s, without the timestamp jitter), firstDeviceTime (of the first sample), spacing (device s
+       * between samples), lastSampleTime (host), ready (host) }].
+       */
       pmdFrames: [],
+      /** True device times (Unix s) of a pmdFrames entry's samples, oldest first. */
+      pmdSampleTimes: (frame) => Float64Array.from({ length: frame.count }, (_, i) => frame.firstDeviceTime + i * frame.spacing),
       _log: log,
       /** Per device and characteristic: { generated, dropped, delivered, undelivered }. */
       get stats() { return Object.fromEntries(Object.entries(sim.#sims).map(([k, d]) => [k, d.stats])); },
@@ -543,10 +588,12 @@ export class SimulatedBluetooth extends FakeBluetooth {
     const bat = fake.addService('battery_service');
     bat.addCharacteristic('battery_level', { read: true }, { value: [perDevice(opts.battery, { strap: 87, oximeter: 64 }, 'battery').strap ?? 87] });
     const pmd = fake.addService(PMD_UUIDS.service);
-    const control = pmd.addCharacteristic(PMD_UUIDS.control, { read: true, write: true, indicate: true }, { value: [0x0F, 0x05, 0, 0, 0, 0, 0] });
+    // A control point read answers 0F 05 and 15 zero bytes on an H10 (ECG + ACC).
+    const control = pmd.addCharacteristic(PMD_UUIDS.control, { read: true, write: true, indicate: true }, { value: [0x0F, 0x05, ...new Array(15).fill(0)] });
     const data = pmd.addCharacteristic(PMD_UUIDS.data, { notify: true });
 
     // Heart rate: once a second on the strap's clock.
+    const hrContact = opts.hrContact ?? false;
     const eps = sim.clock.eps;
     const tickRng = createRng(this.seed, 'hr-phase');
     const hrPhase = tickRng.uniform(0, 1);
@@ -571,7 +618,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
         lastTickRel = rel;
         const rrs = pending.splice(0, 9);
         const bpm = recent.length ? 60 / (recent.reduce((a, b) => a + b, 0) / recent.length) : 60;
-        sim.send(hrm, 'hr', encodeHeartRate(bpm, rrs), h);
+        sim.send(hrm, 'hr', encodeHeartRate(bpm, rrs, { contact: hrContact }), h);
         tick++;
         hrTick();
       });
@@ -579,11 +626,29 @@ export class SimulatedBluetooth extends FakeBluetooth {
     hrTick();
 
     // PMD streams.
-    const ecgRate = opts.ecgRateHz ?? 130.34;
-    const compressed = opts.accCompressed ?? true;
+    const ecgRate = opts.ecgRateHz ?? 130.35;
+    if (!(typeof ecgRate === 'number' && ecgRate > 0 && Number.isFinite(ecgRate))) throw new RangeError(`ecgRateHz must be a positive number, got ${ecgRate}`);
+    const accRates = opts.accRatesHz ?? H10_ACC_RATES_HZ;
+    if (accRates !== 'nominal' && !(accRates && typeof accRates === 'object' && ACC_RATES.every((r) => accRates[r] > 0 && Number.isFinite(accRates[r])))) {
+      throw new RangeError(`accRatesHz must be 'nominal' or { ${ACC_RATES.map((r) => `${r}: Hz`).join(', ')} }`);
+    }
+    const trueAccRate = (requested) => (accRates === 'nominal' ? requested : accRates[requested]);
+    const compressed = opts.accCompressed ?? false;
     const maxBytes = opts.pmdMaxFrameBytes ?? 229;
     const blockSamples = opts.accDeltaBlockSamples ?? 16;
-    const frameSeconds = opts.accFrameSeconds ?? 0.25;
+    const frameSeconds = opts.accFrameSeconds;
+    if (frameSeconds !== undefined && !(frameSeconds > 0 && Number.isFinite(frameSeconds))) throw new RangeError(`accFrameSeconds must be a positive number, got ${frameSeconds}`);
+    const rawMax = Math.min(ACC_RAW_MAX_SAMPLES, Math.floor((maxBytes - 10) / 6));
+    const frameSamples = opts.accFrameSamples ?? rawMax;
+    if (!(Number.isInteger(frameSamples) && frameSamples >= 1 && frameSamples <= rawMax)) throw new RangeError(`accFrameSamples must be an integer 1-${rawMax}, got ${frameSamples}`);
+    const responses = opts.pmdResponses ?? 'h10';
+    if (responses !== 'h10' && responses !== 'short') throw new RangeError(`pmdResponses must be 'h10' or 'short', got ${responses}`);
+    const jitterUs = opts.pmdTimestampJitterUs ?? 12;
+    if (!(typeof jitterUs === 'number' && jitterUs >= 0 && jitterUs < 1000)) throw new RangeError(`pmdTimestampJitterUs must be a number 0-1000, got ${jitterUs}`);
+    const jitterRng = createRng(this.seed, 'pmd-timestamp-jitter');
+    // One draw per frame, whole nanoseconds (the timestamp's unit).
+    const jitterNs = () => (jitterUs > 0 ? BigInt(Math.round(jitterRng.uniform(-jitterUs, jitterUs) * 1000)) : 0n);
+    const unixOf = (ns) => Number(ns) / 1e9 + UNIX_2000;
     const streams = { 0: null, 2: null };
     const faults = opts.faults ?? {};
     const dupAt = [...(faults.duplicatePmd ?? [])].sort((a, b) => a - b);
@@ -632,9 +697,13 @@ export class SimulatedBluetooth extends FakeBluetooth {
           for (let i = 0; i < ECG_SAMPLES_PER_FRAME; i++) {
             values[i] = Math.round(phys.ecgAt(sim.clock.hostOfOsc(s.o0 + (first + i) / s.rate) - start));
           }
-          const ts = sim.clock.nsAtOsc(oLast);
-          emitPmd(encodePmdEcg(ts, values), hLast + PMD_LATENCY,
-            { type: 'ecg', count: ECG_SAMPLES_PER_FRAME, timestamp: ts, deviceTime: Number(ts) / 1e9 + UNIX_2000, lastSampleTime: hLast, ready: hLast + PMD_LATENCY });
+          const exact = sim.clock.nsAtOsc(oLast);
+          const ts = exact + jitterNs();
+          emitPmd(encodePmdEcg(ts, values), hLast + PMD_LATENCY, {
+            type: 'ecg', count: ECG_SAMPLES_PER_FRAME, timestamp: ts, deviceTime: unixOf(ts), trueDeviceTime: unixOf(exact),
+            firstDeviceTime: unixOf(sim.clock.nsAtOsc(s.o0 + first / s.rate)), spacing: 1 / s.rate,
+            lastSampleTime: hLast, ready: hLast + PMD_LATENCY,
+          });
           s.frame++;
           schedule();
         });
@@ -642,9 +711,11 @@ export class SimulatedBluetooth extends FakeBluetooth {
       schedule();
     };
 
-    const startAcc = (now, { rate, range }) => {
-      const target = Math.max(1, Math.round(rate * frameSeconds));
-      const perFrame = compressed ? Math.min(target, 255) : Math.min(target, Math.floor((maxBytes - 10) / 6));
+    const startAcc = (now, { rate: requested, range }) => {
+      const rate = trueAccRate(requested);
+      // Samples taken per frame: a delta frame takes as many of them as fit (encodePmdAccDelta).
+      const target = Math.max(1, Math.round(rate * (frameSeconds ?? 0.25)));
+      const perFrame = compressed ? Math.min(target, 255) : frameSeconds === undefined ? frameSamples : Math.min(target, rawMax);
       const s = { o0: sim.clock.osc(now) + PMD_STARTUP, rate, range, next: 0, timer: null };
       streams[2] = s;
       const limit = range * 1000;
@@ -657,13 +728,18 @@ export class SimulatedBluetooth extends FakeBluetooth {
           const samples = [];
           for (let k = s.next; k <= lastK; k++) samples.push(sample(k));
           let bytes, count;
-          const tsOf = (n) => sim.clock.nsAtOsc(s.o0 + (s.next + n - 1) / rate);
+          const jitter = jitterNs();
+          const exactOf = (n) => sim.clock.nsAtOsc(s.o0 + (s.next + n - 1) / rate);
+          const tsOf = (n) => exactOf(n) + jitter;
           if (compressed) ({ bytes, count } = encodePmdAccDelta(tsOf, samples, { maxBytes, blockSamples }));
           else { count = samples.length; bytes = encodePmdAccRaw(tsOf(count), samples); }
           const ts = tsOf(count);
           const hEnd = sim.clock.hostOfOsc(s.o0 + (s.next + count - 1) / rate);
-          emitPmd(bytes, hLast + PMD_LATENCY,
-            { type: 'acc', count, timestamp: ts, deviceTime: Number(ts) / 1e9 + UNIX_2000, lastSampleTime: hEnd, ready: hLast + PMD_LATENCY });
+          emitPmd(bytes, hLast + PMD_LATENCY, {
+            type: 'acc', count, timestamp: ts, deviceTime: unixOf(ts), trueDeviceTime: unixOf(exactOf(count)),
+            firstDeviceTime: unixOf(sim.clock.nsAtOsc(s.o0 + s.next / rate)), spacing: 1 / rate,
+            lastSampleTime: hEnd, ready: hLast + PMD_LATENCY,
+          });
           s.next += count;
           schedule();
         });
@@ -676,7 +752,12 @@ export class SimulatedBluetooth extends FakeBluetooth {
     control.onWrite = (bytes) => {
       const now = this.clock.now();
       const op = bytes[0], type = bytes.length > 1 ? bytes[1] : 0;
-      const reply = (status, extra = []) => respond([0xF0, op ?? 0, type, status, 0x00, ...extra]);
+      // F0 op type status, then (success, or every response with 'short') the "more" byte 00,
+      // then settings; an H10 ends its start responses with one more byte: 00 (ECG), 01 (ACC).
+      const reply = (status, extra = []) => respond(status !== PMD_STATUS.SUCCESS && responses === 'h10'
+        ? [0xF0, op ?? 0, type, status]
+        : [0xF0, op ?? 0, type, status, 0x00, ...extra]);
+      const started = () => reply(PMD_STATUS.SUCCESS, responses === 'h10' ? [type === 2 ? 0x01 : 0x00] : []);
       if (bytes.length < 2) return reply(PMD_STATUS.INVALID_LENGTH);
       if (op !== 0x01 && op !== 0x02 && op !== 0x03) return reply(PMD_STATUS.INVALID_OP_CODE);
       if (type !== 0 && type !== 2) return reply(type > 0x0F ? PMD_STATUS.INVALID_MEASUREMENT_TYPE : PMD_STATUS.NOT_SUPPORTED);
@@ -696,7 +777,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
         if (st.sampleRate === undefined || st.resolution === undefined) return reply(PMD_STATUS.INVALID_PARAMETER);
         if (st.sampleRate !== 130) return reply(PMD_STATUS.INVALID_SAMPLE_RATE);
         if (st.resolution !== 14) return reply(PMD_STATUS.INVALID_RESOLUTION);
-        reply(PMD_STATUS.SUCCESS);
+        started();
         startEcg(now);
         return undefined;
       }
@@ -704,7 +785,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
       if (!ACC_RATES.includes(st.sampleRate)) return reply(PMD_STATUS.INVALID_SAMPLE_RATE);
       if (st.resolution !== 16) return reply(PMD_STATUS.INVALID_RESOLUTION);
       if (!ACC_RANGES.includes(st.range)) return reply(PMD_STATUS.INVALID_RANGE);
-      reply(PMD_STATUS.SUCCESS);
+      started();
       startAcc(now, { rate: st.sampleRate, range: st.range });
       return undefined;
     };
