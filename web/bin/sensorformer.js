@@ -2,7 +2,7 @@
 // sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
 // Results are written window by window as they are computed (one JSON document, {"windows":[...]}),
-// so a long recording shows progress and memory stays bounded by one window.
+// so a long recording shows progress; neither its windows nor the output are ever held whole.
 import { open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -90,7 +90,7 @@ function streamFilter(config) {
   };
 }
 
-// The windows of the input, one at a time: { source: AsyncIterable<window>, kind, finish() }.
+// The input as { kind, windows (an array, or an async iterable for a recording), finish?(count) }.
 async function openInput(path, options, config) {
   const text = await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
   if (/\.csv$/i.test(path)) return { kind: 'csv', windows: [parseCsv(text, options)] };
