@@ -63,9 +63,9 @@ export interface MhaResult {
 export interface Core {
   /** Instruction set of the kernels: "sse4.1" is xsimd's path lowered to WebAssembly SIMD128. */
   readonly simdArch: string;
-  /** Float64 seconds in, Float32Array (n, dModel) out: sin block, then cos block. */
-  timeEncoding(times: Float64Array | ArrayLike<number>, options: TimeEncodingOptions): { data: Float32Array; dims: [number, number] };
-  /** torch.nn.MultiheadAttention forward of one sequence. */
+  /** Float64 seconds in (finite), Float32Array (n, dModel) out: sin block, then cos block. */
+  timeEncoding(times: NumericArray | readonly number[], options: TimeEncodingOptions): { data: Float32Array; dims: [number, number] };
+  /** torch.nn.MultiheadAttention forward of one sequence. Every value finite (else NON_FINITE). */
   multiheadAttention(query: Float32Array, options: MhaOptions): MhaResult;
 }
 
@@ -77,10 +77,19 @@ export function hasWasmSimd(): boolean;
 
 // --- the model (docs/model.md) ---------------------------------------------------------------
 
-type Samples = Float32Array | Float64Array | ArrayLike<number | null>;
+/** The typed arrays accepted wherever numbers go in (not DataView, BigInt64Array, BigUint64Array). */
+export type NumericArray =
+  | Float32Array | Float64Array | Int8Array | Int16Array | Int32Array
+  | Uint8Array | Uint16Array | Uint32Array | Uint8ClampedArray;
+
+/**
+ * null / NaN = missing. Every other value must be finite and within float32's range
+ * (|x| <= 3.4028234663852886e38): +-Infinity and 1e39 are NON_FINITE errors naming the index.
+ */
+type Samples = NumericArray | readonly (number | null)[];
 
 interface StreamBase {
-  /** Row of the model's sensor-identity table. */
+  /** Row of the model's sensor-identity table: an integer, 0 <= sensor < n_sensors (<= 2^31 - 1). */
   sensor: number;
   /** A modality name from the model's config: "ecg", "acc_x", "rr", ... */
   modality: string;
@@ -88,18 +97,19 @@ interface StreamBase {
   placement: string;
   /** null / NaN = missing. */
   samples: Samples;
-  /** 0 / false = missing even when the sample is a number. */
-  present?: Uint8Array | ArrayLike<number | boolean> | null;
+  /** Each entry 0, 1, true or false (anything else is INVALID_ARGUMENT); 0 / false = missing. */
+  present?: NumericArray | readonly (number | boolean)[] | null;
 }
 export interface RegularStream extends StreamBase {
+  /** Finite and > 0, also when there are no samples. */
   rateHz: number;
-  /** Float64 seconds of sample 0 (epoch seconds welcome). */
+  /** Finite float64 seconds of sample 0 (epoch seconds welcome). */
   startTime: number;
   timestamps?: undefined;
 }
 export interface EventStream extends StreamBase {
-  /** Float64 seconds per sample, non-decreasing (RR intervals, heart-rate notifications). */
-  timestamps: Float64Array | ArrayLike<number>;
+  /** Finite float64 seconds per sample, non-decreasing (RR intervals, heart-rate notifications). */
+  timestamps: NumericArray | readonly number[];
   rateHz?: undefined;
 }
 export type Stream = RegularStream | EventStream;
@@ -154,8 +164,9 @@ export interface ModelConfig {
   n_outputs?: number;
 }
 
+/** undefined / null = defaults; other keys (a typo) are INVALID_ARGUMENT. */
 export interface ForwardOptions {
-  /** Return the attention maps of every layer, block and group (default false). */
+  /** Return the attention maps (default false). */
   attention?: boolean;
   /**
    * Compute limit in GFLOP, estimated from the tokens before any layer runs (default 10, about
@@ -166,9 +177,9 @@ export interface ForwardOptions {
 
 export class Model {
   readonly config: ModelConfig;
-  forward(window: SensorWindow, options?: ForwardOptions): ForwardResult;
-  /** A ragged batch: each window computed on its own. */
-  forwardBatch(windows: SensorWindow[], options?: ForwardOptions): ForwardResult[];
+  forward(window: SensorWindow, options?: ForwardOptions | null): ForwardResult;
+  /** A ragged batch: each window computed on its own; errors name windows[i]. */
+  forwardBatch(windows: SensorWindow[], options?: ForwardOptions | null): ForwardResult[];
   /** Frees the model's WebAssembly memory now; later calls throw DISPOSED. */
   dispose(): void;
   [Symbol.dispose](): void;
@@ -177,13 +188,24 @@ export class Model {
 /** Loads a weights file: a URL, a file path (Node), an ArrayBuffer or a Uint8Array. */
 export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<Model>;
 
-/** The Model API in a Web Worker (browsers) or worker_thread (Node): every call is a promise. */
+export interface WorkerForwardOptions extends ForwardOptions {
+  /** Move the window's typed arrays to the worker instead of copying them (detached here). */
+  transfer?: boolean;
+}
+
+/**
+ * The Model API in a Web Worker (browsers) or worker_thread (Node): every call is a promise, and
+ * rejects with the same codes as Model. A value structured clone cannot copy (a function, a
+ * symbol) is INVALID_ARGUMENT.
+ */
 export class WorkerModel {
   readonly config: ModelConfig;
-  /** With transfer: true the window's typed arrays are moved to the worker (detached here). */
-  forward(window: SensorWindow, options?: ForwardOptions & { transfer?: boolean }): Promise<ForwardResult>;
-  forwardBatch(windows: SensorWindow[], options?: ForwardOptions & { transfer?: boolean }): Promise<ForwardResult[]>;
-  /** Frees the model and stops the worker. */
+  forward(window: SensorWindow, options?: WorkerForwardOptions | null): Promise<ForwardResult>;
+  forwardBatch(windows: SensorWindow[], options?: WorkerForwardOptions | null): Promise<ForwardResult[]>;
+  /**
+   * Frees the model and stops the worker. Calls made after dispose() (awaited or not) reject
+   * with DISPOSED; calls already in flight complete.
+   */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -1,8 +1,8 @@
 // The CLI end to end: `sensorformer run` on JSON, CSV and bad input, checked against the library
 // API and the reference fixtures.
-import { test } from 'node:test';
+import { test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,15 +14,24 @@ import { allClose, fixturePath, readSafetensors } from './safetensors.js';
 
 const cli = fileURLToPath(new URL('../../web/bin/sensorformer.js', import.meta.url));
 const modelPath = fixturePath('model/factorized.safetensors');
-const run = (...args) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
 const tmp = mkdtempSync(join(tmpdir(), 'sf-cli-'));
 
-test('run on a batch JSON file reproduces the reference outputs', () => {
-  const r = run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'));
+// A CLI that hangs must fail its test, not block the suite: the child is killed after
+// CHILD_TIMEOUT_MS (then status is null and signal SIGKILL), and every test in this file has a
+// node:test timeout above that. Both are far above what a run takes (under 2 s here).
+const CHILD_TIMEOUT_MS = 45_000;
+const test = (name, fn) => nodeTest(name, { timeout: CHILD_TIMEOUT_MS + 15_000 }, fn);
+const run = (...args) => new Promise((resolve) => {
+  execFile(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: CHILD_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1 << 30 },
+    (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, signal: error?.signal ?? null, stdout, stderr }));
+});
+
+test('run on a batch JSON file reproduces the reference outputs', async () => {
+  const r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'));
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   const expected = readSafetensors(fixturePath('model/expected.safetensors'));
-  assert.equal(out.windows.length, 3);
+  assert.equal(out.windows.length, JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8')).windows.length);
   out.windows.forEach((w, i) => {
     const want = expected.tensors[`factorized.w${i}.pooled`].data;
     assert.ok(allClose(w.pooled, want, 1e-5, 0).ok, `window ${i} pooled`);  // as in model.test.js
@@ -33,9 +42,9 @@ test('run on a batch JSON file reproduces the reference outputs', () => {
   });
 });
 
-test('--attention and --output write the maps with their shapes', () => {
+test('--attention and --output write the maps with their shapes', async () => {
   const file = join(tmp, 'out.json');
-  const r = run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--attention', '--output', file);
+  const r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--attention', '--output', file);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, '');
   const w0 = JSON.parse(readFileSync(file, 'utf8')).windows[0];
@@ -48,8 +57,8 @@ test('--attention and --output write the maps with their shapes', () => {
   }
 });
 
-test('a single window and the example file run', () => {
-  const r = run('run', '--model', modelPath, '--input', new URL('../../examples/window.json', import.meta.url).pathname);
+test('a single window and the example file run', async () => {
+  const r = await run('run', '--model', modelPath, '--input', new URL('../../examples/window.json', import.meta.url).pathname);
   assert.equal(r.status, 0, r.stderr);
   const w = JSON.parse(r.stdout).windows[0];
   assert.deepEqual([...new Set(w.tokens.map((t) => t.modality))], ['ecg', 'acc_x', 'rr']);
@@ -61,7 +70,7 @@ test('CSV: regular rows become regular streams, the same as the API on the equiv
   for (let i = 0; i < 40; i++) lines.push(`${(1764460800 + i / 50).toFixed(2)},${i % 7 === 3 ? '' : Math.sin(i / 3).toFixed(4)},${(100 * Math.cos(i / 5)).toFixed(1)}`);
   const file = join(tmp, 'dev.csv');
   writeFileSync(file, lines.join('\n'));
-  const r = run('run', '--model', modelPath, '--input', file);
+  const r = await run('run', '--model', modelPath, '--input', file);
   assert.equal(r.status, 0, r.stderr);
   const window = parseCsv(lines.join('\n'), { placement: 'chest' });
   // epoch-second text times are float64-rounded by ~1e-7 s: over a 0.78 s span that is 1e-5 Hz
@@ -81,16 +90,16 @@ test('CSV: irregular rows become event-driven streams of their non-empty cells',
   assert.throws(() => parseCsv('time,hr\n1,abc\n', {}), /"abc" is not a number/);
 });
 
-test('usage errors exit 2, model errors exit 1 with the error code', () => {
-  let r = run('run', '--input', 'x.json');
+test('usage errors exit 2, model errors exit 1 with the error code', async () => {
+  let r = await run('run', '--input', 'x.json');
   assert.equal(r.status, 2);
   assert.match(r.stderr, /usage: sensorformer run/);
-  r = run('run', '--model', fixturePath('attention.safetensors'), '--input', fixturePath('model/windows.json'));
+  r = await run('run', '--model', fixturePath('attention.safetensors'), '--input', fixturePath('model/windows.json'));
   assert.equal(r.status, 1);
   assert.match(r.stderr, /BAD_FORMAT/);
   const bad = join(tmp, 'bad.json');
   writeFileSync(bad, '{"streams": [{"sensor": 0, "modality": "ecg", "placement": "chest", "rateHz": 100, "startTime": 0, "samples": ["a"]}]}');
-  r = run('run', '--model', modelPath, '--input', bad);
+  r = await run('run', '--model', modelPath, '--input', bad);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /INVALID_ARGUMENT: window\.streams\[0\]\.samples\[0\]/);
 });
@@ -110,7 +119,7 @@ test('a recorded Bluetooth session runs through the CLI as hop windows', async (
   const file = join(tmp, 'session.sfrec');
   writeFileSync(file, text);
 
-  const r = run('run', '--model', modelPath, '--input', file, '--window', '10', '--hop', '5');
+  const r = await run('run', '--model', modelPath, '--input', file, '--window', '10', '--hop', '5');
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /no use for acc_y@chest#1/, 'streams the fixture model does not know are named');
   const out = JSON.parse(r.stdout).windows;
@@ -125,4 +134,145 @@ test('a recorded Bluetooth session runs through the CLI as hop windows', async (
     assert.deepEqual(out[i].pooled, Array.from(api.pooled), `window ${i}`);
   });
   model.dispose();
+});
+
+const { heartRateRecording, recordSession, T0, withSilence } = await import('./recordings.js');
+const noStack = (stderr) => assert.doesNotMatch(stderr, /\n\s+at /, `a stack trace reached the user:\n${stderr}`);
+
+test('--window and --hop must be finite and at least 1 ms; bad values are usage errors, not a hang', async () => {
+  const file = join(tmp, 'short.sfrec');
+  writeFileSync(file, await recordSession({ seed: 3, seconds: 5 }));
+  const cases = [
+    [['--window', '1e-9', '--hop', '1e-9'], '--window must be a number of seconds >= 0.001, got "1e-9"'],
+    [['--hop', '1e-9'], '--hop must be a number of seconds >= 0.001, got "1e-9"'],
+    [['--hop', '0'], '--hop must be a number of seconds >= 0.001, got "0"'],
+    [['--hop=-5'], '--hop must be a number of seconds >= 0.001, got "-5"'],
+    [['--window', 'abc'], '--window must be a number of seconds >= 0.001, got "abc"'],
+    [['--window', 'Infinity'], '--window must be a number of seconds >= 0.001, got "Infinity"'],
+    [['--hop', ''], '--hop must be a number of seconds >= 0.001, got ""'],
+    [['--sensor=-1'], '--sensor must be an integer sensor id >= 0, got "-1"'],
+    [['--sensor', '1.5'], '--sensor must be an integer sensor id >= 0, got "1.5"'],
+  ];
+  for (const [args, message] of cases) {
+    const r = await run('run', '--model', modelPath, '--input', file, ...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: status ${r.status} ${r.signal ?? ''}\n${r.stderr}`);
+    assert.ok(r.stderr.startsWith(`sensorformer: ${message}\n`), r.stderr);
+    assert.equal(r.stdout, '');
+  }
+  const help = await run('--help');
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /--window .*>= 0\.001/);
+  assert.match(help.stdout, /--hop .*>= 0\.001/);
+  assert.match(help.stdout, /at\s+most 100,000 windows/);
+  assert.match(help.stdout, /Exit codes: 0 done; 1 .*; 2 usage error/s);
+  // The smallest allowed hop on the same 5 s recording finishes.
+  const r = await run('run', '--model', modelPath, '--input', file, '--window', '0.5', '--hop', '0.001');
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(JSON.parse(r.stdout).windows.length > 1000);
+});
+
+test('a recording with 1e8 s of silence runs in seconds: both sides in windows, the silence counted once', async () => {
+  const text = withSilence(await recordSession({ seed: 5, seconds: 40 }), { after: 20, shift: 1e8 });
+  const file = join(tmp, 'silence.sfrec');
+  writeFileSync(file, text);
+  const r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 0, `status ${r.status} ${r.signal ?? ''}\n${r.stderr}`);
+  const windows = JSON.parse(r.stdout).windows;
+  const before = windows.filter((w) => w.referenceTime < T0 + 1e7), after = windows.filter((w) => w.referenceTime > T0 + 1e8);
+  assert.equal(before.length + after.length, windows.length);
+  assert.ok(before.length >= 3 && after.length >= 3, `${before.length} windows before, ${after.length} after`);
+  // The data just before the silence (ECG up to ~20 s after the start) is in a window.
+  const lastEcg = Math.max(...before.flatMap((w) => w.tokens.filter((t) => t.modality === 'ecg').map((t) => t.time)));
+  assert.ok(lastEcg > T0 + 18.5, `last ECG token before the silence at ${lastEcg - T0} s`);
+  const skipped = /sensorformer: ([\d,]+) windows with no sample at all/.exec(r.stderr);
+  assert.ok(skipped, r.stderr);
+  assert.ok(Math.abs(Number(skipped[1].replaceAll(',', '')) - 1e8 / 5) < 10, skipped[0]);
+  assert.equal(r.stderr.match(/no sample at all/g).length, 1, 'said once');
+});
+
+test('two notifications 1e8 s apart (the reported hang) finish in seconds', async () => {
+  const file = join(tmp, 'two.sfrec');
+  writeFileSync(file, heartRateRecording([T0 + 1, T0 + 1 + 1e8]));
+  const r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 0, `status ${r.status} ${r.signal ?? ''}\n${r.stderr}`);
+  // One window, the first notification's, at its recorded time: one hr token (hr patches are 2
+  // events, 1 of 2 present meets min_present_fraction 0.5); its one RR interval is 1 of a 4-event
+  // rr patch, below 0.5, so rr gives no token. The second notification is less than a window of
+  // data at the end of the recording: no window (as for any recording's last partial window).
+  const windows = JSON.parse(r.stdout).windows;
+  assert.equal(windows.length, 1);
+  assert.equal(windows[0].referenceTime, T0 + 1);
+  assert.deepEqual(windows[0].tokens.map((t) => [t.modality, t.time, t.present]), [['hr', T0 + 1, true]]);
+});
+
+test('more windows than the maximum: refused before any work, naming the count and a --hop that fits', async () => {
+  const file = join(tmp, 'long.sfrec');
+  writeFileSync(file, heartRateRecording(Array.from({ length: 200 }, (_, i) => T0 + 1 + i)));
+  const r = await run('run', '--model', modelPath, '--input', file, '--hop', '0.001', '--output', join(tmp, 'never.json'));
+  assert.equal(r.status, 1, `status ${r.status} ${r.signal ?? ''}\n${r.stderr}`);
+  const m = /^sensorformer: RESOURCE_EXHAUSTED: the recording gives about ([\d,]+) windows of 10 s every 0.001 s, more than the maximum of 100,000: pass --hop ([\d.]+) or larger\n$/.exec(r.stderr);
+  assert.ok(m, r.stderr);
+  assert.ok(Number(m[1].replaceAll(',', '')) > 100_000);
+  assert.ok(Number(m[2]) > 0.001 && Number(m[2]) < 0.01, m[2]);
+  assert.throws(() => readFileSync(join(tmp, 'never.json')), /ENOENT/, 'no output file for a refused run');
+});
+
+test('results are written as they are computed: an error in window 2 leaves windows 0 and 1 written', async () => {
+  const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
+  const bad = structuredClone(windows[2]);
+  bad.streams[0].samples[3] = 1e39;  // beyond float32: NON_FINITE
+  const input = join(tmp, 'batch-bad.json'), output = join(tmp, 'partial.json');
+  writeFileSync(input, JSON.stringify({ windows: [windows[0], windows[1], bad, windows[0]] }));
+  const r = await run('run', '--model', modelPath, '--input', input, '--output', output);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: NON_FINITE: input window 2: window.streams[0].samples[3] is 1e+39, beyond float32\'s range (|x| <= 3.4028234663852886e+38): it would become Infinity\n');
+  const written = readFileSync(output, 'utf8');
+  assert.throws(() => JSON.parse(written), SyntaxError, 'the partial output is not a complete JSON document');
+  const done = JSON.parse(`${written}]}`).windows;
+  assert.equal(done.length, 2);
+  const model = await loadModel(modelPath);
+  done.forEach((w, i) => assert.deepEqual(w.pooled, Array.from(model.forward(windows[i]).pooled)));
+  model.dispose();
+});
+
+test('file problems are one line and exit 1, never a stack trace', async () => {
+  const input = fixturePath('model/windows.json');
+  let r = await run('run', '--model', modelPath, '--input', input, '--output', join(tmp, 'no', 'such', 'folder', 'out.json'));
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `sensorformer: cannot write ${join(tmp, 'no', 'such', 'folder', 'out.json')}: the folder ${join(tmp, 'no', 'such', 'folder')} does not exist\n`);
+  r = await run('run', '--model', modelPath, '--input', input, '--output', tmp);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `sensorformer: cannot write ${tmp}: it is a folder\n`);
+  r = await run('run', '--model', modelPath, '--input', join(tmp, 'missing.json'));
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `sensorformer: cannot read ${join(tmp, 'missing.json')}: no such file\n`);
+  r = await run('run', '--model', join(tmp, 'missing.safetensors'), '--input', input);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /^sensorformer: IO: could not read the model from .*missing\.safetensors: ENOENT[^\n]*\n$/);
+  const notJson = join(tmp, 'not.json');
+  writeFileSync(notJson, '{"streams": [');
+  r = await run('run', '--model', modelPath, '--input', notJson);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /^sensorformer: BAD_FORMAT: .*not\.json is not valid JSON/);
+  for (const stderr of [r.stderr]) noStack(stderr);
+});
+
+test('CSV rows must have as many cells as the header', async () => {
+  const err = (text) => {
+    try { parseCsv(text, {}); } catch (e) { return e; }
+    assert.fail('accepted');
+  };
+  let e = err('time,hr,spo2\n1,60,98\n2,61\n');
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.equal(e.message, 'CSV: line 3 has 2 cells, the header has 3');
+  e = err('time,hr,spo2\n1,60,98\n\n2,61,97,\n');  // a trailing comma is one more (empty) cell; line 4 after a blank line
+  assert.equal(e.message, 'CSV: line 4 has 4 cells, the header has 3');
+  assert.equal(err('time,hr\n1,Infinity\n').code, 'NON_FINITE');
+  // Empty cells written as commas are fine (missing samples).
+  assert.deepEqual(parseCsv('time,hr,spo2\n1,60,\n2,,97\n', { placement: 'finger' }).streams.map((s) => s.samples), [[60, null], [null, 97]]);
+  const file = join(tmp, 'short-row.csv');
+  writeFileSync(file, 'time,ecg@chest#0\n0,1\n0.01\n');
+  const r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV: line 3 has 1 cells, the header has 2\n');
 });

@@ -99,3 +99,57 @@ test('bad input is a SensorformerError with a code', () => {
   assert.equal(code(() => core.multiheadAttention([1, 2, 3, 4], { embedDim: E, numHeads: 2, weights: w })), 'INVALID_ARGUMENT');
   assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, attention: 'all' })), 'INVALID_ARGUMENT');
 });
+
+test('the kernels refuse what they would misread: odd containers, non-finite values, loose booleans', () => {
+  const err = (fn) => {
+    try { fn(); } catch (e) {
+      assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.stack ?? e}`);
+      return e;
+    }
+    assert.fail('no error thrown');
+  };
+  // Integer typed arrays of seconds encode exactly like the plain array of the same numbers.
+  const want = core.timeEncoding([0, 1, 86400], { dModel: 8 }).data;
+  for (const Type of [Int32Array, Uint32Array, Float32Array, Float64Array]) assert.deepEqual(core.timeEncoding(Type.of(0, 1, 86400), { dModel: 8 }).data, want, Type.name);
+  const te = [
+    ['123', 'INVALID_ARGUMENT', /^times must be an array or one of .*, got "123"$/],  // read as [1, 2, 3] before
+    [new DataView(new ArrayBuffer(16)), 'INVALID_ARGUMENT', /got a DataView$/],       // read as [] before
+    [new BigInt64Array(2), 'INVALID_ARGUMENT', /got a BigInt64Array$/],
+    [null, 'INVALID_ARGUMENT', /got null$/],
+    [[0, Infinity], 'NON_FINITE', /^times\[1\] is Infinity/],
+    [[0, '1'], 'INVALID_ARGUMENT', /^times\[1\] must be a number of seconds, got "1"$/],
+  ];
+  for (const [times, code, message] of te) {
+    const e = err(() => core.timeEncoding(times, { dModel: 4 }));
+    assert.equal(e.code, code, e.message);
+    assert.match(e.message, message);
+  }
+  assert.match(err(() => core.timeEncoding([0], { dModel: 4, maxPeriod: '100' })).message, /maxPeriod must be a number, got "100"/);
+  assert.equal(err(() => core.timeEncoding([0], null)).code, 'INVALID_ARGUMENT');
+
+  const E = 4, H = 2;
+  const weights = {
+    inProjWeight: Float32Array.from({ length: 3 * E * E }, (_, i) => Math.sin(i)),
+    outProjWeight: Float32Array.from({ length: E * E }, (_, i) => Math.cos(i)),
+  };
+  const x = Float32Array.from({ length: 2 * E }, (_, i) => i / 3);
+  const nan = Float32Array.from(x);
+  nan[5] = NaN;
+  const inf = Float32Array.from(weights.outProjWeight);
+  inf[7] = -Infinity;
+  const mha = [
+    [nan, {}, 'NON_FINITE', /^query\[5\] is NaN/],
+    [x, { key: nan }, 'NON_FINITE', /^key\[5\] is NaN/],
+    [x, { weights: { ...weights, outProjWeight: inf } }, 'NON_FINITE', /^weights\.outProjWeight\[7\] is -Infinity/],
+    [x, { weights: { ...weights, inProjBias: new Float32Array(3 * E).fill(NaN) } }, 'NON_FINITE', /^weights\.inProjBias\[0\] is NaN/],
+    [x, { causal: 'no' }, 'INVALID_ARGUMENT', /^causal must be true or false, got "no"$/],
+    [x, { keyPaddingMask: Uint8Array.of(0, 2) }, 'INVALID_ARGUMENT', /^keyPaddingMask\[1\] must be 0 or 1/],
+    [x, { attention: 'toString' }, 'INVALID_ARGUMENT', /^attention must be one of none, per-head, average, got "toString"$/],
+  ];
+  for (const [query, options, code, message] of mha) {
+    const e = err(() => core.multiheadAttention(query, { embedDim: E, numHeads: H, weights, ...options }));
+    assert.equal(e.code, code, e.message);
+    assert.match(e.message, message);
+  }
+  assert.equal(err(() => core.multiheadAttention(x)).code, 'INVALID_ARGUMENT');
+});

@@ -95,6 +95,175 @@ test('bad windows give a SensorformerError naming the field', () => {
   assert.equal(err(null).code, 'INVALID_ARGUMENT');
 });
 
+// The error a call throws (a SensorformerError, or the test fails), for the table tests below.
+function thrown(fn) {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.stack ?? e}`);
+    return e;
+  }
+  assert.fail('no error thrown');
+}
+
+// windows[2]: one ECG stream of 16 samples at 130.3 Hz (one patch of the fixture models).
+const ecg = windows[2].streams[0];
+const withEcg = (fields) => ({ ...windows[2], streams: [{ ...ecg, ...fields }] });
+const samplesWith = (Type, index, value) => {
+  const a = Type === Array ? ecg.samples.slice() : Type.from(ecg.samples);
+  a[index] = value;
+  return a;
+};
+
+test('samples: null and NaN are missing; +-Infinity and values beyond float32 are NON_FINITE naming the index', () => {
+  const m = models.get('time');
+  // Missing three ways (JSON null, NaN in a typed array, present 0 over a number): the core sees
+  // the same missing sample, so the outputs are identical bit for bit.
+  const viaNull = m.forward(withEcg({ samples: samplesWith(Array, 3, null) })).pooled;
+  const viaNaN = m.forward(withEcg({ samples: samplesWith(Float32Array, 3, NaN) })).pooled;
+  const viaPresent = m.forward(withEcg({ samples: samplesWith(Array, 3, 123), present: ecg.samples.map((_, i) => i !== 3) })).pooled;
+  assert.deepEqual(viaNaN, viaNull);
+  assert.deepEqual(viaPresent, viaNull);
+  assert.notDeepEqual(m.forward(withEcg({})).pooled, viaNull, 'the missing sample made a difference');
+  // float32's largest finite value is accepted; the next float64 above it is not.
+  const FLT_MAX = 3.4028234663852886e38;
+  m.forward(withEcg({ samples: samplesWith(Array, 0, -FLT_MAX) }));
+  const cases = [
+    [Array, 5, Infinity], [Array, 5, -Infinity], [Array, 9, 1e39], [Array, 2, -FLT_MAX * (1 + 2 ** -52)],
+    [Float32Array, 15, Infinity], [Float32Array, 0, -Infinity], [Float64Array, 7, 1e39], [Float64Array, 1, -Infinity],
+  ];
+  for (const [Type, i, v] of cases) {
+    const e = thrown(() => m.forward(withEcg({ samples: samplesWith(Type, i, v) })));
+    assert.equal(e.code, 'NON_FINITE', `${Type.name} ${v}: ${e.message}`);
+    assert.ok(e.message.startsWith(`window.streams[0].samples[${i}] is ${v}`), e.message);
+  }
+});
+
+test('samples: numeric typed arrays equal the plain array; DataView, BigInt arrays, strings and objects are INVALID_ARGUMENT', () => {
+  const m = models.get('time');
+  // Integer samples (ECG in ADC units) so every container holds exactly the same values.
+  const ints = ecg.samples.map((v, i) => (i * 7) % 100);
+  const want = m.forward(withEcg({ samples: ints })).pooled;
+  for (const Type of [Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Uint8Array, Uint16Array, Uint32Array, Uint8ClampedArray])
+    assert.deepEqual(m.forward(withEcg({ samples: Type.from(ints) })).pooled, want, Type.name);
+  const rejected = [
+    [new DataView(new ArrayBuffer(64)), 'a DataView'], [new BigInt64Array(16), 'a BigInt64Array'],
+    [new BigUint64Array(16), 'a BigUint64Array'], ['1,2,3', '"1,2,3"'], [{ length: 2, 0: 1, 1: 2 }, 'an object'],
+    [new Map(), 'a Map'], [undefined, 'undefined'], [42, '42'],
+  ];
+  for (const [samples, shown] of rejected) {
+    const e = thrown(() => m.forward(withEcg({ samples })));
+    assert.equal(e.code, 'INVALID_ARGUMENT');
+    assert.match(e.message, /^window\.streams\[0\]\.samples must be an array or one of Float32Array, .*Uint8ClampedArray, got /);
+    assert.ok(e.message.endsWith(`got ${shown}`), e.message);
+  }
+  // A BigInt inside a plain array: the message is built without JSON (which throws on BigInt).
+  const e = thrown(() => m.forward(withEcg({ samples: [1, 2n] })));
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.match(e.message, /samples\[1\] must be a number or null \(missing\), got 2n/);
+});
+
+test('present: 0, 1, true and false only, in arrays and typed arrays', () => {
+  const m = models.get('time');
+  const flags = ecg.samples.map((_, i) => (i % 5 === 0 ? 0 : 1));
+  const want = m.forward(withEcg({ present: flags })).pooled;
+  assert.deepEqual(m.forward(withEcg({ present: Uint8Array.from(flags) })).pooled, want);
+  assert.deepEqual(m.forward(withEcg({ present: flags.map(Boolean) })).pooled, want);
+  for (const [bad, shown] of [[256, '256'], [2, '2'], [-1, '-1'], [0.5, '0.5'], [NaN, 'NaN'], [null, 'null'], ['1', '"1"']]) {
+    const present = flags.slice();
+    present[6] = bad;
+    const e = thrown(() => m.forward(withEcg({ present })));
+    assert.equal(e.code, 'INVALID_ARGUMENT', shown);
+    assert.equal(e.message, `window.streams[0].present[6] must be 0, 1, true or false, got ${shown}`);
+  }
+  // 256 in a Uint16Array (a Uint8Array cannot hold it) and 2 in a Uint8Array: no wrap to 0.
+  for (const Type of [Uint8Array, Uint16Array]) {
+    const present = Type.from(flags);
+    present[4] = Type === Uint8Array ? 2 : 256;
+    const e = thrown(() => m.forward(withEcg({ present })));
+    assert.equal(e.code, 'INVALID_ARGUMENT');
+    assert.match(e.message, /present\[4\] must be 0, 1, true or false, got (2|256)$/);
+  }
+  assert.equal(thrown(() => m.forward(withEcg({ present: new DataView(new ArrayBuffer(16)) }))).code, 'INVALID_ARGUMENT');
+});
+
+test('times and rates: regular streams need rateHz > 0 and finite times even when empty; each error names its field', () => {
+  const m = models.get('time');
+  const cases = [
+    [withEcg({ samples: [], rateHz: -1 }), 'INVALID_ARGUMENT', 'window.streams[0].rateHz must be a rate in Hz > 0, got -1'],
+    [withEcg({ samples: [], rateHz: 0 }), 'INVALID_ARGUMENT', 'window.streams[0].rateHz must be a rate in Hz > 0, got 0'],
+    [withEcg({ rateHz: Infinity }), 'NON_FINITE', 'window.streams[0].rateHz is Infinity'],
+    [withEcg({ samples: [], rateHz: NaN }), 'NON_FINITE', 'window.streams[0].rateHz is NaN'],
+    [withEcg({ rateHz: '130' }), 'INVALID_ARGUMENT', 'window.streams[0].rateHz must be a rate in Hz > 0, got "130"'],
+    [withEcg({ samples: [], startTime: Infinity }), 'NON_FINITE', 'window.streams[0].startTime is Infinity'],
+    [withEcg({ startTime: -Infinity }), 'NON_FINITE', 'window.streams[0].startTime is -Infinity'],
+    [{ ...withEcg({}), referenceTime: Infinity }, 'NON_FINITE', 'window.referenceTime is Infinity'],
+    [{ ...withEcg({}), referenceTime: NaN }, 'NON_FINITE', 'window.referenceTime is NaN'],
+    [{ ...withEcg({}), referenceTime: '0' }, 'INVALID_ARGUMENT', 'window.referenceTime must be a time in seconds, got "0"'],
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: [1, Infinity], samples: [60, 61] }] }, 'NON_FINITE', 'window.streams[0].timestamps[1] is Infinity'],
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: Float64Array.of(1, NaN), samples: [60, 61] }] }, 'NON_FINITE', 'window.streams[0].timestamps[1] is NaN'],
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: [1, null], samples: [60, 61] }] }, 'INVALID_ARGUMENT', 'window.streams[0].timestamps[1] must be a number of seconds, got null'],
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: new BigInt64Array(2), samples: [60, 61] }] }, 'INVALID_ARGUMENT', 'window.streams[0].timestamps must be an array or one of'],
+  ];
+  for (const [w, code, message] of cases) {
+    const e = thrown(() => m.forward(w));
+    assert.equal(e.code, code, e.message);
+    assert.ok(e.message.startsWith(message), `${e.message}\n  expected to start with: ${message}`);
+  }
+  // An empty regular stream with a valid rate is fine: it contributes no token.
+  const r = m.forward({ ...windows[2], streams: [ecg, { ...ecg, samples: [] }] });
+  assert.deepEqual(r.pooled, m.forward(windows[2]).pooled);
+});
+
+test('sensor ids outside [0, 2^31 - 1] are reported as given, never as a wrapped int', () => {
+  const m = models.get('time');
+  for (const [sensor, shown] of [[2 ** 31, '2147483648'], [1e20, '100000000000000000000'], [2 ** 32 + 1, '4294967297'], [-1, '-1']]) {
+    const e = thrown(() => m.forward(withEcg({ sensor })));
+    assert.equal(e.code, 'INDEX_OUT_OF_RANGE');
+    assert.equal(e.message, `window.streams[0].sensor ${shown} is not a sensor id (0 to 2147483647)`);
+  }
+  for (const sensor of [1.5, NaN, '0', null]) assert.equal(thrown(() => m.forward(withEcg({ sensor }))).code, 'INVALID_ARGUMENT');
+  // Within int32 but beyond the model's table: the core's check, with the real number.
+  assert.match(thrown(() => m.forward(withEcg({ sensor: 2 ** 31 - 1 }))).message, /sensor 2147483647 is outside the model's/);
+});
+
+test('forward options: undefined or null mean defaults; anything else is checked and typos are named', () => {
+  const m = models.get('factorized');
+  const plain = m.forward(windows[0]);
+  assert.deepEqual(m.forward(windows[0], null).pooled, plain.pooled);
+  assert.equal(m.forward(windows[0], null).attention, null);
+  assert.equal(m.forward(windows[0], { attention: undefined }).attention, null);
+  assert.ok(m.forward(windows[0], Object.assign(Object.create(null), { attention: true })).attention.length > 0);
+  const bad = [
+    // (the list of accepted keys starts with attention; more options may follow it)
+    [{ atention: true }, /unknown option "atention" \(accepted: attention\b.*\)$/],
+    [true, /options must be an object with the keys attention\b.*, got true$/],
+    ['attention', /options must be an object with the keys attention\b.*, got "attention"$/],
+    [[], /options must be an object/],
+    [new Map(), /options must be an object .*got a Map/],
+    [{ attention: 'yes' }, /attention must be true or false, got "yes"/],
+    [{ attention: 1 }, /attention must be true or false, got 1/],
+  ];
+  for (const [options, message] of bad) {
+    for (const call of [() => m.forward(windows[0], options), () => m.forwardBatch(windows, options)]) {
+      const e = thrown(call);
+      assert.equal(e.code, 'INVALID_ARGUMENT');
+      assert.match(e.message, message);
+    }
+  }
+});
+
+test('forwardBatch names the window that failed', () => {
+  const m = models.get('time');
+  let e = thrown(() => m.forwardBatch([windows[2], withEcg({ samples: samplesWith(Array, 4, Infinity) })]));
+  assert.equal(e.code, 'NON_FINITE');
+  assert.match(e.message, /^windows\[1\]\.streams\[0\]\.samples\[4\] is Infinity/);
+  e = thrown(() => m.forwardBatch([windows[2], windows[2], withEcg({ modality: 'eeg' })]));
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.match(e.message, /^windows\[2\]: stream 0: modality "eeg"/);
+  assert.equal(thrown(() => m.forwardBatch('windows')).code, 'INVALID_ARGUMENT');
+});
+
 test('loading errors are typed and name the problem', async () => {
   const code = async (source) => {
     try { await loadModel(source); } catch (e) { assert.ok(e instanceof SensorformerError, String(e)); return e; }

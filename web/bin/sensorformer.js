@@ -1,13 +1,20 @@
 #!/usr/bin/env node
-// sensorformer CLI: run a model on windows from a JSON file or a single-device CSV.
+// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
-import { readFile, writeFile } from 'node:fs/promises';
+// Results are written window by window as they are computed (one JSON document, {"windows":[...]}),
+// so a long recording shows progress; neither its windows nor the output are ever held whole.
+import { open, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { loadModel, SensorformerError } from '../src/index.js';
 import { parseCsv } from '../src/csv.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
-import { windowsFromRecording } from '../src/ble/session.js';
+import { MAX_WINDOWS, recordingWindows } from '../src/ble/session.js';
+
+// Shorter windows or hops than 1 ms are below any wearable's sample period (the fastest here,
+// ECG, is 130 Hz: 7.7 ms); they only multiply the window count.
+const MIN_SECONDS = 0.001;
 
 const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec>
                        [--attention] [--output <out.json>] [--placement <name>] [--sensor <id>]
@@ -18,49 +25,99 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                .sfrec: a recorded Bluetooth session (docs/bluetooth.md), replayed through the
                        device layer into windows of --window seconds every --hop seconds
   --attention  include attention maps (per layer, block, group: token indices and H x g x g weights)
-  --output     write the JSON there instead of stdout
+  --output     write the JSON there instead of stdout (the folder must exist)
   --placement  CSV only: placement of columns that do not name one (default: the model's first)
-  --sensor     CSV only: sensor id of the first data column (default 0; next columns count up)
-  --window     recordings only: window length in seconds (default 10)
-  --hop        recordings only: seconds between window ends (default 5)`;
+  --sensor     CSV only: sensor id of the first data column, an integer >= 0 (default 0; next
+               columns count up)
+  --window     recordings only: window length in seconds, a number >= ${MIN_SECONDS} (default 10)
+  --hop        recordings only: seconds between window ends, a number >= ${MIN_SECONDS} (default 5)
 
-function fail(message, code = 2) {
+Output: {"windows": [...]}, each window written as soon as it is computed. A recording gives at
+most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
+with no sample at all (the recording was silent) are left out and counted on stderr.
+Exit codes: 0 done; 1 the model, the input or a file failed (the message says which; output
+already written stays, but the JSON is then unterminated); 2 usage error (arguments).`;
+
+class UsageError extends Error {}
+
+function fail(message, code) {
   process.stderr.write(`sensorformer: ${message}\n`);
   process.exit(code);
 }
 
-// A recording's streams follow the device layer's defaults; keep those the model knows.
-function onlyKnownStreams(windows, config) {
-  const modalities = new Set(config.modalities.map((m) => m.name)), placements = new Set(config.placements);
-  const dropped = new Set();
-  const kept = windows.map((w) => ({
-    ...w,
-    streams: w.streams.filter((s) => {
-      const ok = modalities.has(s.modality) && placements.has(s.placement) && s.sensor < config.n_sensors;
-      if (!ok) dropped.add(`${s.modality}@${s.placement}#${s.sensor}`);
-      return ok;
-    }),
-  }));
-  if (dropped.size) process.stderr.write(`sensorformer: the model has no use for ${[...dropped].join(', ')}: left out\n`);
-  return kept;
+const note = (message) => process.stderr.write(`sensorformer: ${message}\n`);
+
+function seconds(text, flag, fallback) {
+  if (text === undefined) return fallback;
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v) || v < MIN_SECONDS)
+    throw new UsageError(`${flag} must be a number of seconds >= ${MIN_SECONDS}, got "${text}"`);
+  return v;
 }
 
-async function readWindows(path, options, config) {
-  const text = await readFile(path, 'utf8').catch((e) => fail(`cannot read ${path}: ${e.message}`));
-  if (/\.csv$/i.test(path)) return [parseCsv(text, options)];
+function sensorId(text) {
+  if (text === undefined) return 0;
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1)
+    throw new UsageError(`--sensor must be an integer sensor id >= 0, got "${text}"`);
+  return v;
+}
+
+// File-system errors as one line: what we tried, on which path, and why (no stack).
+function fileError(e, action, path) {
+  const why = e.code === 'ENOENT' && action === 'write' ? `the folder ${dirname(path)} does not exist`
+    : e.code === 'ENOENT' ? 'no such file'
+    : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied'
+    : e.code === 'EISDIR' ? 'it is a folder'
+    : e.message;
+  return Object.assign(new Error(`cannot ${action} ${path}: ${why}`), { userFacing: true });
+}
+
+// A recording's streams follow the device layer's defaults; keep those the model knows.
+function streamFilter(config) {
+  const modalities = new Set(config.modalities.map((m) => m.name)), placements = new Set(config.placements);
+  const dropped = new Set();
+  return {
+    dropped,
+    apply: (w) => ({
+      ...w,
+      streams: w.streams.filter((s) => {
+        const ok = modalities.has(s.modality) && placements.has(s.placement) && s.sensor < config.n_sensors;
+        if (!ok) dropped.add(`${s.modality}@${s.placement}#${s.sensor}`);
+        return ok;
+      }),
+    }),
+  };
+}
+
+// The input as { kind, windows (an array, or an async iterable for a recording), finish?(count) }.
+async function openInput(path, options, config) {
+  const text = await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
+  if (/\.csv$/i.test(path)) return { kind: 'csv', windows: [parseCsv(text, options)] };
   if (/\.sfrec$/i.test(path) || text.startsWith(`{"format":"${RECORDING_FORMAT}"`)) {
-    const { windows } = await windowsFromRecording(text, { seconds: options.seconds, hop: options.hop });
-    return onlyKnownStreams(windows, config);
+    const recording = recordingWindows(text, { seconds: options.seconds, hop: options.hop });
+    const filter = streamFilter(config);
+    return {
+      kind: 'recording',
+      windows: (async function* () {
+        for await (const { window } of recording) yield filter.apply(window);
+      })(),
+      finish(count) {
+        if (filter.dropped.size) note(`the model has no use for ${[...filter.dropped].join(', ')}: left out`);
+        if (recording.skipped) note(`${recording.skipped.toLocaleString('en-US')} windows with no sample at all (silent stretches of the recording) were left out`);
+        if (!count) note(`the recording gave no window: it holds less than one --window (${options.seconds} s) of data`);
+      },
+    };
   }
   let json;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    fail(`${path} is not valid JSON: ${e.message}`);
+    throw new SensorformerError('BAD_FORMAT', `${path} is not valid JSON: ${e.message}`);
   }
-  if (Array.isArray(json?.windows)) return json.windows;
-  if (Array.isArray(json?.streams)) return [json];
-  fail(`${path}: expected {"streams": [...]} or {"windows": [...]}`);
+  if (Array.isArray(json?.windows)) return { kind: 'batch', windows: json.windows };
+  if (Array.isArray(json?.streams)) return { kind: 'window', windows: [json] };
+  throw new SensorformerError('BAD_FORMAT', `${path}: expected {"streams": [...]} or {"windows": [...]}`);
 }
 
 // Typed arrays become plain arrays; NaN (JSON has none) becomes null.
@@ -83,13 +140,29 @@ function toJson(r) {
   return out;
 }
 
+// {"windows":[ ... ]} written piece by piece, waiting for the stream to drain (bounded memory).
+function stdoutSink() {
+  return {
+    write: (text) => (process.stdout.write(text) ? undefined : new Promise((r) => process.stdout.once('drain', r))),
+    close: () => {},
+  };
+}
+
+async function fileSink(path) {
+  const handle = await open(path, 'w').catch((e) => { throw fileError(e, 'write', path); });
+  return {
+    write: (text) => handle.write(text).catch((e) => { throw fileError(e, 'write', path); }),
+    close: () => handle.close(),
+  };
+}
+
 // `sensorformer run ... | head` closes stdout early: that is not an error.
 process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : fail(e.message, 1)));
 
 async function main() {
-  let args;
+  let values, positionals, options;
   try {
-    args = parseArgs({
+    ({ values, positionals } = parseArgs({
       allowPositionals: true,
       options: {
         model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' },
@@ -97,26 +170,47 @@ async function main() {
         window: { type: 'string' }, hop: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-    });
+    }));
+    if (values.help) return void process.stdout.write(`${USAGE}\n`);
+    if (positionals[0] !== 'run' || positionals.length !== 1 || !values.model || !values.input) throw new UsageError('');
+    options = {
+      firstSensor: sensorId(values.sensor),
+      seconds: seconds(values.window, '--window', 10),
+      hop: seconds(values.hop, '--hop', 5),
+    };
   } catch (e) {
-    fail(`${e.message}\n${USAGE}`);
+    fail(`${e.message ? `${e.message}\n` : ''}${USAGE}`, 2);
   }
-  const { values, positionals } = args;
-  if (values.help) return void process.stdout.write(`${USAGE}\n`);
-  if (positionals[0] !== 'run' || !values.model || !values.input) fail(USAGE);
 
   const model = await loadModel(values.model);
-  const windows = await readWindows(values.input, {
-    placement: values.placement ?? model.config.placements[0],
-    firstSensor: values.sensor === undefined ? 0 : Number(values.sensor),
-    seconds: values.window === undefined ? 10 : Number(values.window),
-    hop: values.hop === undefined ? 5 : Number(values.hop),
-  }, model.config);
-  const results = model.forwardBatch(windows, { attention: values.attention });
-  const json = JSON.stringify({ windows: results.map(toJson) });
-  if (values.output) await writeFile(values.output, json);
-  else process.stdout.write(`${json}\n`);
+  const input = await openInput(values.input, { ...options, placement: values.placement ?? model.config.placements[0] }, model.config);
+  if (input.kind !== 'recording' && (values.window !== undefined || values.hop !== undefined)) note('--window and --hop apply to recordings only: ignored');
+  if (input.kind !== 'csv' && (values.placement !== undefined || values.sensor !== undefined)) note('--placement and --sensor apply to CSV input only: ignored');
+  // Opened once the model and the input are known good (no empty file for a typo in --model), and
+  // before the windows are computed (a missing folder is reported before the work, not after).
+  const sink = values.output ? await fileSink(values.output) : stdoutSink();
+
+  let count = 0;
+  await sink.write('{"windows":[');
+  for await (const window of input.windows) {
+    let result;
+    try {
+      result = model.forward(window, { attention: values.attention });
+    } catch (e) {
+      if (input.kind !== 'window' && e instanceof SensorformerError) e.message = `input window ${count}: ${e.message}`;
+      throw e;
+    }
+    await sink.write(`${count ? ',' : ''}${JSON.stringify(toJson(result))}`);
+    count++;
+  }
+  await sink.write(']}\n');
+  await sink.close();
+  input.finish?.(count);
   model.dispose();
 }
 
-main().catch((e) => fail(e instanceof SensorformerError ? `${e.code}: ${e.message}` : e.stack ?? String(e), 1));
+main().catch((e) => {
+  if (e instanceof SensorformerError) fail(`${e.code}: ${e.suggestedHop ? e.message.replace(/use a larger hop.*$/, `pass --hop ${e.suggestedHop} or larger`) : e.message}`, 1);
+  if (e?.userFacing) fail(e.message, 1);
+  fail(e?.stack ?? String(e), 1);  // a defect in sensorformer itself: the stack helps the report
+});

@@ -1,7 +1,10 @@
 // Typed-array front of the core's encode and attend stages. Arguments are checked here so that a
-// mistake gets a SensorformerError naming the argument before anything crosses into WebAssembly.
+// mistake gets a SensorformerError naming the argument before anything crosses into WebAssembly:
+// containers as for model windows (window.js), every value finite (a NaN or Infinity in a query or
+// a weight would come out as NaN or, worse, as plausible zeros), booleans and masks exact.
 import { SensorformerError, unwrap } from './errors.js';
 import { loadWasm } from './loader.js';
+import { container, describe, typedArrayName } from './window.js';
 
 const WEIGHTS_MODE = { none: 0, 'per-head': 1, average: 2 };
 
@@ -10,11 +13,22 @@ function need(condition, code, message) {
 }
 
 function positiveInt(value, name) {
-  need(Number.isInteger(value) && value > 0, 'INVALID_ARGUMENT', `${name} must be a positive integer, got ${value}`);
+  need(Number.isInteger(value) && value > 0, 'INVALID_ARGUMENT', `${name} must be a positive integer, got ${describe(value)}`);
+}
+
+function number(value, name) {
+  need(typeof value === 'number', 'INVALID_ARGUMENT', `${name} must be a number, got ${describe(value)}`);
+  need(Number.isFinite(value), 'NON_FINITE', `${name} is ${value}: it must be finite`);
+}
+
+function allFinite(values, name) {
+  for (let i = 0; i < values.length; i++)
+    if (!Number.isFinite(values[i])) throw new SensorformerError('NON_FINITE', `${name}[${i}] is ${values[i]}: it must be finite`);
 }
 
 function float32(value, name) {
-  need(value instanceof Float32Array, 'INVALID_ARGUMENT', `${name} must be a Float32Array`);
+  need(typedArrayName(value) === 'Float32Array', 'INVALID_ARGUMENT', `${name} must be a Float32Array, got ${describe(value)}`);
+  allFinite(value, name);
   return value;
 }
 
@@ -34,9 +48,17 @@ class Core {
    * inv_freq, inv_freq[i] = maxPeriod^(-2i/dModel). Times are float64 seconds (epoch seconds work).
    * Returns { data: Float32Array, dims: [n, dModel] }.
    */
-  timeEncoding(times, { dModel, maxPeriod = 10000, referenceTime = 0 } = {}) {
-    const t = times instanceof Float64Array ? times : Float64Array.from(times ?? []);
+  timeEncoding(times, options) {
+    need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `timeEncoding(times, options): options must be an object with dModel, got ${describe(options)}`);
+    const { dModel, maxPeriod = 10000, referenceTime = 0 } = options;
+    const t = container(times, 'times') === 'Float64Array' ? times : Float64Array.from(times, (v, i) => {
+      need(typeof v === 'number', 'INVALID_ARGUMENT', `times[${i}] must be a number of seconds, got ${describe(v)}`);
+      return v;
+    });
+    allFinite(t, 'times');
     positiveInt(dModel, 'dModel');
+    number(maxPeriod, 'maxPeriod');
+    number(referenceTime, 'referenceTime');
     const { data } = unwrap(this.#wasm.timeEncoding(t, referenceTime, dModel, maxPeriod));
     return { data, dims: [t.length, dModel] };
   }
@@ -48,18 +70,25 @@ class Core {
    * keyPaddingMask: Uint8Array (S), 1 = ignore (torch True). attention: 'none' | 'per-head' | 'average'.
    * Returns { output, dims: [L, E], attention?, attentionDims? }.
    */
-  multiheadAttention(query, { embedDim, numHeads, weights, key = query, keyPaddingMask = null, causal = false, attention = 'none' }) {
+  multiheadAttention(query, options) {
+    need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `multiheadAttention(query, options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
+    const { embedDim, numHeads, weights, key = query, keyPaddingMask = null, causal = false, attention = 'none' } = options;
     positiveInt(embedDim, 'embedDim');
     positiveInt(numHeads, 'numHeads');
     float32(query, 'query');
-    float32(key, 'key');
+    if (key !== query) float32(key, 'key');
     need(weights && typeof weights === 'object', 'INVALID_ARGUMENT', 'weights must be an object of Float32Arrays');
     float32(weights.inProjWeight, 'weights.inProjWeight');
     float32(weights.outProjWeight, 'weights.outProjWeight');
     if (weights.inProjBias != null) float32(weights.inProjBias, 'weights.inProjBias');
     if (weights.outProjBias != null) float32(weights.outProjBias, 'weights.outProjBias');
-    need(keyPaddingMask == null || keyPaddingMask instanceof Uint8Array, 'INVALID_ARGUMENT', 'keyPaddingMask must be a Uint8Array (1 = ignore)');
-    need(attention in WEIGHTS_MODE, 'INVALID_ARGUMENT', `attention must be one of ${Object.keys(WEIGHTS_MODE).join(', ')}`);
+    if (keyPaddingMask != null) {
+      need(typedArrayName(keyPaddingMask) === 'Uint8Array', 'INVALID_ARGUMENT', `keyPaddingMask must be a Uint8Array (1 = ignore), got ${describe(keyPaddingMask)}`);
+      const i = keyPaddingMask.findIndex((v) => v > 1);
+      need(i < 0, 'INVALID_ARGUMENT', `keyPaddingMask[${i}] must be 0 or 1 (1 = ignore), got ${keyPaddingMask[i]}`);
+    }
+    need(typeof causal === 'boolean', 'INVALID_ARGUMENT', `causal must be true or false, got ${describe(causal)}`);
+    need(Object.hasOwn(WEIGHTS_MODE, attention), 'INVALID_ARGUMENT', `attention must be one of ${Object.keys(WEIGHTS_MODE).join(', ')}, got ${describe(attention)}`);
     need(query.length % embedDim === 0 && key.length % embedDim === 0, 'SHAPE_MISMATCH', `query and key lengths must be multiples of embedDim (${embedDim})`);
     const L = query.length / embedDim, S = key.length / embedDim;
     const r = unwrap(this.#wasm.multiheadAttention(

@@ -9,14 +9,21 @@
 // regular (every step within 1% of the median step) the columns become regular streams at
 // (rows - 1) / span Hz starting at the first time; otherwise each column becomes an event-driven
 // stream of its non-empty cells with their own times.
+//
+// Every data row has exactly as many cells as the header: a row with more or fewer is an error
+// naming its line and both counts (a trailing empty cell is written as a comma and counts), so a
+// shifted or truncated row is never read into the wrong columns. Errors name the line of the file
+// (the header is line 1; blank lines are skipped but counted).
 import { SensorformerError } from './errors.js';
+import { describe } from './window.js';
 
 const bad = (message) => new SensorformerError('INVALID_ARGUMENT', `CSV: ${message}`);
 
 export function parseCsv(text, { placement, firstSensor = 0 } = {}) {
-  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
+  if (typeof text !== 'string') throw bad(`expected the CSV text (a string), got ${describe(text)}`);
+  const lines = text.split(/\r?\n/).map((line, i) => ({ line, n: i + 1 })).filter(({ line }) => line.trim() !== '');
   if (lines.length < 2) throw bad('needs a header and at least one row');
-  const header = lines[0].split(',').map((h) => h.trim());
+  const header = lines[0].line.split(',').map((h) => h.trim());
   if (header[0].toLowerCase() !== 'time') throw bad(`first column must be "time", got "${header[0]}"`);
   const columns = header.slice(1).map((h, i) => {
     const m = /^([^@#]+)(?:@([^#]+))?(?:#(\d+))?$/.exec(h);
@@ -25,15 +32,19 @@ export function parseCsv(text, { placement, firstSensor = 0 } = {}) {
   });
   const times = [], cells = columns.map(() => []);
   for (let r = 1; r < lines.length; r++) {
-    const parts = lines[r].split(',');
+    const { line, n } = lines[r];
+    const parts = line.split(',');
+    if (parts.length !== header.length) throw bad(`line ${n} has ${parts.length} cells, the header has ${header.length}`);
     const t = Number(parts[0]);
-    if (parts[0].trim() === '' || !Number.isFinite(t)) throw bad(`row ${r + 1}: time "${parts[0]}" is not a number`);
-    if (times.length && t < times[times.length - 1]) throw bad(`row ${r + 1}: time goes backwards`);
+    if (parts[0].trim() === '' || !Number.isFinite(t)) throw bad(`line ${n}: time "${parts[0]}" is not a number`);
+    if (times.length && t < times[times.length - 1]) throw bad(`line ${n}: time goes backwards`);
     times.push(t);
     columns.forEach((_, c) => {
-      const cell = (parts[c + 1] ?? '').trim();
+      const cell = parts[c + 1].trim();
       const v = cell === '' ? NaN : Number(cell);
-      if (cell !== '' && !Number.isFinite(v)) throw bad(`row ${r + 1}, column "${header[c + 1]}": "${cell}" is not a number`);
+      if (cell !== '' && Number.isNaN(v)) throw bad(`line ${n}, column "${header[c + 1]}": "${cell}" is not a number`);
+      if (!Number.isFinite(v) && !Number.isNaN(v))
+        throw new SensorformerError('NON_FINITE', `CSV: line ${n}, column "${header[c + 1]}": ${cell} is not finite (leave the cell empty for a missing sample)`);
       cells[c].push(v);
     });
   }

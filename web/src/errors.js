@@ -1,5 +1,6 @@
 // Every failure the package reports is a SensorformerError with a stable `code`:
-//   from the core:   INVALID_ARGUMENT, SHAPE_MISMATCH, INDEX_OUT_OF_RANGE, NON_FINITE, BAD_FORMAT,
+//   from the core and the JS input checks (window.js, core.js, csv.js): INVALID_ARGUMENT,
+//                    SHAPE_MISMATCH, INDEX_OUT_OF_RANGE, NON_FINITE, BAD_FORMAT,
 //                    UNSUPPORTED_DTYPE, MISSING_TENSOR, IO, RESOURCE_EXHAUSTED
 //   from the loader: WASM_FETCH_FAILED, WASM_NOT_WASM, WASM_NO_SIMD, WASM_INSTANTIATE_FAILED
 //   from the JS API: DISPOSED (a model used after dispose()), WORKER_FAILED (the worker died)

@@ -1,9 +1,43 @@
 // A loaded sensor transformer: loadModel(source) -> Model with forward() and dispose().
-import { SensorformerError, unwrap } from './errors.js';
+import { SensorformerError } from './errors.js';
 import { loadWasm } from './loader.js';
-import { normalizeWindow } from './window.js';
+import { describe, normalizeWindow } from './window.js';
 import { isNode } from './env.js';
 
+// The options of forward() / forwardBatch(), checked in this one place: Model uses it, and the
+// worker path (worker-client.js on the calling thread, Model again in the worker) gets the same
+// codes. undefined or null mean the defaults; anything else must be a plain object with only
+// these keys (a typo such as { atention: true } is an error, not a silent default). `extra`: keys
+// the caller handles itself (WorkerModel's `transfer`), returned as given after the same check.
+const FORWARD_OPTIONS = {
+  attention: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' },
+  // Compute limit in GFLOP (the core's default when undefined); Infinity lifts it.
+  maxGflop: { fallback: undefined, valid: (v) => typeof v === 'number' && v > 0, expected: 'a number > 0 (Infinity: no limit)' },
+};
+
+function plainObject(v) {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === null || Object.getPrototypeOf(proto) === null;  // {} or Object.create(null), any realm
+}
+
+export function forwardOptions(options, method = 'forward(window, options)', extra = {}) {
+  const specs = { ...FORWARD_OPTIONS, ...extra };
+  const accepted = Object.keys(specs).join(', ');
+  if (options == null) options = {};
+  else if (!plainObject(options))
+    throw new SensorformerError('INVALID_ARGUMENT', `${method}: options must be an object with the keys ${accepted}, got ${describe(options)}`);
+  const out = {};
+  for (const key of Object.keys(options))
+    if (!Object.hasOwn(specs, key)) throw new SensorformerError('INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${accepted})`);
+  for (const [key, spec] of Object.entries(specs)) {
+    const v = options[key];
+    if (v === undefined) out[key] = spec.fallback;
+    else if (spec.valid(v)) out[key] = v;
+    else throw new SensorformerError('INVALID_ARGUMENT', `${method}: ${key} must be ${spec.expected}, got ${describe(v)}`);
+  }
+  return out;
+}
 
 async function readSource(source) {
   if (source instanceof Uint8Array) return source;
@@ -49,11 +83,19 @@ export class Model {
    * Runs one window. Returns embeddings (T x d_model), pooled (d_model), head (n_outputs), the
    * token labels and, with { attention: true }, the attention maps of every layer and group.
    */
-  forward(window, { attention = false, maxGflop } = {}) {
+  forward(window, options) {
+    this.#usable();
+    return this.#forward(window, forwardOptions(options), 'window');
+  }
+
+  #usable() {
     if (!this.#handle) throw new SensorformerError('DISPOSED', 'this model was disposed');
-    if (maxGflop !== undefined && !(typeof maxGflop === 'number' && maxGflop > 0))
-      throw new SensorformerError('INVALID_ARGUMENT', `maxGflop must be a number > 0 (Infinity: no limit), got ${maxGflop}`);
-    const r = unwrap(this.#handle.forward(normalizeWindow(window), { attention: Boolean(attention), maxGflop }));
+  }
+
+  #forward(window, { attention, maxGflop }, path) {
+    const r = this.#handle.forward(normalizeWindow(window, path), { attention, maxGflop });
+    // The core's messages say "stream i"; in a batch, which window it was matters too.
+    if (!r.ok) throw new SensorformerError(r.code, path === 'window' ? r.message : `${path}: ${r.message}`);
     const d = this.#config.d_model, T = r.tokenTime.length;
     const modalities = this.#config.modalities.map((m) => m.name);
     const H = this.#config.n_heads;
@@ -75,10 +117,12 @@ export class Model {
     };
   }
 
-  /** A ragged batch: windows of any shapes, each computed on its own. */
+  /** A ragged batch: windows of any shapes, each computed on its own. Errors name windows[i]. */
   forwardBatch(windows, options) {
-    if (!Array.isArray(windows)) throw new SensorformerError('INVALID_ARGUMENT', 'forwardBatch(windows): windows must be an array');
-    return windows.map((w) => this.forward(w, options));
+    this.#usable();
+    const parsed = forwardOptions(options, 'forwardBatch(windows, options)');
+    if (!Array.isArray(windows)) throw new SensorformerError('INVALID_ARGUMENT', `forwardBatch(windows): windows must be an array, got ${describe(windows)}`);
+    return Array.from(windows, (w, i) => this.#forward(w, parsed, `windows[${i}]`));
   }
 
   /** Frees the WebAssembly memory of this model now (also happens on garbage collection). */

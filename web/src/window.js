@@ -1,46 +1,162 @@
 // Input checking for windows (docs/model.md "Input"): plain objects in, typed arrays out, so a
 // mistake gets a SensorformerError naming the field instead of reaching WebAssembly.
+//
+// Rules (README "Input format"):
+// - samples: null (JSON) and NaN are missing samples. +-Infinity, and finite values beyond float32
+//   (|x| > FLOAT32_MAX, which would become Infinity in the Float32Array the core reads), are
+//   NON_FINITE errors naming the index: a sensor that reports Infinity is broken, not silent.
+// - timestamps, startTime, rateHz, referenceTime: finite numbers (NON_FINITE names the field).
+// - containers: plain arrays or the numeric typed arrays below. DataView, BigInt64Array,
+//   BigUint64Array, strings and other objects are INVALID_ARGUMENT (a DataView has no length, so
+//   it used to read as an empty stream).
+// - present: each entry 0, 1, true or false (a Uint8Array is checked too: 256 must not wrap to 0).
+// - sensor: an integer in [0, 2^31 - 1] (the core's int); the message shows the number as given.
+// - a regular stream needs rateHz > 0 and a startTime even with no samples, so that an empty
+//   stream is not a place where a typo (rateHz: -1) hides until data arrives.
 import { SensorformerError } from './errors.js';
 
-const bad = (path, message) => new SensorformerError('INVALID_ARGUMENT', `${path} ${message}`);
+export const FLOAT32_MAX = 3.4028234663852886e38;
+const SENSOR_MAX = 2 ** 31 - 1;
+const NUMERIC_ARRAYS = new Set(['Float32Array', 'Float64Array', 'Int8Array', 'Int16Array', 'Int32Array',
+  'Uint8Array', 'Uint16Array', 'Uint32Array', 'Uint8ClampedArray']);
+const ACCEPTED = 'an array or one of Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, ' +
+  'Uint8Array, Uint16Array, Uint32Array, Uint8ClampedArray';
 
-function numbers(value, path, Type, { nullIsNaN = false, booleans = false } = {}) {
-  if (value instanceof Type) return value;
-  if (!(ArrayBuffer.isView(value) || Array.isArray(value))) throw bad(path, 'must be an array or typed array of numbers');
-  const out = new Type(value.length);
+const fail = (code, path, message) => new SensorformerError(code, `${path} ${message}`);
+const bad = (path, message) => fail('INVALID_ARGUMENT', path, message);
+
+// %TypedArray%.prototype[Symbol.toStringTag] is the real element type of any typed array, from any
+// realm (a worker, an iframe, node:vm), and undefined for a DataView; it cannot be spoofed.
+const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
+export const typedArrayName = (v) => (ArrayBuffer.isView(v) ? typedArrayTag.call(v) : undefined);
+
+/** A short, never-throwing description of any value for an error message (BigInt has no JSON). */
+export function describe(v) {
+  try {
+    switch (typeof v) {
+      case 'number': return String(v);
+      case 'bigint': return `${v}n`;
+      case 'string': return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+      case 'function': return 'a function';
+      case 'symbol': return v.toString();
+      case 'object': {
+        if (v === null) return 'null';
+        if (Array.isArray(v)) return `an array of ${v.length}`;
+        const typed = typedArrayName(v);
+        if (typed) return `a ${typed}`;
+        const name = Object.prototype.toString.call(v).slice(8, -1);
+        return name === 'Object' ? 'an object' : `a ${name}`;
+      }
+      default: return String(v);  // undefined, boolean
+    }
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}
+
+export function container(value, path) {
+  const typed = typedArrayName(value);
+  if (typed ? !NUMERIC_ARRAYS.has(typed) : !Array.isArray(value)) throw bad(path, `must be ${ACCEPTED}, got ${describe(value)}`);
+  return typed ?? 'Array';
+}
+
+// Samples -> Float32Array (NaN = missing).
+function samples(value, path) {
+  const type = container(value, path);
+  const float = type === 'Float32Array' || type === 'Float64Array';
+  if (type !== 'Array') {
+    if (float) {
+      for (let i = 0; i < value.length; i++) {
+        const v = value[i];
+        if (!(Math.abs(v) <= FLOAT32_MAX) && !Number.isNaN(v)) throw outOfRange(`${path}[${i}]`, v);
+      }
+    }
+    return type === 'Float32Array' ? value : Float32Array.from(value);
+  }
+  const out = new Float32Array(value.length);
   for (let i = 0; i < value.length; i++) {
     const v = value[i];
-    if (v === null && nullIsNaN) out[i] = NaN;  // JSON has no NaN: null marks a missing sample
-    else if (typeof v === 'number') out[i] = v;
-    else if (booleans && typeof v === 'boolean') out[i] = v ? 1 : 0;
-    else throw bad(`${path}[${i}]`, `must be a number${nullIsNaN ? ' or null' : ''}, got ${JSON.stringify(v)}`);
+    if (v === null) out[i] = NaN;  // JSON has no NaN: null marks a missing sample
+    else if (typeof v !== 'number') throw bad(`${path}[${i}]`, `must be a number or null (missing), got ${describe(v)}`);
+    else if (Math.abs(v) <= FLOAT32_MAX || Number.isNaN(v)) out[i] = v;
+    else throw outOfRange(`${path}[${i}]`, v);
   }
   return out;
 }
 
+function outOfRange(path, v) {
+  return Number.isFinite(v)
+    ? fail('NON_FINITE', path, `is ${v}, beyond float32's range (|x| <= ${FLOAT32_MAX}): it would become Infinity`)
+    : fail('NON_FINITE', path, `is ${v}: a sample must be finite (null or NaN mark a missing one)`);
+}
+
+// Timestamps -> Float64Array: finite and non-decreasing.
+function timestamps(value, path) {
+  const type = container(value, path);
+  const out = type === 'Float64Array' ? value : new Float64Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const v = value[i];
+    if (typeof v !== 'number') throw bad(`${path}[${i}]`, `must be a number of seconds, got ${describe(v)}`);
+    if (!Number.isFinite(v)) throw fail('NON_FINITE', `${path}[${i}]`, `is ${v}: timestamps must be finite seconds`);
+    if (i > 0 && v < value[i - 1]) throw bad(`${path}[${i}]`, `(${v}) is earlier than ${path}[${i - 1}] (${value[i - 1]}): timestamps must not decrease`);
+    if (out !== value) out[i] = v;
+  }
+  return out;
+}
+
+// present -> Uint8Array of 0/1.
+function present(value, path) {
+  const type = container(value, path);
+  const out = type === 'Uint8Array' ? value : new Uint8Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const v = value[i];
+    if (v === 0 || v === false) { if (out !== value) out[i] = 0; }
+    else if (v === 1 || v === true) { if (out !== value) out[i] = 1; }
+    else throw bad(`${path}[${i}]`, `must be 0, 1, true or false, got ${describe(v)}`);
+  }
+  return out;
+}
+
+function finiteNumber(value, path, what) {
+  if (typeof value !== 'number') throw bad(path, `must be ${what}, got ${describe(value)}`);
+  if (!Number.isFinite(value)) throw fail('NON_FINITE', path, `is ${value}: must be ${what}`);
+  return value;
+}
+
+function sensor(value, path) {
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(path, `must be an integer sensor id, got ${describe(value)}`);
+  if (value < 0 || value > SENSOR_MAX) throw fail('INDEX_OUT_OF_RANGE', path, `${value} is not a sensor id (0 to ${SENSOR_MAX})`);
+  return value;
+}
+
 function stream(s, path) {
-  if (!s || typeof s !== 'object') throw bad(path, 'must be an object');
+  if (!s || typeof s !== 'object' || Array.isArray(s)) throw bad(path, `must be an object, got ${describe(s)}`);
   for (const key of ['modality', 'placement'])
-    if (typeof s[key] !== 'string') throw bad(`${path}.${key}`, 'must be a string');
-  if (!Number.isInteger(s.sensor)) throw bad(`${path}.sensor`, 'must be an integer sensor id');
+    if (typeof s[key] !== 'string') throw bad(`${path}.${key}`, `must be a string, got ${describe(s[key])}`);
+  const id = sensor(s.sensor, `${path}.sensor`);
   const eventDriven = s.timestamps != null;
   if (eventDriven && s.rateHz != null) throw bad(path, 'gives both rateHz and timestamps: a stream is regular or event-driven');
-  if (!eventDriven && (typeof s.rateHz !== 'number' || typeof s.startTime !== 'number'))
-    throw bad(path, 'needs rateHz and startTime (a regular stream) or timestamps (an event-driven one)');
+  if (!eventDriven) {
+    if (s.rateHz == null || s.startTime == null)
+      throw bad(path, 'needs rateHz and startTime (a regular stream) or timestamps (an event-driven one)');
+    finiteNumber(s.rateHz, `${path}.rateHz`, 'a rate in Hz > 0');
+    if (!(s.rateHz > 0)) throw bad(`${path}.rateHz`, `must be a rate in Hz > 0, got ${s.rateHz}`);
+    finiteNumber(s.startTime, `${path}.startTime`, 'a time in seconds');
+  }
   return {
-    sensor: s.sensor,
+    sensor: id,
     modality: s.modality,
     placement: s.placement,
     rateHz: eventDriven ? 0 : s.rateHz,
     startTime: eventDriven ? 0 : s.startTime,
-    samples: numbers(s.samples, `${path}.samples`, Float32Array, { nullIsNaN: true }),
-    timestamps: eventDriven ? numbers(s.timestamps, `${path}.timestamps`, Float64Array) : null,
-    present: s.present == null ? null : numbers(s.present, `${path}.present`, Uint8Array, { booleans: true }),
+    samples: samples(s.samples, `${path}.samples`),
+    timestamps: eventDriven ? timestamps(s.timestamps, `${path}.timestamps`) : null,
+    present: s.present == null ? null : present(s.present, `${path}.present`),
   };
 }
 
 export function normalizeWindow(w, path = 'window') {
-  if (!w || typeof w !== 'object' || !Array.isArray(w.streams)) throw bad(path, 'must be an object with a streams array');
-  if (w.referenceTime != null && typeof w.referenceTime !== 'number') throw bad(`${path}.referenceTime`, 'must be a number (seconds)');
-  return { referenceTime: w.referenceTime ?? null, streams: w.streams.map((s, i) => stream(s, `${path}.streams[${i}]`)) };
+  if (!w || typeof w !== 'object' || !Array.isArray(w.streams)) throw bad(path, `must be an object with a streams array, got ${describe(w)}`);
+  const referenceTime = w.referenceTime == null ? null : finiteNumber(w.referenceTime, `${path}.referenceTime`, 'a time in seconds');
+  return { referenceTime, streams: Array.from(w.streams, (s, i) => stream(s, `${path}.streams[${i}]`)) };
 }

@@ -1,6 +1,7 @@
 // The worker side of loadModelInWorker (worker-client.js): hosts one Model in a Web Worker or a
 // Node worker_thread and answers { id, op, args } messages with { id, ok, result | error }.
-// Result typed arrays are transferred back, never copied.
+// Result typed arrays are transferred back, never copied. Every request gets exactly one answer.
+import { SensorformerError } from './errors.js';
 import { loadModel } from './model.js';
 import { transferables } from './transfer.js';
 
@@ -9,14 +10,20 @@ const inWebWorker = typeof WorkerGlobalScope !== 'undefined' && typeof self === 
 
 let model = null;
 
+function loaded() {
+  if (!model) throw new SensorformerError('DISPOSED', 'this model was disposed');
+  return model;
+}
+
 const ops = {
   async load({ source, options }) {
     model?.dispose();
     model = await loadModel(source, options);
     return { config: model.config };
   },
-  forward: ({ window, options }) => model.forward(window, options),
-  forwardBatch: ({ windows, options }) => model.forwardBatch(windows, options),
+  // The options were checked on the calling thread already; Model checks them again (same codes).
+  forward: ({ window, options }) => loaded().forward(window, options),
+  forwardBatch: ({ windows, options }) => loaded().forwardBatch(windows, options),
   dispose() {
     model?.dispose();
     model = null;
@@ -25,11 +32,19 @@ const ops = {
 };
 
 async function handle(port, { id, op, args }) {
+  let reply;
   try {
+    if (!Object.hasOwn(ops, op)) throw new SensorformerError('WORKER_FAILED', `unknown worker request "${op}"`);
     const result = await ops[op](args);
-    port.postMessage({ id, ok: true, result }, [...transferables(result)]);
+    reply = () => port.postMessage({ id, ok: true, result }, [...transferables(result)]);
   } catch (e) {
-    port.postMessage({ id, ok: false, error: { code: e.code ?? 'WORKER_FAILED', message: e.message } });
+    reply = () => port.postMessage({ id, ok: false, error: { code: e?.code ?? 'WORKER_FAILED', message: String(e?.message ?? e) } });
+  }
+  try {
+    reply();
+  } catch (e) {
+    // A result that cannot be posted must still answer its request, or the caller waits forever.
+    port.postMessage({ id, ok: false, error: { code: 'WORKER_FAILED', message: `the result could not be sent back: ${e?.message ?? e}` } });
   }
 }
 

@@ -2,39 +2,203 @@
 // code path as a live wearable: replayed GATT notifications -> device layer -> assembler. Replay
 // runs on a virtual clock, so an hour-long recording is processed in seconds and gives the same
 // windows every time.
+//
+// Windows are those of WindowAssembler.hop() called after every `hop` seconds of replay (window
+// ends on the grid first + k * hop, a window with no sample at all is skipped), computed so that
+// silence costs nothing: replay jumps over stretches where no notification or timer falls due,
+// and a run of empty windows is stepped over by bisection instead of window by window. A
+// recording with two notifications 1e8 s apart therefore takes as long as one without the gap.
+// The number of windows is bounded (MAX_WINDOWS, checked before replay from the notification
+// times, and again while windows are produced): beyond it the error names the count and the hop
+// that would fit, instead of running for hours and holding every window in memory.
 import { SensorformerError } from '../errors.js';
 import { WindowAssembler } from './assembler.js';
 import { connectWearable, DEFAULT_STREAMS } from './device.js';
 import { createVirtualClock } from './fake-gatt.js';
 import { parseRecording, replay } from './recording.js';
 
+/** Most windows one recording may give (a 24 h recording at a 1 s hop is 86,400). */
+export const MAX_WINDOWS = 100_000;
+
+// Samples of a notification precede its arrival by at most a frame (0.56 s for an H10 ECG frame)
+// or a few beats of RR intervals: the estimate counts a window as having data when it overlaps
+// [t - NOTIFICATION_SPAN, t] of a notification at t, so it errs on the high side.
+const NOTIFICATION_SPAN = 2;
+
+// Silences longer than this many hops are replayed in one step (see the replay loop). Larger than
+// the 1 s replayed after the last event at the smallest hop the CLI allows (1 ms).
+const JUMP_HOPS = 1024;
+
 /**
+ * About how many windows of `seconds` every `hop` a parsed recording gives: the windows on the
+ * grid that hold a notification's samples (see NOTIFICATION_SPAN). O(events), no replay.
+ */
+export function estimateWindowCount(recording, { seconds, hop }) {
+  const times = recording.events.filter((e) => e.kind === 'notification').map((e) => e.t);
+  if (!times.length) return 0;
+  const first = times[0] - NOTIFICATION_SPAN + seconds;  // the first window ends `seconds` after the earliest data
+  const lastK = Math.floor((times[times.length - 1] - first) / hop);
+  let count = 0, covered = -1;
+  for (const t of times) {
+    const lo = Math.max(0, Math.floor((t - NOTIFICATION_SPAN - first) / hop) + 1, covered + 1);
+    const hi = Math.min(lastK, Math.floor((t + seconds - first) / hop));
+    if (hi >= lo) {
+      count += hi - lo + 1;
+      covered = hi;
+    }
+  }
+  return count;
+}
+
+// A hop that brings `count` windows at `hop` under `max`, rounded up to two significant digits.
+function fittingHop(hop, count, max) {
+  const x = (hop * count) / max, unit = 10 ** (Math.floor(Math.log10(x)) - 1);
+  return Number((Math.ceil(x / unit) * unit).toPrecision(2));
+}
+
+function tooMany(count, seconds, hop, max, atLeast) {
+  return Object.assign(new SensorformerError('RESOURCE_EXHAUSTED',
+    `the recording gives ${atLeast ? 'at least' : 'about'} ${count.toLocaleString('en-US')} windows of ${seconds} s every ${hop} s, ` +
+    `more than the maximum of ${max.toLocaleString('en-US')}: use a larger hop (${fittingHop(hop, count, max)} s or more)`),
+  { windowCount: count, suggestedHop: fittingHop(hop, count, max) });
+}
+
+const positive = (value, name) => {
+  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0))
+    throw new SensorformerError('INVALID_ARGUMENT', `${name} must be a finite number of seconds > 0, got ${value}`);
+};
+
+/**
+ * The windows of a recording, one at a time, as replay produces them (memory stays bounded):
+ * `for await (const { window, end } of recordingWindows(text, options))`. The recording is parsed
+ * and the window count checked when this is called, before anything is replayed. `skipped` (after
+ * the loop): grid windows left out because they held no sample at all.
+ * @param {string} text  the recording (JSON Lines)
+ * @param {{ seconds?: number, hop?: number, streams?: object, maxWindows?: number }} options
+ */
+export function recordingWindows(text, { seconds = 10, hop = 5, streams = DEFAULT_STREAMS, maxWindows = MAX_WINDOWS } = {}) {
+  positive(seconds, 'seconds');
+  positive(hop, 'hop');
+  const recording = parseRecording(text);
+  const events = recording.events;
+  if (!events.length) throw new SensorformerError('BAD_FORMAT', 'the recording holds no notifications');
+  const names = (recording.header.devices ?? []).map((d) => d.name).filter(Boolean);
+  if (!names.length) throw new SensorformerError('BAD_FORMAT', 'the recording header lists no devices');
+  const estimate = estimateWindowCount(recording, { seconds, hop });
+  if (estimate > maxWindows) throw tooMany(estimate, seconds, hop, maxWindows, false);
+  const state = { skipped: 0 };
+  return {
+    devices: names,
+    /** The pre-replay estimate of the window count. */
+    estimate,
+    get skipped() { return state.skipped; },
+    [Symbol.asyncIterator]: () => replayWindows(recording, names, { seconds, hop, streams, maxWindows }, state),
+  };
+}
+
+async function* replayWindows(recording, names, { seconds, hop, streams, maxWindows }, state) {
+  const events = recording.events;
+  // The replay plays recorded time t0 (the header's, else the first event's) at the clock's start:
+  // starting the clock at t0 keeps every sample at its recorded host time.
+  const t0 = Number.isFinite(recording.header.t0) ? recording.header.t0 : events[0].t;
+  const clock = createVirtualClock(t0);
+  const bluetooth = replay(recording, { clock, speed: 1 });
+  const assembler = new WindowAssembler();
+  const pending = names.map((name) => connectWearable({ bluetooth, clock, filters: [{ name }], assembler, streams }));
+  const wearables = [];
+  try {
+    await clock.advanceAsync(2);
+    wearables.push(...await Promise.all(pending));
+    const anyData = (from, to) => assembler.ids.some((id) => assembler.get(id).hasData(from, to));
+    let lastEnd = null, produced = 0;
+
+    // WindowAssembler.hop({ seconds, hop }) with latency 0 (windows ending by the horizon), stepping
+    // over runs of empty windows; flush: also the first window ending past the horizon.
+    const due = (flush = false) => {
+      let horizon = assembler.horizon;
+      if (lastEnd === null) {
+        const from = Math.min(...assembler.ids.map((id) => assembler.get(id).coveredFrom));
+        if (!Number.isFinite(from) || (!flush && from + seconds > horizon)) return [];
+        lastEnd = from + seconds - hop;
+      }
+      if (flush) horizon = Math.max(horizon, lastEnd) + hop;
+      const base = lastEnd;
+      const count = Math.floor((horizon - base) / hop + 1e-9);
+      const out = [];
+      for (let k = 1; k <= count;) {
+        const end = base + k * hop;
+        if (anyData(end - seconds, end)) {
+          out.push(assembler.window({ end, seconds }));
+          k++;
+          continue;
+        }
+        // Windows k+1.. can only hold data from a sample at or after `end`: the first window that
+        // does is the first j with a sample in [end, end_j) (monotone in j, so bisect).
+        if (!anyData(end, base + count * hop)) {
+          state.skipped += count - k + 1;
+          break;
+        }
+        let lo = k, hi = count;
+        while (hi - lo > 1) {
+          const mid = Math.floor((lo + hi) / 2);
+          if (anyData(end, base + mid * hop)) hi = mid;
+          else lo = mid;
+        }
+        state.skipped += hi - k;
+        k = hi;
+      }
+      if (count > 0) lastEnd = base + count * hop;
+      return out;
+    };
+
+    const last = events[events.length - 1].t;
+    while (clock.now() < last + 1) {
+      let step = Math.min(hop, last + 1 - clock.now());
+      // Whole hops in which no timer falls due change nothing (no notification, no gap mark), so a
+      // long silence is crossed in one step (a timer due exactly at its end runs in it either way).
+      // Only long ones: stepping hop by hop adds up float rounding that decides whether a timer at
+      // the very end of the replay still runs, and short silences keep exactly those steps.
+      const next = clock.nextDue();
+      const idle = next === null ? Infinity : Math.floor((next - clock.now()) / hop);
+      const left = Math.floor((last + 1 - clock.now()) / hop);
+      let ready = [];
+      if (step === hop && Math.min(idle, left) > JUMP_HOPS) {
+        step = Math.min(idle, left) * hop;
+        // Windows still waiting for the horizon to pass their end would be taken after the
+        // silence, when the buffers have dropped what is older than their retention: take them
+        // now, up to the first end past the newest data. Only for silences that long, and long
+        // enough that no later sample (at most NOTIFICATION_SPAN before its notification) can
+        // fall into them, so they are the windows the assembler would have given anyway.
+        const silence = next - assembler.horizon;
+        const retention = Math.min(...assembler.ids.map((id) => assembler.get(id).capacitySeconds));
+        if (silence > Math.max(hop + NOTIFICATION_SPAN, retention - seconds - hop - NOTIFICATION_SPAN))
+          ready = due(true);
+      }
+      await clock.advanceAsync(step);
+      for (const window of ready.concat(due())) {
+        if (++produced > maxWindows) throw tooMany(produced, seconds, hop, maxWindows, true);
+        yield { window, end: window.referenceTime + seconds };
+      }
+    }
+  } finally {
+    for (const w of wearables) await w.close();
+    bluetooth.close();
+  }
+}
+
+/**
+ * All windows of a recording at once (see recordingWindows for the one-at-a-time form and the
+ * bound on the count).
  * @param {string} text  the recording (JSON Lines)
  * @param {{ seconds?: number, hop?: number, streams?: object }} options  window length and hop (s)
  * @returns {Promise<{ windows: object[], ends: number[], devices: string[] }>}
  */
-export async function windowsFromRecording(text, { seconds = 10, hop = 5, streams = DEFAULT_STREAMS } = {}) {
-  const recording = parseRecording(text);
-  const events = recording.events;
-  if (!events.length) throw new SensorformerError('BAD_FORMAT', 'the recording holds no notifications');
-  const clock = createVirtualClock(events[0].t - 1);
-  const bluetooth = replay(recording, { clock, speed: 1 });
-  const assembler = new WindowAssembler();
-  const names = (recording.header.devices ?? []).map((d) => d.name).filter(Boolean);
-  if (!names.length) throw new SensorformerError('BAD_FORMAT', 'the recording header lists no devices');
-  const pending = names.map((name) => connectWearable({ bluetooth, clock, filters: [{ name }], assembler, streams }));
-  await clock.advanceAsync(2);
-  const wearables = await Promise.all(pending);
+export async function windowsFromRecording(text, options) {
+  const source = recordingWindows(text, options);
   const windows = [], ends = [];
-  const last = events[events.length - 1].t;
-  while (clock.now() < last + 1) {
-    await clock.advanceAsync(Math.min(hop, last + 1 - clock.now()));
-    for (const w of assembler.hop({ seconds, hop })) {
-      windows.push(w);
-      ends.push(w.referenceTime + seconds);
-    }
+  for await (const { window, end } of source) {
+    windows.push(window);
+    ends.push(end);
   }
-  for (const w of wearables) await w.close();
-  bluetooth.close();
-  return { windows, ends, devices: names };
+  return { windows, ends, devices: source.devices };
 }
