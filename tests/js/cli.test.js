@@ -276,3 +276,15 @@ test('CSV rows must have as many cells as the header', async () => {
   assert.equal(r.status, 1);
   assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV: line 3 has 1 cells, the header has 2\n');
 });
+
+test('--max-gflop: the compute limit per window; a window over it exits 1 naming its tokens and the limit', async () => {
+  // window 0 of the fixtures (107 tokens) is about 0.0013 GFLOP in the factorized model
+  let r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--max-gflop', '1e-6');
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /RESOURCE_EXHAUSTED: input window 0: a window of 107 tokens needs about .* GFLOP .* limit of 1e-06 GFLOP/);
+  r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--max-gflop', 'Infinity');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).windows.length, JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8')).windows.length);
+  for (const bad of ['0', '-1', 'abc', ''])
+    assert.equal((await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--max-gflop', bad)).status, 2, bad);
+});

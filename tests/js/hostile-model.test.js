@@ -145,3 +145,28 @@ test('core.multiheadAttention refuses maps past the memory budget instead of thr
   assert.deepEqual(a.attentionDims, [64, 64]);
   for (let i = 0; i < b.output.length; i++) assert.ok(Math.abs(a.output[i] - b.output[i]) <= 1e-6, `output ${i}`);
 });
+
+test('loadModel / loadModelInWorker options: null means defaults, a non-object is INVALID_ARGUMENT', async () => {
+  const { loadModelInWorker } = await import('../../web/src/index.js');
+  const model = await loadModel(fixturePath('model/time.safetensors'), null);  // was a TypeError
+  model.dispose();
+  await rejects(loadModel(fixturePath('model/time.safetensors'), 'fast'), 'INVALID_ARGUMENT', /options must be an object/);
+  const remote = await loadModelInWorker(fixturePath('model/time.safetensors'), null);
+  await remote.dispose();
+  await rejects(loadModelInWorker(fixturePath('model/time.safetensors'), 42), 'INVALID_ARGUMENT', /options must be an object/);
+});
+
+test('a misspelt stream field or a startTime beside timestamps is an error, not silently ignored', async () => {
+  const model = await loadModel(fixturePath('model/time.safetensors'));
+  try {
+    const ecg = { ...windows[2].streams[0] };
+    // "presnt": the mask would have been dropped and every sample counted as present
+    assert.throws(() => model.forward({ streams: [{ ...ecg, presnt: ecg.samples.map(() => 0) }] }),
+      (e) => e.code === 'INVALID_ARGUMENT' && /streams\[0\]\.presnt is not a stream field/.test(e.message));
+    const hr = { sensor: 1, modality: 'hr', placement: 'chest', timestamps: [1, 2], samples: [60, 61] };
+    assert.throws(() => model.forward({ streams: [{ ...hr, startTime: 0 }] }), (e) => e.code === 'INVALID_ARGUMENT' && /startTime and timestamps/.test(e.message));
+    assert.equal(model.forward({ streams: [hr] }).dims[0], 1);
+  } finally {
+    model.dispose();
+  }
+});

@@ -18,7 +18,7 @@ const MIN_SECONDS = 0.001;
 
 const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec>
                        [--attention] [--output <out.json>] [--placement <name>] [--sensor <id>]
-                       [--window <seconds>] [--hop <seconds>]
+                       [--window <seconds>] [--hop <seconds>] [--max-gflop <GFLOP>]
 
   --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input")
                CSV:  one device; first column "time" (seconds), one column per stream
@@ -31,6 +31,8 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                columns count up)
   --window     recordings only: window length in seconds, a number >= ${MIN_SECONDS} (default 10)
   --hop        recordings only: seconds between window ends, a number >= ${MIN_SECONDS} (default 5)
+  --max-gflop  compute limit per window in GFLOP, estimated before it runs (default 10; "Infinity"
+               lifts it); a window over it fails with RESOURCE_EXHAUSTED
 
 Output: {"windows": [...]}, each window written as soon as it is computed. A recording gives at
 most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
@@ -52,6 +54,13 @@ function seconds(text, flag, fallback) {
   const v = Number(text);
   if (text.trim() === '' || !Number.isFinite(v) || v < MIN_SECONDS)
     throw new UsageError(`${flag} must be a number of seconds >= ${MIN_SECONDS}, got "${text}"`);
+  return v;
+}
+
+function gflop(text) {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (text.trim() === '' || !(v > 0)) throw new UsageError(`--max-gflop must be a number > 0 (or Infinity), got "${text}"`);
   return v;
 }
 
@@ -167,7 +176,7 @@ async function main() {
       options: {
         model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' },
         attention: { type: 'boolean', default: false }, placement: { type: 'string' }, sensor: { type: 'string' },
-        window: { type: 'string' }, hop: { type: 'string' },
+        window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -177,6 +186,7 @@ async function main() {
       firstSensor: sensorId(values.sensor),
       seconds: seconds(values.window, '--window', 10),
       hop: seconds(values.hop, '--hop', 5),
+      maxGflop: gflop(values['max-gflop']),
     };
   } catch (e) {
     fail(`${e.message ? `${e.message}\n` : ''}${USAGE}`, 2);
@@ -195,7 +205,7 @@ async function main() {
   for await (const window of input.windows) {
     let result;
     try {
-      result = model.forward(window, { attention: values.attention });
+      result = model.forward(window, { attention: values.attention, maxGflop: options.maxGflop });
     } catch (e) {
       if (input.kind !== 'window' && e instanceof SensorformerError) e.message = `input window ${count}: ${e.message}`;
       throw e;

@@ -83,6 +83,9 @@ let pending = null;
 // Resolves to the Embind module. Options: { wasmUrl } (string or URL) or { wasmBinary }
 // (ArrayBuffer or Uint8Array). Options only matter on the first call; a failed load is retried.
 export function loadWasm(options) {
-  if (!pending) pending = instantiate(options).catch((e) => { pending = null; throw e; });
+  // null and undefined mean defaults (as for forward's options); anything else must be an object.
+  if (options != null && typeof options !== 'object')
+    return Promise.reject(new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`));
+  if (!pending) pending = instantiate(options ?? {}).catch((e) => { pending = null; throw e; });
   return pending;
 }

@@ -129,13 +129,19 @@ function sensor(value, path) {
   return value;
 }
 
+const STREAM_KEYS = ['sensor', 'modality', 'placement', 'rateHz', 'startTime', 'timestamps', 'samples', 'present'];
+
 function stream(s, path) {
   if (!s || typeof s !== 'object' || Array.isArray(s)) throw bad(path, `must be an object, got ${describe(s)}`);
   for (const key of ['modality', 'placement'])
     if (typeof s[key] !== 'string') throw bad(`${path}.${key}`, `must be a string, got ${describe(s[key])}`);
+  // A misspelt key ("presnt", "timestamp") would otherwise be ignored and its data silently lost.
+  for (const key of Object.keys(s))
+    if (!STREAM_KEYS.includes(key)) throw bad(`${path}.${key}`, `is not a stream field (fields: ${STREAM_KEYS.join(', ')})`);
   const id = sensor(s.sensor, `${path}.sensor`);
   const eventDriven = s.timestamps != null;
-  if (eventDriven && s.rateHz != null) throw bad(path, 'gives both rateHz and timestamps: a stream is regular or event-driven');
+  if (eventDriven && (s.rateHz != null || s.startTime != null))
+    throw bad(path, `gives both ${s.rateHz != null ? 'rateHz' : 'startTime'} and timestamps: a stream is regular (rateHz, startTime) or event-driven (timestamps)`);
   if (!eventDriven) {
     if (s.rateHz == null || s.startTime == null)
       throw bad(path, 'needs rateHz and startTime (a regular stream) or timestamps (an event-driven one)');

@@ -144,7 +144,10 @@ export class WorkerModel {
 }
 
 /** loadModel in a worker: same sources and options; resolves to a WorkerModel. */
-export async function loadModelInWorker(source, options = {}) {
+export async function loadModelInWorker(source, options) {
+  if (options != null && typeof options !== 'object')
+    throw new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`);
+  options ??= {};
   const model = new WorkerModel(await startWorker());
   const wasmUrl = options.wasmUrl === undefined ? undefined : resolveSource(String(options.wasmUrl));
   try {
