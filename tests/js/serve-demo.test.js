@@ -260,8 +260,10 @@ async function check(c, { viaClient = false } = {}) {
   const useHttp = viaClient && !c.send.raw;
   const sent = useHttp ? viaHttp(c.send) : exchange(c.send.raw ?? request(c.send.method, c.send.target, c.send.headers, { body: c.send.body ?? '' }), { head: c.head });
   const where = `${c.name} (${useHttp ? 'http client' : 'raw socket'})`;
-  const { response: r, raw } = await sent.catch((e) => {
-    const { child, out } = ctx.server;
+  const { response: r, raw } = await sent.catch(async (e) => {
+    // A failure path only: give a crashing server a moment to be seen exiting, for the message.
+    const { child, out, exited } = ctx.server;
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2000))]);
     throw new Error(`${where}: ${e.message}; the server ${child.exitCode === null && child.signalCode === null ? 'is alive' : `exited (${child.exitCode ?? child.signalCode}):\n${out.stderr}`}`);
   });
   assert.ok(r, `${where}: no response (got ${JSON.stringify(raw?.toString('latin1').slice(0, 200))})`);
