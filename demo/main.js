@@ -6,9 +6,13 @@
 //   model=URL          weights (default model/demo.safetensors, relative to this page)
 //   source=bluetooth   use navigator.bluetooth at once, without a click (a page where a test
 //                      injected a fake; real browsers need the Connect button's click)
-//   outage=SECONDS     how long "Simulate disconnect" keeps the strap out of range (default 3)
-//   dropout=P          probability that the simulator loses a notification (default 0.005)
-//   seed=N             the simulator's seed; schedule=random for its own activity schedule
+//   outage=SECONDS     how long "Simulate disconnect" keeps the strap out of range (0-3600, default 3)
+//   dropout=P          probability that the simulator loses a notification (0-1, default 0.005)
+//   seed=N             the simulator's seed, an integer 0 to 2^53-1 (default: a random one, shown on
+//                      the source name and in the event log, so ?seed=N replays a visit's signals;
+//                      the tests always pass one)
+//   schedule=random    the simulator's own activity schedule instead of the rest/walk/run tour
+// A value out of range or not a number is ignored with a notice that says so; the default is used.
 import { bluetoothAvailability } from '../web/src/ble/index.js';
 import { AttentionPanel } from './ui/attention-panel.js';
 import { $, clockTime, h } from './ui/dom.js';
@@ -19,11 +23,24 @@ import { KEY_COLOR, QUERY_COLOR } from './ui/streams.js';
 import { TracesPanel } from './ui/traces-panel.js';
 
 const params = new URLSearchParams(location.search);
+const badParams = [];
+function numberParam(name, fallback, { min, max, integer = false }) {
+  if (!params.has(name)) return fallback;
+  const raw = params.get(name);
+  const v = raw.trim() === '' ? NaN : Number(raw);
+  if (Number.isFinite(v) && v >= min && v <= max && (!integer || Number.isInteger(v))) return v;
+  badParams.push(`${name}=${raw} (${integer ? 'an integer' : 'a number'} from ${min} to ${max})`);
+  return fallback;
+}
 const MODEL_URL = params.get('model') || 'model/demo.safetensors';
-const OUTAGE_SECONDS = Number(params.get('outage') ?? 3);
-const DROPOUT = Number(params.get('dropout') ?? 0.005);
-const SEED = params.has('seed') ? Number(params.get('seed')) : undefined;
-const SCHEDULE = params.get('schedule') ?? 'tour';
+const OUTAGE_SECONDS = numberParam('outage', 3, { min: 0, max: 3600 });
+const DROPOUT = numberParam('dropout', 0.005, { min: 0, max: 1 });
+const SEED = numberParam('seed', null, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }) ?? Math.floor(Math.random() * 2 ** 32);
+let SCHEDULE = params.get('schedule') ?? 'tour';
+if (SCHEDULE !== 'tour' && SCHEDULE !== 'random') {
+  badParams.push(`schedule=${SCHEDULE} (tour or random)`);
+  SCHEDULE = 'tour';
+}
 
 // Content-Security-Policy violations are bugs of this page: say so loudly.
 let violations = 0;
@@ -47,6 +64,7 @@ function showNotice(text, tone = 'info') {
   notice.hidden = false;
 }
 $('#notice-close').addEventListener('click', () => { notice.hidden = true; });
+if (badParams.length) showNotice(`Ignored ${badParams.join('; ')}: using the default${badParams.length > 1 ? 's' : ''}.`, 'warn');
 
 const traces = new TracesPanel($('#traces'), $('#time-axis'), $('#gap-indicator'));
 const prediction = new PredictionPanel({
@@ -67,19 +85,24 @@ const attention = new AttentionPanel($('#maps'), {
     }
   },
 });
-document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && attention.selection) attention.clear(); });
+document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && attention.selection) attention.clearSelection(); });
 
 // --- the source of the signals ----------------------------------------------------------------
 let session = null;
 
 function renderDevices() {
   const list = $('#devices');
-  $('#source-name').textContent = session?.label ?? '–';
-  const items = [...(session?.devices.values() ?? [])].map((d) =>
-    h('li', { class: 'device', dataset: { state: d.state, kind: d.kind } },
+  const name = $('#source-name');
+  name.textContent = session?.label ?? '–';
+  name.dataset.seed = session?.sim ? String(session.sim.seed) : '';
+  name.title = session?.sim ? `simulator seed ${session.sim.seed}: ?seed=${session.sim.seed} replays these signals` : '';
+  const items = [...(session?.devices.values() ?? [])].map((d) => {
+    const id = d.wearable?.device?.id;
+    return h('li', { class: 'device', dataset: { state: d.state, kind: d.kind, ...(id ? { id } : {}) }, title: id ? `Bluetooth device id ${id}` : undefined },
       h('span', { class: 'led' }), h('span', { class: 'name' }, d.name),
       h('span', { class: 'state' }, { streaming: 'streaming', connecting: 'connecting…', reconnecting: 'reconnecting…', lost: 'lost', closed: 'closed' }[d.state] ?? d.state),
-      d.battery !== null && d.battery !== undefined ? h('span', { class: 'battery', title: 'battery' }, `${d.battery} %`) : null));
+      d.battery !== null && d.battery !== undefined ? h('span', { class: 'battery', title: 'battery' }, `${d.battery} %`) : null);
+  });
   list.replaceChildren(...items);
   const bt = session?.source === 'bluetooth';
   $('#add-thermometer').hidden = !bt || session.devices.has('thermometer');
@@ -110,7 +133,7 @@ async function switchTo(next) {
 
 async function startSimulator() {
   const next = adopt(Session.simulated({ dropoutProbability: DROPOUT, seed: SEED, schedule: SCHEDULE }));
-  addLog({ kind: 'source', text: 'simulated wearable: Polar H10-like strap (ECG, ACC, HR/RR), thermometer, oximeter', time: next.started });
+  addLog({ kind: 'source', text: `simulated wearable (seed ${SEED}): Polar H10-like strap (ECG, ACC, HR/RR), thermometer, oximeter`, time: next.started });
   await switchTo(next);
   const results = await next.connectAll();
   for (const r of results) if (r.status === 'rejected') addLog({ kind: 'error', text: r.reason?.message ?? String(r.reason), time: Date.now() / 1000 });
@@ -195,6 +218,8 @@ loop.addEventListener('loaded', (e) => {
 });
 
 const pause = $('#pause');
+// "1" while a window is in the Worker: once paused and "0", no further result will land.
+loop.addEventListener('state', () => { pause.dataset.inflight = loop.inFlight ? '1' : '0'; });
 pause.addEventListener('click', () => {
   loop.paused = !loop.paused;
   pause.textContent = loop.paused ? 'Resume' : 'Pause';

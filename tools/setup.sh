@@ -32,11 +32,11 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 install_npm_deps() {
-  # devDependencies for the tests and the demo server (vite, playwright-core, typescript, sirv,
+  # devDependencies for the tests and the demo server (vite, playwright-core, typescript, send,
   # fast-check), pinned
   # by package-lock.json; playwright drives Debian's chromium, it downloads no browser.
   if [ ! -x node_modules/.bin/vite ] || [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/tsc ] \
-     || [ ! -d node_modules/sirv ] || [ ! -d node_modules/fast-check ]; then
+     || [ ! -d node_modules/send ] || [ ! -d node_modules/fast-check ]; then
     npm ci --no-audit --no-fund
   fi
 }

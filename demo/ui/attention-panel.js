@@ -92,8 +92,14 @@ export class AttentionPanel {
     this.redraw();
   }
 
+  /** Forgets the maps and the pinned cell (a new source: its windows are not these). */
   clear() {
     this.#last = null;
+    this.clearSelection();
+  }
+
+  /** Unpins the cell; the maps stay. */
+  clearSelection() {
     this.selection = null;
     this.onSelect(null);
     this.redraw();
@@ -179,6 +185,8 @@ export class AttentionPanel {
     ds.head = String(this.head);
     ds.group = group.value;
     ds.size = String(rows.length);
+    // where the cells are (CSS px: left, top, cell size, cells per side), for pointing at one
+    ds.cells = [layout.x0, layout.y0, layout.cell, layout.g].map((v) => +v.toFixed(3)).join(' ');
     const absent = rows.filter((t) => !t.present).length;
     panel.caption.textContent = `${rows.length} tokens${absent ? `, ${absent} masked (missing data, hatched)` : ''} · layer ${this.layer + 1} · ${this.head === 'mean' ? `mean of ${map.dims[0]} heads` : `head ${this.head + 1}`} · colour scale 0 – ${max.toFixed(2)}`;
   }
@@ -250,7 +258,7 @@ export class AttentionPanel {
       h('span', { class: 'arrow' }, '→'), ' ',
       h('span', { class: 'sel-k' }, 'K'), ' ', h('b', {}, s.key.title), ` ${relTime(s.key.rel)} `,
       h('span', { class: 'muted' }, `· weight ${s.weight.toFixed(3)} (layer ${s.layer + 1}, ${s.head === 'mean' ? 'mean of heads' : `head ${s.head + 1}`}, ${s.block} block) `),
-      h('button', { class: 'link', type: 'button', onclick: () => { this.selection = null; this.onSelect(null); this.redraw(); } }, 'clear'));
+      h('button', { class: 'link', type: 'button', onclick: () => this.clearSelection() }, 'clear'));
   }
 }
 

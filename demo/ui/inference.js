@@ -27,7 +27,7 @@ const median = (xs) => {
 
 /**
  * Events: 'loaded' ({ config }), 'result' ({ result, window, end, seconds, latencyMs, stats }),
- * 'error' ({ error, phase: 'load' | 'forward' }).
+ * 'error' ({ error, phase: 'load' | 'forward' }), 'state' (inFlight changed).
  */
 export class InferenceLoop extends EventTarget {
   #model = null;
@@ -36,6 +36,7 @@ export class InferenceLoop extends EventTarget {
   #latencies = [];
   #completions = [];
   #lastError = null;
+  #inFlight = false;
 
   constructor({ modelUrl, seconds = 10, latency = 0.6, periodMs = 1000, getSession }) {
     super();
@@ -86,8 +87,29 @@ export class InferenceLoop extends EventTarget {
     clearTimeout(this.#timer);
   }
 
+  /** Whether a window is in the Worker now ('state' events tell of changes). */
+  get inFlight() {
+    return this.#inFlight;
+  }
+
   /** One window through the model; resolves when its result was dispatched (or skipped). */
   async step() {
+    this.#setInFlight(true);
+    try {
+      await this.#step();
+    } finally {
+      // after the 'result' event: a listener that sees false sees the maps of the last window
+      this.#setInFlight(false);
+    }
+  }
+
+  #setInFlight(value) {
+    if (this.#inFlight === value) return;
+    this.#inFlight = value;
+    this.dispatchEvent(new Event('state'));
+  }
+
+  async #step() {
     const session = this.getSession();
     if (!session || !this.#model) return;
     const end = hostNow() - this.latency;

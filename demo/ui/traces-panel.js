@@ -24,7 +24,7 @@ export class TracesPanel {
     for (const view of STREAM_VIEW) {
       const value = h('span', { class: 'value' }, '–');
       const source = h('span', { class: 'src' }, '');
-      const canvas = h('canvas', { class: 'trace', dataset: { stream: view.id, gaps: '0', points: '0' }, 'aria-label': `${view.title} trace` });
+      const canvas = h('canvas', { class: 'trace', dataset: { stream: view.id, gaps: '0', gapsTotal: '0', points: '0' }, 'aria-label': `${view.title} trace` });
       const row = h('div', { class: `trace-row${view.tall ? ' tall' : ''}`, dataset: { stream: view.id } },
         h('div', { class: 'trace-meta' },
           h('div', { class: 'trace-name' }, h('span', { class: 'dot', dataset: { stream: view.id } }), view.title),
@@ -75,7 +75,8 @@ export class TracesPanel {
       });
       gapsInView += out.gaps;
       const ds = r.canvas.dataset;
-      ds.gaps = String(out.gaps);
+      ds.gaps = String(out.gaps);                          // in view
+      ds.gapsTotal = String(buffer?.gaps.length ?? 0);     // in the retained 120 s
       ds.points = String(out.points);
       ds.highlights = String(highlights.length);
       ds.newest = buffer && buffer.size ? buffer.newest.toFixed(3) : '';

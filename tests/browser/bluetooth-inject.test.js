@@ -3,16 +3,19 @@
 // in memory) into one classic script that installs navigator.bluetooth = createSimulatedBluetooth();
 // the demo opened with ?source=bluetooth then takes the path a real browser takes (no simulator of
 // its own): connectWearable -> navigator.bluetooth.requestDevice -> GATT -> decoders -> clock
-// alignment -> assembler -> the model in its Worker.
+// alignment -> assembler -> the model in its Worker. The injected simulator and the page's own are
+// seeded; every check waits for its condition (helpers.waitFor, DEADLINE_MS).
 //
 //   node --test tests/browser/
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 
-import { CSP_HOOK, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, watch } from './helpers.js';
+import { CSP_HOOK, DEADLINE_MS, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
 
 const ctx = {};
+const PAGE_SEED = 4242;  // the page's own simulator (second test), before Connect replaces it
+const STREAMS = ['ecg', 'acc_x', 'acc_y', 'acc_z', 'hr', 'rr', 'temperature', 'spo2'];
 const t0 = performance.now();
 const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 
@@ -62,8 +65,9 @@ test('an injected navigator.bluetooth streams through connectWearable into the m
   await page.goto(url);
 
   // The page found Web Bluetooth, went through requestDevice (no click) and connected all three.
-  await page.waitForFunction(() => document.querySelector('#source-name')?.textContent === 'Web Bluetooth');
-  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]', { timeout: 10_000 });
+  await waitFor(page, 'the Web Bluetooth source', () => document.querySelector('#source-name')?.textContent === 'Web Bluetooth');
+  await waitFor(page, 'the three injected devices streaming', () =>
+    ['strap', 'thermometer', 'oximeter'].every((k) => document.querySelector(`#devices .device[data-kind="${k}"]`)?.dataset.state === 'streaming'));
   const devices = await page.$$eval('#devices .device', (els) => els.map((e) => `${e.querySelector('.name').textContent}:${e.dataset.state}`));
   assert.ok(devices.includes('Polar H10 SIM:streaming'), `devices shown: ${devices}`);
   const strapName = await page.textContent('#devices .device[data-kind="strap"] .name');
@@ -86,9 +90,11 @@ test('an injected navigator.bluetooth streams through connectWearable into the m
   assert.equal(await page.isHidden('#connect'), true, 'the Connect button should give way to the device controls');
 
   // Data flows: samples on the traces and inference updates from the Worker.
-  await page.waitForFunction(() => Number(document.querySelector('#updates')?.dataset.count) >= 3, null, { timeout: 20_000 });
+  await waitFor(page, 'an inference update with a latency', () => Number(document.querySelector('#updates')?.dataset.count) >= 1 && Number(document.querySelector('#latency').dataset.ms) > 0);
+  // The thermometer reads every 5 s (first reading at its seeded phase) and traces draw samples
+  // 0.6 s old: wait for samples on every trace rather than count updates.
+  await waitFor(page, 'samples drawn on every trace', (ids) => ids.every((id) => Number(document.querySelector(`canvas.trace[data-stream="${id}"]`)?.dataset.points) > 0), STREAMS);
   const points = await page.$$eval('canvas.trace', (els) => Object.fromEntries(els.map((e) => [e.dataset.stream, Number(e.dataset.points)])));
-  for (const id of ['ecg', 'acc_x', 'hr', 'rr', 'spo2']) assert.ok(points[id] > 0, `no ${id} samples drawn: ${JSON.stringify(points)}`);
   const latency = Number(await page.getAttribute('#latency', 'data-ms'));
   assert.ok(latency > 0, `latency ${latency}`);
   const predicted = await page.textContent('#predicted');
@@ -106,28 +112,31 @@ test('with Web Bluetooth present, the Connect button replaces the simulator with
   const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.addInitScript({ content: `${CSP_HOOK}\n${ctx.code}\nSensorformerInject.install({ seed: 11, names: { strap: 'Polar H10 PICKED' } });` });
   const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
-  await page.goto(`${ctx.server.url}?${ctx.model.query.slice(1)}`);
+  await page.goto(`${ctx.server.url}?seed=${PAGE_SEED}${ctx.model.query}`);
   // The page starts its own simulator (default source) ...
-  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]');
+  await waitFor(page, 'the page\'s simulated strap streaming', () => document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
   assert.equal(await page.textContent('#source-name'), 'Simulated wearable');
   assert.equal(await page.textContent('#devices .device[data-kind="strap"] .name'), 'Polar H10 SIM');
   // ... and the click goes through navigator.bluetooth.requestDevice (the chest strap's chooser).
   await page.click('#connect');
-  await page.waitForFunction(() => document.querySelector('#source-name').textContent === 'Web Bluetooth');
-  await page.waitForSelector('#devices .device[data-kind="strap"][data-state="streaming"]');
+  await waitFor(page, 'the Web Bluetooth source', () => document.querySelector('#source-name').textContent === 'Web Bluetooth');
+  await waitFor(page, 'the chosen strap streaming', () => document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
   assert.equal(await page.textContent('#devices .device[data-kind="strap"] .name'), 'Polar H10 PICKED');
   assert.equal(await page.$$eval('#devices .device', (els) => els.length), 1, 'only the strap was asked for');
   assert.equal(await page.isVisible('#add-thermometer'), true);
   await page.click('#add-thermometer');
-  await page.waitForSelector('#devices .device[data-kind="thermometer"][data-state="streaming"]');
+  await waitFor(page, 'the thermometer streaming', () => document.querySelector('#devices .device[data-kind="thermometer"]')?.dataset.state === 'streaming');
   assert.equal(await page.isVisible('#add-thermometer'), false);
   const before = Number(await page.getAttribute('#updates', 'data-count'));
-  await page.waitForFunction((n) => Number(document.querySelector('#updates').dataset.count) >= n + 2, before, { timeout: 10_000 });
-  // Back to the simulator: the wearables are let go.
+  await waitFor(page, 'two inference updates from the wearable', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 2, before);
+  // Back to the simulator: the wearables are let go. The page names the new source before the old
+  // session has closed its connections, so wait for the disconnects themselves.
   await page.click('#use-simulator');
-  await page.waitForFunction(() => document.querySelector('#source-name').textContent === 'Simulated wearable');
+  await waitFor(page, 'the simulator as the source', () => document.querySelector('#source-name').textContent === 'Simulated wearable');
+  await waitFor(page, 'every injected device disconnected', () => Object.values(navigator.bluetooth.devicesByKey).every((d) => !d.gatt.connected));
   const connected = await page.evaluate(() => Object.fromEntries(Object.entries(navigator.bluetooth.devicesByKey).map(([k, d]) => [k, d.gatt.connected])));
   assert.deepEqual(connected, { strap: false, thermometer: false, oximeter: false });
+  assert.equal(await page.getAttribute('#source-name', 'data-seed'), String(PAGE_SEED), 'back to the page\'s simulator, with its seed');
   assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
   log('inject', `${elapsed()}: simulator -> Connect (requestDevice in the click) -> Polar H10 PICKED + thermometer -> back to the simulator; devices released`);
   await page.close();

@@ -19,6 +19,35 @@ export { CSP };
 
 export const log = (scope, message) => console.log(`[${scope}] ${message}`);
 
+// Every wait in the browser tests is for a condition, with this deadline: generous, because the
+// machine is shared and a deadline costs time only when something is wrong.
+export const DEADLINE_MS = 60_000;
+
+/**
+ * page.waitForFunction(fn, arg) with DEADLINE_MS; on a timeout the error names `what` and shows
+ * `state()` (evaluated in the page) so a failure says what the page looked like.
+ */
+export async function waitFor(page, what, fn, arg, { state = PAGE_STATE, timeout = DEADLINE_MS } = {}) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout });
+  } catch (error) {
+    const seen = await page.evaluate(state).catch((e) => `(page state unavailable: ${e.message})`);
+    throw new Error(`waited ${timeout / 1000} s for ${what}: ${error.message.split('\n')[0]}\npage: ${JSON.stringify(seen)}`);
+  }
+}
+
+// What a failed wait reports: the counters the tests read.
+const PAGE_STATE = () => ({
+  updates: document.querySelector('#updates')?.dataset.count,
+  devices: [...document.querySelectorAll('#devices .device')].map((e) => `${e.dataset.kind}:${e.dataset.state}`),
+  traces: Object.fromEntries([...document.querySelectorAll('canvas.trace')].map((c) => [c.dataset.stream, { points: c.dataset.points, gaps: c.dataset.gaps, gapsTotal: c.dataset.gapsTotal, newest: c.dataset.newest }])),
+  pause: document.querySelector('#pause')?.getAttribute('aria-pressed'),
+  inflight: document.querySelector('#pause')?.dataset.inflight,
+  selected: document.querySelector('#selection')?.dataset.selected,
+  notice: document.querySelector('#notice')?.hidden ? null : document.querySelector('#notice-text')?.textContent,
+  log: [...document.querySelectorAll('#log li')].slice(0, 8).map((li) => `${li.dataset.kind}: ${li.querySelector('.text')?.textContent}`),
+});
+
 /**
  * The weights the page loads. The trained demo model (demo/model/demo.safetensors) when it exists;
  * otherwise a stand-in with the same config and random weights (build/demo-standin.safetensors,

@@ -216,12 +216,12 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.goto(server.url);
   // Done when the page writes #result or #error; an uncaught exception ends the wait early.
-  const waited = await Promise.race([page.waitForSelector('#result, #error', { timeout: 30_000 }), pageError]).then(() => null, (e) => e);
+  const waited = await Promise.race([page.waitForSelector('#result, #error', { timeout: 60_000 }), pageError]).then(() => null, (e) => e);
   mkdirSync(join(repo, 'test-artifacts'), { recursive: true });
   const shot = join(repo, 'test-artifacts', 'package-vite.png');
   await page.screenshot({ path: shot, fullPage: true });
   const context = `browser ${browser.version()}, ${server.url}\nrequests:\n  ${server.requests.join('\n  ')}\nproblems:\n  ${problems.join('\n  ') || 'none'}\nscreenshot: ${shot}`;
-  assert.equal(waited, null, `neither #result nor #error appeared within 30 s: ${waited?.message}\n${context}`);
+  assert.equal(waited, null, `neither #result nor #error appeared within 60 s: ${waited?.message}\n${context}`);
   const error = await page.$eval('#error', (e) => e.textContent).catch(() => null);
   assert.equal(error, null, `the page reported an error: ${error}\n${context}`);
   assert.deepEqual(problems, [], `console errors or page errors:\n${context}`);
