@@ -10,21 +10,9 @@ import { WindowAssembler } from '../../web/src/ble/assembler.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
 import { loadModel } from '../../web/src/index.js';
 import { normalizeWindow } from '../../web/src/window.js';
+import { settle } from './virtual-time.js';
 
 const T0 = 1764460800;
-
-// Advances the virtual clock in small steps until `promise` settles: a deadline, not a fixed
-// amount of time that happens to be enough.
-async function settle(clock, promise, { step = 0.01, deadline = 10 } = {}) {
-  let state = null;
-  promise.then((value) => { state = { value }; }, (error) => { state = { error }; });
-  for (let t = 0; !state; t += step) {
-    if (t > deadline) throw new Error(`not settled within ${deadline} s of virtual time`);
-    await clock.advanceAsync(step);
-  }
-  if ('error' in state) throw state.error;
-  return state.value;
-}
 
 async function session(options = {}) {
   const clock = createVirtualClock(T0);

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { connectWearable, DEVICE_FILTERS, PmdTimeline } from '../../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '../../web/src/ble/simulator.js';
 import { SensorformerError } from '../../web/src/errors.js';
+import { settle } from './virtual-time.js';
 
 const T0 = 1764460800;
 const BOUND = 0.5e-3;
@@ -116,18 +117,6 @@ test('PmdTimeline: a clock jump and a restart keep the measured spacing; new fra
 
 // ---------------------------------------------------------------------------------------------
 // The device path against the simulator's true sample times
-
-// Advances the virtual clock in small steps until `promise` settles (a deadline, not a count).
-async function settle(clock, promise, { step = 0.01, deadline = 10 } = {}) {
-  let state = null;
-  promise.then((value) => { state = { value }; }, (error) => { state = { error }; });
-  for (let t = 0; !state; t += step) {
-    if (t > deadline) throw new Error(`not settled within ${deadline} s of virtual time`);
-    await clock.advanceAsync(step);
-  }
-  if ('error' in state) throw state.error;
-  return state.value;
-}
 
 // Connects to the simulated strap (before its first PMD frame: the stream starts 50 ms after the
 // start command) and collects every ECG and ACC batch for `seconds`.
