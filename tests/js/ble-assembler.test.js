@@ -9,6 +9,7 @@ import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '
 import { normalizeWindow } from '../../web/src/window.js';
 import { loadModel, SensorformerError } from '../../web/src/index.js';
 import { prng } from './prng.js';
+import { settle } from './virtual-time.js';
 
 const ECG = { sensor: 0, modality: 'ecg', placement: 'chest' };
 const range = (n, f) => Array.from({ length: n }, (_, i) => f(i));
@@ -445,17 +446,6 @@ test('assembled windows validate and run through the real model', async () => {
 // The whole device path (simulated H10 bytes -> decoders -> PmdTimeline -> ClockAligner ->
 // assembler) against the simulator's TRUE sample times, with dropouts and a disconnect.
 
-// Advances the virtual clock in small steps until `promise` settles (a deadline, not a count).
-async function settle(clock, promise, { step = 0.01, deadline = 10 } = {}) {
-  let state = null;
-  promise.then((value) => { state = { value }; }, (error) => { state = { error }; });
-  for (let t = 0; !state; t += step) {
-    if (t > deadline) throw new Error(`not settled within ${deadline} s of virtual time`);
-    await clock.advanceAsync(step);
-  }
-  if ('error' in state) throw state.error;
-  return state.value;
-}
 
 // A strap session: every ECG / ACC sample's measured host time (as pushed to the assembler), value
 // and true host time (the simulator's oscillator, not the timestamps it sends), sorted by time.

@@ -7,6 +7,7 @@ import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/
 import { PMD_UUIDS, canonicalUuid } from '../../web/src/ble/fake-gatt.js';
 import { RECORDING_FORMAT, parseRecording, record, replay } from '../../web/src/ble/recording.js';
 import { connectWearable } from '../../web/src/ble/device.js';
+import { settle } from './virtual-time.js';
 
 const ALL_SERVICES = ['heart_rate', 'battery_service', 'health_thermometer', 'pulse_oximeter', PMD_UUIDS.service];
 const NAMES = ['Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'];
@@ -268,17 +269,6 @@ test('replay answers each PMD write with the recorded answer of its (op, type), 
   bt.close();
 });
 
-// Advances the virtual clock in small steps until `promise` settles (a deadline, not a count).
-async function settle(clock, promise, { step = 0.01, deadline = 10 } = {}) {
-  let state = null;
-  promise.then((value) => { state = { value }; }, (error) => { state = { error }; });
-  for (let t = 0; !state; t += step) {
-    if (t > deadline) throw new Error(`not settled within ${deadline} s of virtual time`);
-    await clock.advanceAsync(step);
-  }
-  if ('error' in state) throw state.error;
-  return state.value;
-}
 
 // Replays a recording through the device layer (connectWearable) and returns its ECG and ACC batches.
 async function replayedSamples(text) {
