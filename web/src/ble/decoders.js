@@ -457,8 +457,9 @@ export function decodePmdControlResponse(input) {
 }
 
 // Data frames (notifications):
-//   [measurement type: bits 0-5; bits 6-7 reserved][u64 LE timestamp: ns since 2000-01-01T00:00:00 (device clock) of the
-//   LAST sample in the frame][frame type u8: bit7 delta compressed, bits 0-6 sample format][payload]
+//   [measurement type: bits 0-5; bits 6-7 reserved][u64 LE timestamp: ns since
+//   2000-01-01T00:00:00 (device clock) of the LAST sample in the frame][frame type u8: bit7 delta
+//   compressed, bits 0-6 sample format][payload]
 //
 // The measurement type is byte 0 & 0x3F (online_measurement.pdf: the upper two bits are not part of
 // the type and may be set by a device): an ECG frame whose byte 0 is 0x40 is still ECG.
