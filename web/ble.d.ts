@@ -13,7 +13,26 @@ export interface VirtualClock extends Clock {
   advanceAsync(seconds: number): Promise<void>;
 }
 
-export interface StreamSpec { sensor: number; modality: string; placement: string; rateHz: number | null; capacitySeconds?: number }
+export interface StreamSpec {
+  sensor: number; modality: string; placement: string; rateHz: number | null; capacitySeconds?: number;
+  /** A model's config.rate_bucket_edges_hz: keep a measured rate in the declared rate's bucket when that costs < 1/4 period. */
+  rateBucketEdgesHz?: number[] | null;
+}
+
+/** How a regular stream's slice was timed (StreamBuffer.timing). */
+export interface SliceTiming {
+  /** The window's rate: fitted to the samples (`measured`), else the declared one. */
+  rateHz: number;
+  declaredRateHz: number;
+  startTime: number;
+  /** Seconds: every sample k of the slice was measured within this of startTime + k / rateHz. */
+  error: number;
+  measured: boolean;
+  /** The fitted rate was moved to the edge of the declared rate's bucket (rateBucketEdgesHz). */
+  clamped: boolean;
+  /** Samples the grid was fitted to. */
+  samples: number;
+}
 
 export class BluetoothDecodeError extends SensorformerError { readonly profile: string; readonly offset: number }
 export class BluetoothUnavailableError extends SensorformerError {
@@ -64,8 +83,10 @@ export class StreamBuffer {
   push(times: ArrayLike<number>, values: ArrayLike<number>): void;
   markGap(t0: number, t1: number): void;
   slice(t0: number, t1: number): Stream;
+  timing(t0: number, t1: number): SliceTiming | null;
 }
 export class WindowAssembler {
+  constructor(options?: { rateBucketEdgesHz?: number[] | null });
   add(id: string, spec: StreamSpec): StreamBuffer;
   get(id: string): StreamBuffer | undefined;
   push(id: string, times: ArrayLike<number>, values: ArrayLike<number>): void;

@@ -437,6 +437,23 @@ test('PMD frames that are not decoded keep their payload', () => {
 // Delta frames: the reference sample takes ceil(resolution / 8) bytes per channel, resolution being
 // the stream's resolution setting (Polar's PMD documentation, polar-ble-sdk
 // technical_documentation: online_measurement.pdf 4.3.2-4.3.3; Polar_Measurement_Data_Specification
+
+test('PMD data: the measurement type is byte 0 & 0x3F; the upper two bits do not change the frame', () => {
+  // online_measurement.pdf: bits 6-7 of byte 0 are not part of the measurement type. The same
+  // frames as above with one or both upper bits set decode to the same type and samples.
+  const ecg = `${TS} 00 64 00 00 60 79 FE FF FF 7F`;
+  const acc = `${TS} 01 0A 00 EC FF E8 03 18 FC FF 7F 00 80`;
+  for (const flags of [0x40, 0x80, 0xC0]) {
+    const byte = (type) => (type | flags).toString(16).padStart(2, '0');
+    const e = decodePmdData(h(`${byte(0)} ${ecg}`));
+    assert.equal(e.type, 'ecg', `byte 0 = ${byte(0)}`);
+    assert.deepEqual(Array.from(e.samples), [100, -100000, 8388607]);
+    const a = decodePmdData(h(`${byte(2)} ${acc}`));
+    assert.equal(a.type, 'acc', `byte 0 = ${byte(2)}`);
+    assert.deepEqual([a.samples.x, a.samples.y, a.samples.z].map((c) => Array.from(c)), [[10, -1000], [-20, 32767], [1000, -32768]]);
+    assert.equal(decodePmdData(h(`${byte(5)} ${TS} 00`)).type, 5);  // gyro, undecoded: its type number
+  }
+});
 // .pdf, "Delta frame sample example from Polar Verity Sense"). Defaults: ECG 14 bits, ACC 16 bits.
 test('PMD delta-compressed frames, hand-written', () => {
   // Polar's own example (Verity Sense ACC, frame type 128, resolution 16, 3 channels): reference

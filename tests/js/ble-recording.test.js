@@ -6,6 +6,8 @@ import { SensorformerError } from '../../web/src/errors.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
 import { PMD_UUIDS, canonicalUuid } from '../../web/src/ble/fake-gatt.js';
 import { RECORDING_FORMAT, parseRecording, record, replay } from '../../web/src/ble/recording.js';
+import { connectWearable } from '../../web/src/ble/device.js';
+import { settle } from './virtual-time.js';
 
 const ALL_SERVICES = ['heart_rate', 'battery_service', 'health_thermometer', 'pulse_oximeter', PMD_UUIDS.service];
 const NAMES = ['Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'];
@@ -131,11 +133,13 @@ test('replay at speed 1: the same notification bytes at the same times relative 
     assert.deepEqual([e.dev, e.chr, e.hex], [o.dev, o.chr, o.hex]);
     assert.ok(Math.abs((e.t - r.start) - (o.t - session.t0)) < 2e-6, `event ${i}: ${e.t - r.start} vs ${o.t - session.t0}`);
   });
-  // Reads return the recorded values; PMD writes are answered with success.
+  // Reads return the recorded values; PMD writes get the device's recorded answers (an H10's
+  // 6-byte start answers F0 02 00 00 00 00 / F0 02 02 00 00 01, not a made-up 5-byte success).
   const strap = r.clients[0];
   assert.equal(strap.reads[canonicalUuid('body_sensor_location')], '01');
   assert.equal(strap.reads[PMD_UUIDS.control], session.clients[0].reads[PMD_UUIDS.control]);
-  assert.deepEqual(strap.answers.map((a) => a.hex), ['f002000000', 'f002020000']);
+  assert.deepEqual(session.clients[0].answers.map((a) => a.hex), ['f00200000000', 'f00202000001']);
+  assert.deepEqual(strap.answers.map((a) => a.hex), ['f00200000000', 'f00202000001']);
   await r.bt.finished;
 });
 
@@ -230,4 +234,103 @@ test('parseRecording: bad recordings are BAD_FORMAT errors naming the line', () 
   assert.throws(() => parseRecording(null), { code: 'INVALID_ARGUMENT' });
   assert.throws(() => replay(`${header}\n${ok}`, { speed: 0 }), { code: 'INVALID_ARGUMENT' });
   assert.throws(() => replay('{"format":"x"}'), { code: 'BAD_FORMAT' });
+});
+
+test('replay answers each PMD write with the recorded answer of its (op, type), in order; unrecorded pairs get a success', async () => {
+  const svc = PMD_UUIDS.service, chr = PMD_UUIDS.control;
+  const line = (t, hexBytes, extra = {}) => JSON.stringify({ t, dev: 'A', svc, chr, hex: hexBytes, ...extra });
+  const text = [
+    JSON.stringify({ format: RECORDING_FORMAT, t0: 10, devices: [{ id: 'A', name: 'Polar H10 REC' }] }),
+    line(10.1, '0f0500000000', { read: true }),
+    line(10.2, 'f00200000000'),       // ECG start: an H10's 6-byte success
+    line(10.3, 'f00202000001'),       // ACC start
+    line(30.0, 'f00200060000'),       // ECG start again after a reconnect: "already in state"
+    line(30.1, 'f001020000000132000101100002010800'),  // ACC get-settings (50 Hz, 16 bit, 8 G)
+  ].join('\n') + '\n';
+  const clock = createVirtualClock(1.9e9);
+  const bt = replay(text, { clock });
+  const device = await bt.requestDevice({ filters: [{ name: 'Polar H10 REC' }], optionalServices: [svc] });
+  await device.gatt.connect();
+  const control = await (await device.gatt.getPrimaryService(svc)).getCharacteristic(chr);
+  const answers = [];
+  control.addEventListener('characteristicvaluechanged', (e) => answers.push(hex(copy(e.target.value))));
+  await control.startNotifications();
+  const writes = ['0200000182000101 0e00', '0202000132000101100002010800', '0200000182000101 0e00', '0200000182000101 0e00', '0300', '0102'];
+  for (const w of writes) {
+    await control.writeValueWithResponse(Uint8Array.from(Buffer.from(w.replace(/ /g, ''), 'hex')));
+    clock.advance(0.01);
+  }
+  assert.deepEqual(answers, [
+    'f00200000000', 'f00202000001',   // the recorded answers, in order
+    'f00200060000', 'f00200060000',   // the second recorded ECG answer, then again once they run out
+    'f003000000',                      // a stop the recording never answered: success
+    'f001020000000132000101100002010800',
+  ]);
+  bt.close();
+});
+
+
+// Replays a recording through the device layer (connectWearable) and returns its ECG and ACC batches.
+async function replayedSamples(text) {
+  const clock = createVirtualClock(1.9e9);
+  const bt = replay(text, { clock });
+  const wearable = await settle(clock, connectWearable({ bluetooth: bt, clock, filters: [{ name: 'Polar H10 SIM' }] }));
+  const got = { ecg: [], acc: [] };
+  for (const kind of ['ecg', 'acc']) (async () => { for await (const b of wearable.samples(kind)) got[kind].push(b); })();
+  await clock.advanceAsync(bt.duration + 1);
+  await wearable.close();
+  bt.close();
+  return got;
+}
+
+test('PMD data frames whose byte 0 has its upper (reserved) bits set replay and decode as the same ECG and delta ACC samples', async () => {
+  const rec = await recordSession({ seconds: 20, devices: ['strap'], accCompressed: true });
+  // The same recording with bits 6-7 of every PMD data frame's byte 0 set (0x40 | type, 0xC0 | type).
+  let k = 0;
+  const flagged = rec.text.split('\n').map((row) => {
+    if (!row.includes(PMD_UUIDS.data)) return row;
+    const o = JSON.parse(row);
+    o.hex = ((parseInt(o.hex.slice(0, 2), 16) | (k++ % 2 ? 0xC0 : 0x40)).toString(16)) + o.hex.slice(2);
+    return JSON.stringify(o);
+  }).join('\n');
+  assert.ok(k > 50, `${k} PMD frames`);
+  const plain = await replayedSamples(rec.text);
+  const marked = await replayedSamples(flagged);
+  const flat = (batches, f) => batches.flatMap((b) => Array.from(f(b)));
+  assert.ok(flat(plain.ecg, (b) => b.values).length > 1000 && flat(plain.acc, (b) => b.values.x).length > 500);
+  assert.deepEqual(flat(marked.ecg, (b) => b.values), flat(plain.ecg, (b) => b.values));
+  for (const axis of ['x', 'y', 'z']) assert.deepEqual(flat(marked.acc, (b) => b.values[axis]), flat(plain.acc, (b) => b.values[axis]), axis);
+  assert.deepEqual(flat(marked.acc, (b) => b.times), flat(plain.acc, (b) => b.times));
+});
+
+test('a delta ACC frame with a flagged byte 0 is decoded with the ACC resolution setting (8 bit: 1-byte reference)', async () => {
+  // Hand-made: an ACC-only PMD device, started at 50 Hz with an 8-bit resolution. Each frame
+  // (byte 0 = 0x42: ACC with bit 6 set; frame type 0x80) holds the reference (1, -1, 2) as 3 x int8,
+  // then one block: width 2, count 2, deltas (1, 0, -1), (0, 1, 1) packed LSB first:
+  // bits 1 0 | 0 0 | 1 1 | 0 0 | 1 0 | 1 0 -> bytes 0x31 0x05.
+  // Samples: (1, -1, 2), (2, -1, 1), (2, 0, 2).
+  const svc = PMD_UUIDS.service;
+  const ns = (s) => BigInt(Math.round(s * 1e9)).toString(16).padStart(16, '0').match(/../g).reverse().join('');
+  const device0 = 7.6e8;  // device time, s since 2000
+  const rows = [JSON.stringify({ format: RECORDING_FORMAT, t0: 100, devices: [{ id: 'A', name: 'Polar ACC8' }] }),
+    JSON.stringify({ t: 100.1, dev: 'A', svc, chr: PMD_UUIDS.control, hex: '0f0400000000', read: true }),
+    JSON.stringify({ t: 100.2, dev: 'A', svc, chr: PMD_UUIDS.control, hex: 'f00202000001' })];
+  for (let f = 0; f < 20; f++) {
+    rows.push(JSON.stringify({ t: 101 + f * 0.06, dev: 'A', svc, chr: PMD_UUIDS.data, hex: `42${ns(device0 + f * 0.06)}8001ff0202023105` }));
+  }
+  const clock = createVirtualClock(1.9e9);
+  const bt = replay(rows.join('\n') + '\n', { clock });
+  const wearable = await settle(clock, connectWearable({ bluetooth: bt, clock, filters: [{ name: 'Polar ACC8' }], pmd: { ecg: false, acc: { sampleRate: 50, resolution: 8, range: 8 } } }));
+  const batches = [];
+  (async () => { for await (const b of wearable.samples('acc')) batches.push(b); })();
+  const errors = [];
+  wearable.addEventListener('error', (e) => errors.push(e.detail.error));
+  await clock.advanceAsync(bt.duration + 1);
+  await wearable.close();
+  bt.close();
+  assert.deepEqual(errors, []);
+  assert.ok(batches.length >= 15, `${batches.length} frames`);
+  for (const b of batches) {
+    assert.deepEqual([b.values.x, b.values.y, b.values.z].map((c) => Array.from(c)), [[1, 2, 2], [-1, -1, 0], [2, 1, 2]]);
+  }
 });

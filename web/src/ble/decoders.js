@@ -457,8 +457,12 @@ export function decodePmdControlResponse(input) {
 }
 
 // Data frames (notifications):
-//   [measurement type u8][u64 LE timestamp: ns since 2000-01-01T00:00:00 (device clock) of the
-//   LAST sample in the frame][frame type u8: bit7 delta compressed, bits 0-6 sample format][payload]
+//   [measurement type: bits 0-5; bits 6-7 reserved][u64 LE timestamp: ns since
+//   2000-01-01T00:00:00 (device clock) of the LAST sample in the frame][frame type u8: bit7 delta
+//   compressed, bits 0-6 sample format][payload]
+//
+// The measurement type is byte 0 & 0x3F (online_measurement.pdf: the upper two bits are not part of
+// the type and may be set by a device): an ECG frame whose byte 0 is 0x40 is still ECG.
 //
 // `deviceTime` is the same instant in Unix seconds: Number(timestamp) / 1e9 + 946684800 (the Unix
 // time of 2000-01-01T00:00:00Z). It is only an epoch shift: the device clock drifts (~20 ppm) and
@@ -525,7 +529,7 @@ export function decodePmdData(input, options = {}) {
   if (bytes.length < PMD_HEADER) {
     fail(P, bytes.length, `expected a 10-byte frame header (type, u64 timestamp, frame type) but the frame has ${bytesWord(bytes.length)}`);
   }
-  const typeCode = bytes[0];
+  const typeCode = bytes[0] & 0x3F;
   let lo = 0, hi = 0;
   for (let i = 3; i >= 0; i--) {
     lo = lo * 256 + bytes[1 + i];

@@ -401,8 +401,9 @@ export class Wearable extends EventTarget {
   }
 
   #onPmdFrame(bytes, hostTime) {
-    // Delta frames need the stream's resolution setting (the reference sample's width).
-    const resolution = bytes[0] === PMD_ACC ? this.#pmd.accResolution : ECG_RESOLUTION;
+    // Delta frames need the stream's resolution setting (the reference sample's width). The type
+    // is byte 0's low six bits, as decodePmdData reads it.
+    const resolution = (bytes[0] & 0x3F) === PMD_ACC ? this.#pmd.accResolution : ECG_RESOLUTION;
     const frame = decodePmdData(bytes, { resolution });
     const count = frame.type === 'ecg' ? frame.samples.length : frame.type === 'acc' ? frame.samples.x.length : 0;
     const timeline = frame.type === 'ecg' ? this.#pmd.ecg : frame.type === 'acc' ? this.#pmd.acc : null;

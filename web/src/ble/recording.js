@@ -29,10 +29,14 @@
 // characteristics are those of the recording; it emits the recorded bytes at the recorded times
 // (relative to the replay start, divided by speed) and drops the link at recorded disconnects
 // (connect() fails until the time of the next recorded connect). Controls:
-//   - PMD control point writes are accepted and answered with success indications (F0 op type 00 00;
-//     a get-settings answer reuses the recorded one when there is one); the recorded control point
-//     indications are not replayed. PMD data frames of a measurement type flow only after the
-//     client started that type in the current connection (gatePmd: false sends them all).
+//   - PMD control point writes are accepted and answered with the device's recorded answers: the
+//     n-th write of an (op code, measurement type) pair gets the n-th recorded indication
+//     F0 op type ... of that pair (the last one again once they run out), so a replayed H10
+//     session sees its real 6-byte start answers. A pair the recording never answered gets a
+//     success indication F0 op type 00 00. The recorded indications are not replayed at their
+//     recorded times (they answer writes). PMD data frames of a measurement type (byte 0 & 0x3F,
+//     as decodePmdData reads it) flow only after the client started that type in the current
+//     connection (gatePmd: false sends them all).
 //   - Reads return the latest recorded read of that characteristic (the first before any).
 //   - speed Infinity: every event as fast as possible, in order, a few per timer tick (recorded
 //     disconnects then last no time at all: a client that reconnects with a backoff misses what
@@ -325,7 +329,9 @@ export class ReplayBluetooth extends FakeBluetooth {
     for (const d of header.devices) {
       const svcs = layout.get(d.id);
       const fake = new FakeDevice({ id: d.id, name: d.name ?? null, advertisedServices: [...svcs.keys()] });
-      const state = { fake, started: new Set(), reads: new Map(), chars: new Map(), getSettings: new Map() };
+      // answers: "op type" -> recorded control point indications, in order; answered: how many
+      // writes of that pair were answered so far.
+      const state = { fake, started: new Set(), reads: new Map(), chars: new Map(), answers: new Map(), answered: new Map() };
       if (svcs.has(PMD_UUIDS.service)) {
         const p = svcs.get(PMD_UUIDS.service);
         if (!p.has(PMD_UUIDS.control)) p.set(PMD_UUIDS.control, { notify: true, read: false });
@@ -350,8 +356,10 @@ export class ReplayBluetooth extends FakeBluetooth {
         }
       }
       for (const e of events) {
-        if (e.dev === d.id && e.chr === PMD_UUIDS.control && e.kind === 'notification' && e.bytes[0] === 0xF0 && e.bytes[1] === 0x01 && e.bytes[3] === 0) {
-          if (!state.getSettings.has(e.bytes[2])) state.getSettings.set(e.bytes[2], e.bytes);
+        if (e.dev === d.id && e.chr === PMD_UUIDS.control && e.kind === 'notification' && e.bytes.length >= 4 && e.bytes[0] === 0xF0) {
+          const key = `${e.bytes[1]} ${e.bytes[2]}`;
+          if (!state.answers.has(key)) state.answers.set(key, []);
+          state.answers.get(key).push(e.bytes);
         }
       }
       fake.onPeripheral('disconnect', () => state.started.clear());
@@ -363,7 +371,7 @@ export class ReplayBluetooth extends FakeBluetooth {
   // A features read for a PMD control point that was never read in the recording.
   #features(events, dev) {
     let mask = 0;
-    for (const e of events) if (e.dev === dev && e.chr === PMD_UUIDS.data && e.bytes.length && e.bytes[0] < 8) mask |= 1 << e.bytes[0];
+    for (const e of events) if (e.dev === dev && e.chr === PMD_UUIDS.data && e.bytes.length && (e.bytes[0] & 0x3F) < 8) mask |= 1 << (e.bytes[0] & 0x3F);
     return Uint8Array.of(0x0F, mask, 0, 0, 0, 0, 0);
   }
 
@@ -371,7 +379,13 @@ export class ReplayBluetooth extends FakeBluetooth {
     const op = bytes[0] ?? 0, type = bytes[1] ?? 0;
     if (op === 0x02) state.started.add(type);
     if (op === 0x03) state.started.delete(type);
-    const answer = op === 0x01 && state.getSettings.has(type) ? state.getSettings.get(type) : Uint8Array.of(0xF0, op, type, 0x00, 0x00);
+    const key = `${op} ${type}`, recorded = state.answers.get(key);
+    let answer = Uint8Array.of(0xF0, op, type, 0x00, 0x00);
+    if (recorded) {
+      const n = state.answered.get(key) ?? 0;
+      answer = recorded[Math.min(n, recorded.length - 1)];
+      state.answered.set(key, n + 1);
+    }
     this.clock.setTimeout(() => ch.notify(answer), 0);
   }
 
@@ -431,7 +445,7 @@ export class ReplayBluetooth extends FakeBluetooth {
     const ch = state.chars.get(`${e.svc} ${e.chr}`);
     if (e.kind === 'read') { ch.setValue(e.bytes); return; }
     if (e.chr === PMD_UUIDS.control) return;  // answered by #control instead
-    if (this.#gatePmd && e.chr === PMD_UUIDS.data && !state.started.has(e.bytes[0])) return;
+    if (this.#gatePmd && e.chr === PMD_UUIDS.data && !(e.bytes.length && state.started.has(e.bytes[0] & 0x3F))) return;
     ch.notify(e.bytes);
   }
 }
