@@ -170,3 +170,20 @@ test("one device's outage marks only that device's streams as missing", async ()
   assert.ok(nulls('spo2') <= 2, 'the oximeter stayed connected (finger-off samples aside)');
   sim.close();
 });
+
+test('the accelerometer streams are declared at the requested PMD rate', async () => {
+  for (const sampleRate of [50, 200]) {
+    const clock = createVirtualClock(T0);
+    const sim = createSimulatedBluetooth({ clock, seed: 5 });
+    const assembler = new WindowAssembler();
+    const strap = await settle(clock, connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS.strap, assembler,
+      pmd: { acc: { sampleRate, resolution: 16, range: 8 } } }));
+    for (const axis of ['acc_x', 'acc_y', 'acc_z']) assert.equal(assembler.get(axis).rateHz, sampleRate, `${axis} at ${sampleRate} Hz`);
+    assert.equal(assembler.get('ecg').rateHz, 130);
+    await clock.advanceAsync(12);
+    // the window's measured rate is the device's real one near the request (H10: 51.07 / 204.3 Hz)
+    const acc = assembler.window({ end: strap.now(), seconds: 10 }).streams.find((s) => s.modality === 'acc_x');
+    assert.ok(Math.abs(acc.rateHz / sampleRate - 1) < 0.05, `acc_x window at ${acc.rateHz} Hz for a ${sampleRate} Hz request`);
+    sim.close();
+  }
+});

@@ -478,7 +478,12 @@ export async function connectWearable(options = {}) {
     throw new BluetoothUnavailableError(a.reason, a.message);
   }
   const clock = options.clock ?? realClock;
-  const streams = options.streams ?? DEFAULT_STREAMS;
+  // The accelerometer streams are declared at the rate the PMD start asks for (DEFAULT_STREAMS
+  // says 50 Hz, the default request): asking for 200 Hz must not leave a 50 Hz declaration, whose
+  // rate bucket the model would then see.
+  const accRate = options.pmd?.acc?.sampleRate;
+  const streams = options.streams ?? (accRate === undefined ? DEFAULT_STREAMS : Object.fromEntries(
+    Object.entries(DEFAULT_STREAMS).map(([id, spec]) => [id, id.startsWith('acc_') ? { ...spec, rateHz: accRate } : spec])));
   const assembler = options.assembler ?? new WindowAssembler();
   for (const [id, spec] of Object.entries(streams)) if (!assembler.get(id)) assembler.add(id, { capacitySeconds: 120, ...spec });
   let device;
