@@ -6,11 +6,18 @@
 import { open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 
 import { loadModel, SensorformerError } from '../src/index.js';
 import { parseCsv } from '../src/csv.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
 import { MAX_WINDOWS, recordingWindows } from '../src/ble/session.js';
+
+// Node 20 can deadlock at process exit when a background TurboFan compile waits for a main-thread
+// GC while the main thread waits for that compile (nodejs/node#54918): the CLI then never exits.
+// Seen here in about 1 run in 100 of a recording replay; none in 400 with compiles on the main
+// thread, which costs this short-lived process nothing measurable.
+setFlagsFromString('--no-concurrent-recompilation');
 
 // Shorter windows or hops than 1 ms are below any wearable's sample period (the fastest here,
 // ECG, is 130 Hz: 7.7 ms); they only multiply the window count.
