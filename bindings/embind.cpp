@@ -112,25 +112,21 @@ val ok_object() {
   return r;
 }
 
-// Streams arrive normalised by web/src/model.js: typed arrays only (null samples already NaN).
-// The sensor id is read as a number and range-checked here too, so no value reaches the core
-// wrapped into an int.
-sf::Status window_from_js(const val& w, sf::Window* window) {
+// Streams arrive normalised by web/src/window.js: typed arrays only (null samples already NaN),
+// sensor ids integers in [0, 2^31 - 1].
+sf::Window window_from_js(const val& w) {
+  sf::Window window;
   const val ref = w["referenceTime"];
   if (!ref.isUndefined() && !ref.isNull()) {
-    window->has_reference_time = true;
-    window->reference_time = ref.as<double>();
+    window.has_reference_time = true;
+    window.reference_time = ref.as<double>();
   }
   const val streams = w["streams"];
   const int n = streams["length"].as<int>();
   for (int i = 0; i < n; ++i) {
     const val s = streams[i];
     sf::StreamInput in;
-    const double sensor = s["sensor"].as<double>();
-    if (!(sensor >= 0 && sensor <= 2147483647.0) || sensor != static_cast<double>(static_cast<int>(sensor)))
-      return {sf::ErrorCode::kIndexOutOfRange, "stream " + std::to_string(i) + ": sensor " + s["sensor"].call<std::string>("toString") +
-                                                   " is not an integer in [0, 2147483647]"};
-    in.sensor = static_cast<int>(sensor);
+    in.sensor = s["sensor"].as<int>();
     in.modality = s["modality"].as<std::string>();
     in.placement = s["placement"].as<std::string>();
     in.rate_hz = s["rateHz"].as<double>();
@@ -138,9 +134,9 @@ sf::Status window_from_js(const val& w, sf::Window* window) {
     in.samples = copy_in<float>(s["samples"]);
     in.timestamps = copy_in<double>(s["timestamps"]);
     in.present = copy_in<std::uint8_t>(s["present"]);
-    window->streams.push_back(std::move(in));
+    window.streams.push_back(std::move(in));
   }
-  return sf::Status::Ok();
+  return window;
 }
 
 // A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
@@ -159,10 +155,8 @@ class ModelHandle {
     options.attention_maps = opts["attention"].as<bool>();
     const val max_gflop = opts["maxGflop"];
     if (!max_gflop.isUndefined() && !max_gflop.isNull()) options.max_gflop = max_gflop.as<double>();
-    sf::Window input;
     sf::ForwardResult r;
-    sf::Status s = window_from_js(window, &input);
-    if (s.ok()) s = model_.forward(input, options, &r);
+    const sf::Status s = model_.forward(window_from_js(window), options, &r);
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = r.tokens;
     val out = ok_object();

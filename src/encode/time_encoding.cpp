@@ -24,31 +24,31 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
   if (n < 0) return {ErrorCode::kInvalidArgument, "time encoding: negative timestamp count"};
   if (!std::isfinite(t_ref))
     return {ErrorCode::kNonFinite, "time encoding: reference time is not finite"};
-  for (int i = 0; i < n; ++i) {
-    if (!std::isfinite(t[i]))
-      return {ErrorCode::kNonFinite,
-              "time encoding: timestamp " + std::to_string(i) + " is not finite"};
-    const double dt = t[i] - t_ref;  // Inf when the two are near opposite ends of float64
-    if (!(std::fabs(dt) <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + std::to_string(t[i]) +
-                                         " s) is more than 1e12 s from the reference time " + std::to_string(t_ref) +
-                                         " s: its encoding would not be finite or meaningful"};
-  }
   std::vector<double> computed;
   const double* inv = config.inv_freq;
   if (!inv) {
     computed = inverse_frequencies(config.d_model, config.max_period);
     inv = computed.data();
   }
-  // A max_period below 1 s makes inv_freq grow past 1 rad/s (1e-300 gives 1e225): bound the
-  // angles themselves by the same 1e12.
-  double max_inv = 0.0, max_dt = 0.0;
+  // Angles are (t - t_ref) * inv_freq: both factors are bounded so that they stay finite and keep
+  // precision. A max_period below 1 s makes inv_freq grow past 1 rad/s (1e-300 gives 1e225), so
+  // the angle is bounded by the same 1e12 as the time offset.
+  double max_inv = 0.0;
   for (int i = 0; i < config.d_model / 2; ++i) max_inv = std::fmax(max_inv, std::fabs(inv[i]));
-  for (int i = 0; i < n; ++i) max_dt = std::fmax(max_dt, std::fabs(t[i] - t_ref));
-  if (!(max_inv * max_dt <= limits::kMaxTimeOffsetSeconds))
-    return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(max_inv * max_dt) +
-                                       " rad (max_period " + std::to_string(config.max_period) +
-                                       "): beyond 1e12 rad the encoding is not finite or meaningful"};
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(t[i]))
+      return {ErrorCode::kNonFinite,
+              "time encoding: timestamp " + std::to_string(i) + " is not finite"};
+    const double dt = std::fabs(t[i] - t_ref);  // Inf when the two are near opposite ends of float64
+    if (!(dt <= limits::kMaxTimeOffsetSeconds))
+      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + std::to_string(t[i]) +
+                                         " s) is more than 1e12 s from the reference time " + std::to_string(t_ref) +
+                                         " s: its encoding would not be finite or meaningful"};
+    if (!(dt * max_inv <= limits::kMaxTimeOffsetSeconds))
+      return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(dt * max_inv) +
+                                         " rad (max_period " + std::to_string(config.max_period) +
+                                         "): beyond 1e12 rad the encoding is not finite or meaningful"};
+  }
   if (kernels == kernels::KernelSet::kReference)
     kernels::sinusoid_encoding_ref(t, n, t_ref, config.d_model, inv, out);
   else

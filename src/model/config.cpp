@@ -42,7 +42,6 @@ Status get_double(const json& j, const char* key, double lo, double hi, double* 
   const double v = it->is_number() ? it->get<double>() : std::nan("");
   bool ok = std::isfinite(v) && v >= lo && v <= hi;
   if (ok && f32 == F32Use::kPositiveNormal) ok = static_cast<float>(v) >= std::numeric_limits<float>::min();
-  if (ok && std::fabs(v) > std::numeric_limits<float>::max()) ok = false;
   if (!ok) {
     std::ostringstream range;
     range << "[" << lo << ", " << hi << "]";

@@ -334,14 +334,12 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   // Finite weights, bounded times and normalised values keep this from happening with sane
   // weights; extreme ones (1e38 everywhere) can still overflow float32 inside a layer. A NaN never
   // leaves the core: such a forward is an error.
-  for (const std::vector<float>* v : {&r.embeddings, &r.pooled, &r.head})
-    for (size_t i = 0; i < v->size(); ++i)
-      if (!std::isfinite((*v)[i]))
-        return {ErrorCode::kNonFinite, std::string("the forward overflowed float32 (") +
-                                           (v == &r.embeddings ? "embedding of token " + std::to_string(i / d)
-                                            : v == &r.pooled   ? "pooled vector"
-                                                               : "head") +
-                                           " is not finite): the weights or inputs are too large for float32"};
+  const auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
+  if (!finite(r.embeddings) || !finite(r.pooled) || !finite(r.head))
+    return {ErrorCode::kNonFinite, "the forward overflowed float32 (an output is not finite): the weights or inputs "
+                                   "are too large for float32"};
   *out = std::move(r);
   return Status::Ok();
 }

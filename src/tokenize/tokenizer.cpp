@@ -64,7 +64,8 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
   for (size_t s = 0; s < window.streams.size(); ++s) {
     SF_RETURN_IF_ERROR(validate(c, window.streams[s], s));
     const double P = c.modalities[c.modality_index(window.streams[s].modality)].patch_len;
-    value_bytes += 4.0 * P * std::ceil(window.streams[s].samples.size() / P) + 64.0 * std::ceil(window.streams[s].samples.size() / P);
+    const double patches = std::ceil(window.streams[s].samples.size() / P);
+    value_bytes += patches * (4.0 * P + 64.0);  // P floats and ~64 bytes of labels a patch
   }
   if (value_bytes > limits::kMaxWorkBytes)
     return {ErrorCode::kResourceExhausted, "the window's patches would take " + std::to_string(static_cast<long long>(value_bytes / (1 << 20))) +

@@ -82,10 +82,20 @@ let pending = null;
 
 // Resolves to the Embind module. Options: { wasmUrl } (string or URL) or { wasmBinary }
 // (ArrayBuffer or Uint8Array). Options only matter on the first call; a failed load is retried.
-export function loadWasm(options) {
-  // null and undefined mean defaults (as for forward's options); anything else must be an object.
+// The options of loadModel / loadModelInWorker: null and undefined mean the defaults (as for
+// forward's options); anything else must be an object.
+export function loadOptions(options) {
   if (options != null && typeof options !== 'object')
-    return Promise.reject(new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`));
-  if (!pending) pending = instantiate(options ?? {}).catch((e) => { pending = null; throw e; });
+    throw new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`);
+  return options ?? {};
+}
+
+export function loadWasm(options) {
+  try {
+    options = loadOptions(options);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  if (!pending) pending = instantiate(options).catch((e) => { pending = null; throw e; });
   return pending;
 }

@@ -1,6 +1,7 @@
 // loadModelInWorker: the Model API, run in a Web Worker (browsers) or a worker_thread (Node), so
 // inference never blocks the page's main thread. Every method returns a promise.
 import { SensorformerError } from './errors.js';
+import { loadOptions } from './loader.js';
 import { forwardOptions } from './model.js';
 import { transferables } from './transfer.js';
 import { isNode } from './env.js';
@@ -145,9 +146,7 @@ export class WorkerModel {
 
 /** loadModel in a worker: same sources and options; resolves to a WorkerModel. */
 export async function loadModelInWorker(source, options) {
-  if (options != null && typeof options !== 'object')
-    throw new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`);
-  options ??= {};
+  options = loadOptions(options);
   const model = new WorkerModel(await startWorker());
   const wasmUrl = options.wasmUrl === undefined ? undefined : resolveSource(String(options.wasmUrl));
   try {
