@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include "core/limits.hpp"
 #include "encode/time_encoding.hpp"
@@ -293,11 +293,13 @@ Status Model::check_budgets(const Tokens& t, const std::vector<TokenGroups>& blo
                                                " MiB): use shorter windows"};
   const double gflop = forward_gflop(t, block_groups);
   if (!(gflop <= options.max_gflop)) {
-    std::ostringstream m;
-    m.precision(4);
-    m << tokens << " needs about " << gflop << " GFLOP in the " << layout_name(c.layout) << " layout, over the limit of "
-      << options.max_gflop << " GFLOP: use shorter windows, or raise the limit (forward option maxGflop, CLI --max-gflop)";
-    return {ErrorCode::kResourceExhausted, m.str()};
+    // %.4g: what an ostream with precision(4) printed; snprintf keeps <sstream> out of the .wasm.
+    char numbers[2][32];
+    std::snprintf(numbers[0], sizeof numbers[0], "%.4g", gflop);
+    std::snprintf(numbers[1], sizeof numbers[1], "%.4g", options.max_gflop);
+    return {ErrorCode::kResourceExhausted, tokens + " needs about " + numbers[0] + " GFLOP in the " + layout_name(c.layout) +
+                                               " layout, over the limit of " + numbers[1] +
+                                               " GFLOP: use shorter windows, or raise the limit (forward option maxGflop, CLI --max-gflop)"};
   }
   return Status::Ok();
 }

@@ -1,32 +1,80 @@
-// The shipped .wasm really holds SIMD code in the attention kernel: disassemble it with wabt's
-// wasm-objdump (function names survive through --profiling-funcs) and count v128 instructions
-// inside sf::kernels::attention_head.
+// The shipped .wasm really holds SIMD code in the hot kernels: disassemble it with wabt's
+// wasm-objdump and count v128 instructions inside sf::kernels::attention_head and gemm_nt. The
+// shipped module carries no name section (size: BENCHMARKS.md, "Size"); the names come from the
+// symbol map that the same link writes (emcc --emit-symbol-map, moved to
+// build/wasm/sensorformer-core.symbols by CMakeLists.txt), so the check reads the very bytes users
+// get, not a separately linked copy.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const wasm = fileURLToPath(new URL('../../web/dist/sensorformer-core.wasm', import.meta.url));
+const symbolsFile = fileURLToPath(new URL('../../build/wasm/sensorformer-core.symbols', import.meta.url));
+
+// Emscripten's symbol map: one `index:name` line per function (imports first), with characters
+// outside [A-Za-z0-9_:] written as \xx hex ("\28" is "(").
+function readSymbols() {
+  const names = new Map();
+  for (const line of readFileSync(symbolsFile, 'utf8').split('\n')) {
+    const m = /^(\d+):(.*)$/.exec(line);
+    if (m) names.set(Number(m[1]), m[2].replace(/\\([0-9a-f]{2})/gi, (_, h) => String.fromCharCode(parseInt(h, 16))));
+  }
+  return names;
+}
+
+function objdump(...args) {
+  return execFileSync('wasm-objdump', [...args, wasm], { encoding: 'utf8', maxBuffer: 256 << 20 });
+}
 
 function simdOpsPerFunction() {
-  const text = execFileSync('wasm-objdump', ['-d', wasm], { encoding: 'utf8', maxBuffer: 256 << 20 });
   const counts = new Map();
   let fn = null;
-  for (const line of text.split('\n')) {
-    const m = /^[0-9a-f]+ func\[\d+\] <(.*)>:$/.exec(line);
-    if (m) { fn = m[1]; counts.set(fn, { simd: 0, f32x4: 0 }); continue; }
-    if (!fn) continue;
+  for (const line of objdump('-d').split('\n')) {
+    const m = /^[0-9a-f]+ func\[(\d+)\]( <.*>)?:$/.exec(line);
+    if (m) { fn = Number(m[1]); counts.set(fn, { simd: 0, f32x4: 0 }); continue; }
+    if (fn === null) continue;
     if (/\b(v128|f32x4|i32x4|f64x2)\./.test(line)) counts.get(fn).simd++;
     if (/\bf32x4\.(add|mul|max|sub)\b/.test(line)) counts.get(fn).f32x4++;
   }
   return counts;
 }
 
+// Parameter counts per function index, from the Import, Function and Type sections.
+function paramCounts() {
+  const text = objdump('-x');
+  const types = new Map();
+  for (const m of text.matchAll(/^ - type\[(\d+)\] \((.*?)\) ->/gm)) types.set(Number(m[1]), m[2] ? m[2].split(',').length : 0);
+  const params = new Map();
+  for (const m of text.matchAll(/^ - func\[(\d+)\] sig=(\d+)/gm)) params.set(Number(m[1]), types.get(Number(m[2])));
+  return params;
+}
+
+test('the shipped module carries no name section (its names live in the symbol map)', () => {
+  assert.doesNotMatch(objdump('-h'), /Custom .*"name"/);
+});
+
 test('attention kernel in the shipped module uses v128 / f32x4 instructions', () => {
+  // A map from an older link would name the wrong functions: it must not predate the module.
+  assert.ok(statSync(symbolsFile).mtimeMs >= statSync(wasm).mtimeMs - 5000,
+    `${symbolsFile} is older than ${wasm}: rebuild with tools/build.sh`);
+  const names = readSymbols();
   const counts = simdOpsPerFunction();
-  const pick = (prefix) => [...counts].find(([name]) => name.startsWith(prefix))?.[1];
+  const params = paramCounts();
+  assert.equal(names.size, params.size, 'the symbol map and the module disagree on the number of functions');
+  const pick = (prefix) => {
+    const entry = [...names].find(([, name]) => name.startsWith(prefix));
+    if (!entry) return undefined;
+    const [index, name] = entry;
+    // The map belongs to this module: the named function takes as many parameters as its
+    // demangled signature lists.
+    const listed = name.slice(name.indexOf('(') + 1, name.lastIndexOf(')')).split(',').filter((p) => p.trim()).length;
+    assert.equal(params.get(index), listed, `func[${index}] does not look like ${name}`);
+    return counts.get(index);
+  };
   const head = pick('sf::kernels::attention_head(');
-  assert.ok(head, 'sf::kernels::attention_head not found in the disassembly (names stripped?)');
+  assert.ok(head, 'sf::kernels::attention_head not found in the symbol map');
   console.log(`attention_head: ${head.simd} v128-family instructions, ${head.f32x4} f32x4 arithmetic`);
   // online softmax + vectorized exp + P.V accumulation: dozens of f32x4 ops, not a stray one
   assert.ok(head.f32x4 >= 20, `only ${head.f32x4} f32x4 arithmetic ops in attention_head`);
