@@ -84,9 +84,12 @@ let pending = null;
 // (ArrayBuffer or Uint8Array). Options only matter on the first call; a failed load is retried.
 // The options of loadModel / loadModelInWorker: null and undefined mean the defaults (as for
 // forward's options); anything else must be an object.
+// { warmup: false } skips loadModel's warm-up (web/src/warmup.js); it must be a boolean.
 export function loadOptions(options) {
   if (options != null && typeof options !== 'object')
     throw new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`);
+  if (options?.warmup !== undefined && typeof options.warmup !== 'boolean')
+    throw new SensorformerError('INVALID_ARGUMENT', `options.warmup must be true or false, got ${typeof options.warmup}`);
   return options ?? {};
 }
 

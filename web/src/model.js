@@ -1,6 +1,7 @@
 // A loaded sensor transformer: loadModel(source) -> Model with forward() and dispose().
 import { SensorformerError } from './errors.js';
 import { loadWasm } from './loader.js';
+import { warmUp } from './warmup.js';
 import { describe, normalizeWindow } from './window.js';
 import { isNode } from './env.js';
 
@@ -148,5 +149,7 @@ export async function loadModel(source, options) {
     handle.delete();
     throw new SensorformerError(result.code, result.message);
   }
-  return new Model(handle);
+  const model = new Model(handle);
+  if (options?.warmup !== false) await warmUp(model);  // web/src/warmup.js: why and how long
+  return model;
 }

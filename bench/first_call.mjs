@@ -1,0 +1,231 @@
+#!/usr/bin/env node
+// First call against steady state: how much slower is the first forward in a fresh process (or a
+// fresh browser page) than the same process's later forwards? V8 compiles new WebAssembly with its
+// baseline compiler (Liftoff) and moves hot functions to its optimizing one (TurboFan) only after
+// they ran a while (dynamic tiering), and a call already running stays in the code it started in.
+//
+// Each sample is a fresh Node process (or a fresh browser context with its own cache): loadModel,
+// then forward #1 (the first call), then STEADY more forwards; steady state is the median of the
+// last half of those. Reported per case: the median over processes of load time, first forward,
+// steady forward and first / steady.
+//
+// Cases: the demo model (demo/model/demo.safetensors, factorized, d 32) on a 10 s window of the
+// streams the demo page shows, with attention maps as the page asks for them; and a larger model
+// (flattened layout, d 64, 4 heads, ff 256, 2 layers: the issue's encoder) on a window of 1024
+// tokens, its weights seeded random numbers written here (only the speed matters).
+//
+//   node bench/first_call.mjs [--runs 9] [--steady 12] [--node] [--browser] [--case demo|large]
+//        [--wasm-url PATH] [--load-option key=value ...]
+// --wasm-url / --load-option pass options to loadModel (to compare builds or loader settings).
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const here = fileURLToPath(import.meta.url);
+
+// Imported (for makeCase) rather than run: parse nothing, run nothing.
+const main = process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href;
+const { values: args } = parseArgs({
+  args: main ? process.argv.slice(2) : [],
+  options: {
+    runs: { type: 'string', default: '9' },
+    steady: { type: 'string', default: '12' },
+    node: { type: 'boolean', default: false },
+    browser: { type: 'boolean', default: false },
+    case: { type: 'string', multiple: true },
+    child: { type: 'string' },
+    'wasm-url': { type: 'string' },
+    'load-option': { type: 'string', multiple: true, default: [] },
+  },
+});
+const RUNS = Number(args.runs), STEADY = Number(args.steady);
+const CASES = args.case ?? ['demo', 'large'];
+
+// mulberry32, seeded: the same window and weights in every process and page.
+export function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---- inputs (plain data: the same function text builds them in Node and in the page) ----------
+// Returns { model: Uint8Array | null (null: the demo model file), window, forwardOptions }.
+export function makeCase(name, demoConfig, rand) {
+  const T0 = 1764460800;
+  const stream = (sensor, modality, placement, rateHz, seconds, scale) => {
+    const n = Math.round(rateHz * seconds);
+    const samples = new Float32Array(n);
+    for (let i = 0; i < n; i++) samples[i] = scale * (Math.sin(i / rateHz * 7.3) + 0.3 * (rand() - 0.5));
+    return { sensor, modality, placement, rateHz, startTime: T0, samples };
+  };
+  if (name === 'demo') {
+    // What the demo page's simulated strap and watch send for a 10 s window.
+    const streams = [stream(0, 'ecg', 'chest', 130, 10, 400), stream(1, 'hr', 'chest', 1, 10, 20), stream(1, 'rr', 'chest', 1.5, 10, 0.1)];
+    for (const axis of ['acc_x', 'acc_y', 'acc_z']) streams.push(stream(0, axis, 'chest', 50, 10, 500), stream(2, axis, 'wrist', 50, 10, 500));
+    streams.push(stream(3, 'spo2', 'finger', 1, 10, 1), stream(2, 'temperature', 'wrist', 1, 10, 0.5));
+    return { model: null, window: { streams, referenceTime: T0 }, forwardOptions: { attention: true } };
+  }
+  // The issue's encoder: d 64, 4 heads, ff 256, 2 pre-norm GELU layers; 1024 ECG patches of 26.
+  const config = { ...demoConfig, d_model: 64, n_heads: 4, dim_feedforward: 256, layout: 'flattened' };
+  const d = 64, ff = 256;
+  const shapes = { 'tokenizer.mask_token': [d] };
+  config.modalities.forEach((m) => { shapes[`tokenizer.value_proj.${m.name}.weight`] = [d, m.patch_len]; shapes[`tokenizer.value_proj.${m.name}.bias`] = [d]; });
+  shapes['tokenizer.sensor_embedding.weight'] = [config.n_sensors, d];
+  shapes['tokenizer.modality_embedding.weight'] = [config.modalities.length, d];
+  shapes['tokenizer.placement_embedding.weight'] = [config.placements.length, d];
+  shapes['tokenizer.rate_embedding.weight'] = [config.rate_bucket_edges_hz.length + 2, d];
+  for (let l = 0; l < config.n_layers; l++) {
+    const p = `encoder.layers.${l}.`;
+    Object.assign(shapes, {
+      [`${p}self_attn.in_proj_weight`]: [3 * d, d], [`${p}self_attn.in_proj_bias`]: [3 * d],
+      [`${p}self_attn.out_proj.weight`]: [d, d], [`${p}self_attn.out_proj.bias`]: [d],
+      [`${p}linear1.weight`]: [ff, d], [`${p}linear1.bias`]: [ff], [`${p}linear2.weight`]: [d, ff], [`${p}linear2.bias`]: [d],
+      [`${p}norm1.weight`]: [d], [`${p}norm1.bias`]: [d], [`${p}norm2.weight`]: [d], [`${p}norm2.bias`]: [d],
+    });
+  }
+  Object.assign(shapes, { 'encoder.norm.weight': [d], 'encoder.norm.bias': [d], 'head.weight': [config.n_outputs, d], 'head.bias': [config.n_outputs] });
+  // safetensors: 8-byte header length, JSON header, little-endian F32 data.
+  const header = { __metadata__: { config: JSON.stringify(config) } };
+  let offset = 0;
+  for (const [key, shape] of Object.entries(shapes)) {
+    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
+    header[key] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const out = new Uint8Array(8 + json.length + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(new TextEncoder().encode(json), 8);
+  const data = new Float32Array(out.buffer, 8 + json.length, offset / 4);
+  let k = 0;
+  for (const [key, shape] of Object.entries(shapes)) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    // Norm weights near 1, the rest ~ U(-1, 1) / sqrt(fan in): activations stay O(1).
+    const norm = /norm\d?\.weight$/.test(key);
+    const scale = 1 / Math.sqrt(shape.length > 1 ? shape[1] : d);
+    for (let i = 0; i < n; i++) data[k++] = norm ? 1 + 0.1 * (rand() - 0.5) : scale * 2 * (rand() - 0.5);
+  }
+  return { model: out, window: { streams: [stream(0, 'ecg', 'chest', 130, 1024 * 26 / 130, 400)], referenceTime: T0 }, forwardOptions: {} };
+}
+
+// ---- one sample: runs in a fresh process or page ----------------------------------------------
+async function sample(loadModel, demoBytes, name, loadOptions, steadyCount) {
+  const demoConfig = JSON.parse(new TextDecoder().decode(demoBytes.subarray(8, 8 + Number(new DataView(demoBytes.buffer, demoBytes.byteOffset).getBigUint64(0, true))))).__metadata__.config;
+  const c = makeCase(name, JSON.parse(demoConfig), prng(7));
+  let t = performance.now();
+  const model = await loadModel(c.model ?? demoBytes, loadOptions);
+  const loadMs = performance.now() - t;
+  const times = [];
+  let tokens = 0;
+  for (let i = 0; i <= steadyCount; i++) {
+    t = performance.now();
+    const r = model.forward(c.window, c.forwardOptions);
+    times.push(performance.now() - t);
+    tokens = r.dims[0];
+  }
+  model.dispose();
+  const later = times.slice(1 + Math.floor(steadyCount / 2)).sort((a, b) => a - b);
+  return { loadMs, firstMs: times[0], steadyMs: later[later.length >> 1], tokens };
+}
+
+function loadOptionsFromArgs() {
+  const o = {};
+  if (args['wasm-url']) o.wasmUrl = args['wasm-url'];
+  for (const kv of args['load-option']) {
+    const [k, v] = kv.split('=');
+    o[k] = v === 'true' ? true : v === 'false' ? false : Number.isNaN(Number(v)) ? v : Number(v);
+  }
+  return o;
+}
+
+if (main && args.child) {
+  const { loadModel } = await import('../web/src/index.js');
+  const demoBytes = new Uint8Array(readFileSync(new URL('../demo/model/demo.safetensors', import.meta.url)));
+  const r = await sample(loadModel, demoBytes, args.child, loadOptionsFromArgs(), STEADY);
+  process.stdout.write(JSON.stringify(r) + '\n');
+  process.exit(0);
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+
+function report(engine, name, rows) {
+  const m = (k) => median(rows.map((r) => r[k]));
+  const ratio = median(rows.map((r) => r.firstMs / r.steadyMs));
+  console.log(`${engine.padEnd(8)} ${name.padEnd(6)} ${String(rows[0].tokens).padStart(5)} tokens  load ${m('loadMs').toFixed(1).padStart(6)} ms  ` +
+    `first ${m('firstMs').toFixed(2).padStart(8)} ms  steady ${m('steadyMs').toFixed(2).padStart(8)} ms  first/steady ${ratio.toFixed(2)}  ` +
+    `(${rows.length} fresh ${engine === 'node' ? 'processes' : 'contexts'}; per-run ratios ${rows.map((r) => (r.firstMs / r.steadyMs).toFixed(2)).join(' ')})`);
+}
+
+async function runNode() {
+  for (const name of CASES) {
+    const rows = [];
+    for (let i = 0; i < RUNS; i++) {
+      const extra = [];
+      if (args['wasm-url']) extra.push('--wasm-url', args['wasm-url']);
+      for (const kv of args['load-option']) extra.push('--load-option', kv);
+      const out = await new Promise((resolve, reject) => {
+        const p = spawn(process.execPath, [here, '--child', name, '--steady', String(STEADY), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let text = '';
+        p.stdout.on('data', (b) => { text += b; });
+        p.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`child exited with ${code}`))));
+      });
+      rows.push(JSON.parse(out));
+    }
+    report('node', name, rows);
+  }
+}
+
+async function runBrowser() {
+  const { chromium } = await import('playwright-core');
+  const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: LAUNCH_ARGS });
+  const origin = 'http://bench.invalid';
+  const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+  try {
+    for (const name of CASES) {
+      const rows = [];
+      for (let i = 0; i < RUNS; i++) {
+        const context = await browser.newContext();  // its own cache: nothing compiled before
+        await context.route(`${origin}/**`, (route) => {
+          const path = new URL(route.request().url()).pathname;
+          if (path === '/') return route.fulfill({ body: '<!doctype html><title>first call</title>', contentType: 'text/html' });
+          try {
+            const body = readFileSync(repo + path);
+            route.fulfill({ body, contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream' });
+          } catch {
+            route.fulfill({ status: 404 });
+          }
+        });
+        const page = await context.newPage();
+        await page.goto(`${origin}/`);
+        const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady }) => {
+          const { loadModel } = await import('/web/src/index.js');
+          const demoBytes = new Uint8Array(await (await fetch('/demo/model/demo.safetensors')).arrayBuffer());
+          // The functions of this file, rebuilt in the page (no bundler needed for three functions).
+          // eslint-disable-next-line no-new-func
+          const build = new Function(`${prngText}\n${makeCaseText}\n${sampleText}\nreturn sample;`);
+          globalThis.__bench = build;
+          return build()(loadModel, demoBytes, name, loadOptions, steady);
+        }, { sampleText: sample.toString().replace(/^async function sample/, 'async function sample'), makeCaseText: makeCase.toString(), prngText: prng.toString(), name, loadOptions: loadOptionsFromArgs(), steady: STEADY });
+        rows.push(r);
+        await context.close();
+      }
+      report('chromium', name, rows);
+    }
+  } finally {
+    await browser.close();
+  }
+}
+
+const both = !args.node && !args.browser;
+if (main && !args.child) console.log(`# node ${process.version}; ${RUNS} fresh runs per case; steady = median of forwards ${2 + Math.floor(STEADY / 2)}..${STEADY + 1} of the same run`);
+if (main && !args.child && (args.node || both)) await runNode();
+if (main && !args.child && (args.browser || both)) await runBrowser();
