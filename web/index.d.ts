@@ -16,6 +16,12 @@ export interface LoadOptions {
   wasmUrl?: string | URL;
   /** The .wasm bytes themselves; nothing is fetched. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /**
+   * loadModel runs a few small synthetic forwards (at most ~150 ms) so that the first real
+   * forward runs at full speed (default true); false resolves sooner and leaves the engine's
+   * compilation to the first forwards.
+   */
+  warmup?: boolean;
 }
 
 export interface TimeEncodingOptions {
