@@ -59,3 +59,22 @@ test('options.warmup must be a boolean', async () => {
     await assert.rejects(loadModel(source('flattened'), { warmup }), (e) => e.code === 'INVALID_ARGUMENT' && /options\.warmup must be true or false/.test(e.message), `warmup: ${warmup}`);
   }
 });
+
+test('a model whose forwards overflow still loads: the warm-up stops, the caller gets NON_FINITE', async () => {
+  // The flattened fixture with every element of a feed-forward weight at 3e38: each layer's
+  // output overflows float32, which the core reports as NON_FINITE (docs/bad-input.md).
+  const bytes = new Uint8Array(readFileSync(source('flattened')));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(view.getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+  const { dtype, data_offsets: [b, e] } = header['encoder.layers.0.linear2.weight'];
+  assert.equal(dtype, 'F32');
+  for (let at = 8 + n + b; at < 8 + n + e; at += 4) view.setFloat32(at, 3e38, true);
+
+  const model = await loadModel(bytes);  // resolves although every warm-up forward fails
+  const run = await warmUp(model);
+  assert.equal(run.error?.code, 'NON_FINITE', `the warm-up forward should have failed: ${run.error?.message}`);
+  assert.equal(run.forwards, 0, 'the warm-up stops at its first failing forward');
+  assert.throws(() => model.forward(windows[0]), (err) => err.code === 'NON_FINITE');
+  model.dispose();
+});
