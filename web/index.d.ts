@@ -17,9 +17,9 @@ export interface LoadOptions {
   /** The .wasm bytes themselves; nothing is fetched. */
   wasmBinary?: ArrayBuffer | Uint8Array;
   /**
-   * loadModel runs a few small synthetic forwards (none started after 150 ms) so that the first real
-   * forward runs at full speed (default true); false resolves sooner and leaves the engine's
-   * compilation to the first forwards.
+   * loadModel runs a few small synthetic forwards (none started after 150 ms) so that the first
+   * real forward runs at full speed (default true); false resolves sooner and leaves the
+   * engine's compilation to the first forwards.
    */
   warmup?: boolean;
 }
