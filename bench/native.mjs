@@ -1,0 +1,54 @@
+// The C++ kernels timed by bench/kernels.cpp (sensorformer_bench), built three ways: WebAssembly
+// (build/wasm, run under Node), native SSE4.1 only (build/bench-sse41, -DSF_NATIVE_ARCH=OFF: the
+// same 128-bit instruction set the WebAssembly build maps to) and native -march=native
+// (build/native). Missing builds are configured and built (incremental when up to date). The three
+// binaries run in alternation (wasm, sse4.1, native, wasm, ...) and each kernel's median over the
+// passes is kept; each pass itself reports medians of interleaved repetitions.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median, table } from './lib.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+function build(dir, configure, log) {
+  const env = { ...process.env, NODE_PATH: ['/usr/share/nodejs', process.env.NODE_PATH].filter(Boolean).join(':') };
+  if (!existsSync(path.join(ROOT, dir, 'CMakeCache.txt'))) {
+    log(`configuring ${dir}`);
+    execFileSync(configure[0], configure.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  log(`building ${dir} sensorformer_bench`);
+  execFileSync('cmake', ['--build', dir, '--target', 'sensorformer_bench', '-j2'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+export async function runNative({ quick, log }) {
+  const builds = [
+    { key: 'wasm', dir: 'build/wasm', configure: ['emcmake', 'cmake', '-S', '.', '-B', 'build/wasm', '-DCMAKE_BUILD_TYPE=Release'], cmd: ['node', '--no-experimental-fetch', 'build/wasm/sensorformer_bench.js'] },
+    { key: 'sse41', dir: 'build/bench-sse41', configure: ['cmake', '-S', '.', '-B', 'build/bench-sse41', '-DCMAKE_BUILD_TYPE=Release', '-DSF_NATIVE_ARCH=OFF', '-DSF_BUILD_TESTS=OFF'], cmd: ['build/bench-sse41/sensorformer_bench'] },
+    { key: 'native', dir: 'build/native', configure: ['cmake', '-S', '.', '-B', 'build/native', '-DCMAKE_BUILD_TYPE=Release'], cmd: ['build/native/sensorformer_bench'] },
+  ];
+  for (const b of builds) build(b.dir, b.configure, log);
+  const passes = quick ? 1 : 3;
+  const gflops = {};  // kernel -> build -> [GFLOP/s per pass]
+  const order = [];
+  for (let p = 0; p < passes; p++) {
+    for (const b of builds) {
+      log(`native pass ${p + 1}/${passes}: ${b.key}`);
+      const r = spawnSync(b.cmd[0], [...b.cmd.slice(1), ...(quick ? ['--quick'] : [])], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (r.status !== 0) throw new Error(`${b.cmd.join(' ')} failed (${r.status}): ${r.stderr}`);
+      for (const line of r.stdout.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const { kernel, gflops: g } = JSON.parse(line);
+        if (!gflops[kernel]) { gflops[kernel] = {}; order.push(kernel); }
+        (gflops[kernel][b.key] ??= []).push(g);
+      }
+    }
+  }
+  const med = (k, b) => (gflops[k][b] ? median(gflops[k][b]) : null);
+  return table(['kernel', 'wasm GFLOP/s', 'native SSE4.1 GFLOP/s', 'native -march=native GFLOP/s', 'SSE4.1 / wasm (goal <= 1.2)', 'native / wasm'],
+    order.map((k) => {
+      const w = med(k, 'wasm'), s = med(k, 'sse41'), n = med(k, 'native');
+      return [k, w?.toFixed(1) ?? '–', s?.toFixed(1) ?? '–', n?.toFixed(1) ?? '–', w && s ? `**${(s / w).toFixed(2)}**` : '–', w && n ? (n / w).toFixed(2) : '–'];
+    })) + `\n\n${passes} alternated pass${passes > 1 ? 'es' : ''} of each build, median GFLOP/s per kernel (each pass: medians of interleaved repetitions). GELU, layer norm: "GFLOP/s" counts elements x 1e-9 per second (Gelem/s).`;
+}
