@@ -1,11 +1,10 @@
 // The C++ kernels timed by bench/kernels.cpp (sensorformer_bench), built three ways: WebAssembly
 // (build/wasm, run under Node), native SSE4.1 only (build/bench-sse41, -DSF_NATIVE_ARCH=OFF: the
 // same 128-bit instruction set the WebAssembly build maps to) and native -march=native
-// (build/native). Missing builds are configured and built (incremental when up to date). The three
+// (build/native). Each build folder is configured and the target built, incrementally. The three
 // binaries run in alternation (wasm, sse4.1, native, wasm, ...) and each kernel's median over the
 // passes is kept; each pass itself reports medians of interleaved repetitions.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, table } from './lib.mjs';
@@ -14,10 +13,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function build(dir, configure, log) {
   const env = { ...process.env, NODE_PATH: ['/usr/share/nodejs', process.env.NODE_PATH].filter(Boolean).join(':') };
-  if (!existsSync(path.join(ROOT, dir, 'CMakeCache.txt'))) {
-    log(`configuring ${dir}`);
-    execFileSync(configure[0], configure.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  }
+  // Configured every time (a second or two when up to date): a folder configured before the
+  // bench target existed has no rule for it until CMake runs again.
+  log(`configuring ${dir}`);
+  execFileSync(configure[0], configure.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   log(`building ${dir} sensorformer_bench`);
   execFileSync('cmake', ['--build', dir, '--target', 'sensorformer_bench', '-j2'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
