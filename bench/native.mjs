@@ -21,7 +21,8 @@ function build(dir, configure, log) {
   execFileSync('cmake', ['--build', dir, '--target', 'sensorformer_bench', '-j2'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-export async function runNative({ quick, log }) {
+// goal(what, measured, met): records issue 10's kernel goals (bench/peers.mjs prints them).
+export async function runNative({ quick, log, goal = () => {} }) {
   const builds = [
     { key: 'wasm', dir: 'build/wasm', configure: ['emcmake', 'cmake', '-S', '.', '-B', 'build/wasm', '-DCMAKE_BUILD_TYPE=Release'], cmd: ['node', '--no-experimental-fetch', 'build/wasm/sensorformer_bench.js'] },
     { key: 'sse41', dir: 'build/bench-sse41', configure: ['cmake', '-S', '.', '-B', 'build/bench-sse41', '-DCMAKE_BUILD_TYPE=Release', '-DSF_NATIVE_ARCH=OFF', '-DSF_BUILD_TESTS=OFF'], cmd: ['build/bench-sse41/sensorformer_bench'] },
@@ -45,6 +46,13 @@ export async function runNative({ quick, log }) {
     }
   }
   const med = (k, b) => (gflops[k][b] ? median(gflops[k][b]) : null);
+  for (const k of order) {
+    const w = med(k, 'wasm'), s = med(k, 'sse41');
+    if (w && s) goal(`${k}: native SSE4.1 / wasm <= 1.2`, (s / w).toFixed(2), s / w <= 1.2);
+    const dh = /^attention_head Dh (\d+)/.exec(k)?.[1];
+    const floor = { 16: 20, 64: 25 }[dh];
+    if (floor && w) goal(`${k}: wasm >= ${floor} GFLOP/s`, w.toFixed(1), w >= floor);
+  }
   return table(['kernel', 'wasm GFLOP/s', 'native SSE4.1 GFLOP/s', 'native -march=native GFLOP/s', 'SSE4.1 / wasm (goal <= 1.2)', 'native / wasm'],
     order.map((k) => {
       const w = med(k, 'wasm'), s = med(k, 'sse41'), n = med(k, 'native');

@@ -166,6 +166,9 @@ function tfjsEncoder(st, cfg) {
 
 // --- parts ---------------------------------------------------------------------------------------
 const results = {};
+// Issue 10's goals, each with what this run measured: [goal, measured, met].
+const goals = [];
+const goal = (what, value, ok) => goals.push([what, value, ok ? 'yes' : '**no**']);
 
 async function firstCall(run, steadyCalls = 15) {
   const t0 = performance.now();
@@ -220,6 +223,7 @@ async function loadAndFirstCall() {
   const samples = normals(256 * cfg.modalities[0].patch_len, 256);
   const tfFirst = await firstCall(() => { const { patches, embed } = encoderInputs(encSt, cfg, samples, 256); return enc(patches, embed, 256); });
 
+  goal('sensorformer first forward in a fresh process <= 1.5x steady state', `${fmt.ratio(sfFirst.first / sfFirst.steady)}x`, sfFirst.first / sfFirst.steady <= 1.5);
   rows.push(['sensorformer', 'demo model (`loadModel`)', fmt.ms(sfCold), fmt.ms(median(sfWarm)), 'demo window', fmt.ms(sfFirst.first), fmt.ms(sfFirst.steady), fmt.ratio(sfFirst.first / sfFirst.steady)]);
   rows.push(['onnxruntime-web', 'demo.onnx (`InferenceSession.create`)', fmt.ms(ortCold), fmt.ms(median(ortWarm)), 'demo window', fmt.ms(ortFirst.first), fmt.ms(ortFirst.steady), fmt.ratio(ortFirst.first / ortFirst.steady)]);
   rows.push(['tfjs-backend-wasm', 'backend start + encoder weights', `${fmt.ms(tfBackend)} + ${fmt.ms(tfLoad)}`, '–', 'encoder N = 256', fmt.ms(tfFirst.first), fmt.ms(tfFirst.steady), fmt.ratio(tfFirst.first / tfFirst.steady)]);
@@ -232,6 +236,8 @@ function sizes() {
     ['onnxruntime-web ' + ort.env.versions.web, path.join(path.dirname(require.resolve('onnxruntime-web')), 'ort-wasm-simd-threaded.wasm')],
     ['tfjs-backend-wasm ' + tf.version_core, TFJS_DIST + 'tfjs-backend-wasm-simd.wasm'],
   ];
+  const ours = statSync(files[0][1]).size;
+  goal('.wasm <= 300 KB raw', `${(ours / 1024).toFixed(0)} KB`, ours <= 300 * 1024);
   results.sizes = table(['runtime', '.wasm', 'raw KB', 'gzip -9 KB'], files.map(([name, f]) => {
     const bytes = readFileSync(f);
     return [name, path.basename(f), (bytes.length / 1024).toFixed(0), (gzipSync(bytes, { level: 9 }).length / 1024).toFixed(0)];
@@ -269,6 +275,8 @@ async function encoderBench() {
     log(`encoder N=${N}`);
     const { rounds, median: m } = await interleaved(cases, TIMING);
     const flops = cfg.n_layers * layerFlops(N, d, cfg.dim_feedforward) + 2 * N * P * d;
+    const target = N === 64 ? 2 : 1.5;
+    goal(`encoder N = ${N}: onnxruntime-web / sensorformer >= ${target}`, fmt.ratio(m.ort / m.sf), m.ort / m.sf >= target);
     rows.push([N, fmt.ms(m.sf), fmt.gflops(flops, m.sf), fmt.ms(m.ort), fmt.gflops(flops, m.ort), fmt.ms(m.tfjs), fmt.gflops(flops, m.tfjs), `**${fmt.ratio(m.ort / m.sf)}**`, `**${fmt.ratio(m.tfjs / m.sf)}**`, rounds]);
   }
   results.encoder = table(['N', 'sensorformer ms', 'GFLOP/s', 'onnxruntime-web ms', 'GFLOP/s', 'tfjs-wasm ms', 'GFLOP/s', 'ORT / sf', 'tfjs / sf', 'rounds'], rows)
@@ -303,6 +311,7 @@ async function mhaBench() {
       log(`mha ${name} N=${N}`);
       const { rounds, median: m } = await interleaved(cases, TIMING);
       const flops = mhaFlops(N, E);
+      goal(`attention ${H} x ${E / H}, N = ${N}: both peers / sensorformer >= 1.2`, `ORT ${fmt.ratio(m.ort / m.sf)}, tfjs ${fmt.ratio(m.tfjs / m.sf)}`, Math.min(m.ort, m.tfjs) / m.sf >= 1.2);
       rows.push([H, E / H, N, fmt.ms(m.sf), fmt.gflops(flops, m.sf), fmt.ms(m.ort), fmt.gflops(flops, m.ort), fmt.ms(m.tfjs), fmt.gflops(flops, m.tfjs), `**${fmt.ratio(m.ort / m.sf)}**`, `**${fmt.ratio(m.tfjs / m.sf)}**`, rounds]);
     }
     await session.release();
@@ -395,11 +404,13 @@ if (want('encoder')) await encoderBench();
 if (want('mha')) await mhaBench();
 if (want('demo')) await demoBench();
 if (want('throughput')) await throughputBench();
-if (want('native')) results.native = await runNative({ quick: QUICK, log });
+if (want('native')) results.native = await runNative({ quick: QUICK, log, goal });
+if (goals.length) results.goals = table(['goal (issue 10)', 'measured', 'met'], goals);
 
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
 out(`Command: \`npm run bench${QUICK ? ' -- --quick' : ''}\` (node bench/peers.mjs), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} cores (${cpu}), Node ${process.version}; onnxruntime-web ${ort.env.versions.web} (wasm EP, numThreads 1, SIMD), @tensorflow/tfjs-backend-wasm ${tf.version_core} (setThreadsCount(1), SIMD). Medians of interleaved rounds; ratios > 1 mean sensorformer is faster. Total ${((performance.now() - started) / 60000).toFixed(1)} min.\n`);
 const sections = [
+  ['goals', 'Goals'],
   ['encoder', '2-layer pre-norm GELU encoder, d 64, 4 heads, ff 256 (`model.forward(window)` vs the graph after tokenization)'],
   ['mha', 'Multi-head self-attention, no mask, no weights returned'],
   ['demo', 'Demo model (d 32, factorized layout) on one demo window'],
