@@ -1,10 +1,12 @@
 // sensorformer_bench: the core's kernels timed on their own, so one source gives the WebAssembly /
 // native SSE4.1 / native -march=native comparison (bench/native.mjs runs the three builds).
 //
-//   sensorformer_bench [--quick]
+//   sensorformer_bench [--quick] [--rounds R]
 //
 // One JSON line per case on stdout: {"kernel": name, "gflops": median, "ms": median per call}.
-// Cases run in interleaved rounds (every case once per round, in order) after one warm-up round;
+// Cases run in R interleaved rounds (default 7; every case once per round, in order) after one
+// warm-up round; bench/native.mjs asks for few rounds per run and alternates the three builds'
+// runs instead, so a change in the shared machine's load hits every build alike;
 // a sample repeats its call until it lasts >= kMinSampleMs so short kernels are not timer-bound.
 // Inputs are seeded (std::mt19937 + a fixed uniform mapping), so every build times the same data.
 // FLOPs: gemm 2MNK; attention_head 4 L S Dh (Q.K^T and P.V; softmax not counted); encoder layer
@@ -92,8 +94,22 @@ sf::EncoderLayerWeights layer_weights(int d, int H, int ff, std::vector<std::vec
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const int rounds = quick ? 3 : 7;
+  bool quick = false;
+  int rounds = 7;
+  for (int i = 1; i < argc; i++) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: sensorformer_bench [--quick] [--rounds R]\n");
+      return 2;
+    }
+  }
+  if (rounds < 1 || rounds > 1000) {
+    std::fprintf(stderr, "--rounds must be 1..1000\n");
+    return 2;
+  }
   std::vector<Case> cases;
   std::vector<std::vector<float>> buffers;  // inputs/outputs the cases point into
   buffers.reserve(256);

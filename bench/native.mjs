@@ -29,13 +29,15 @@ export async function runNative({ quick, log, goal = () => {} }) {
     { key: 'native', dir: 'build/native', configure: ['cmake', '-S', '.', '-B', 'build/native', '-DCMAKE_BUILD_TYPE=Release'], cmd: ['build/native/sensorformer_bench'] },
   ];
   for (const b of builds) build(b.dir, b.configure, log);
-  const passes = quick ? 1 : 3;
+  // Many short passes rather than a few long ones: the machine is shared, and a load change during
+  // one build's pass would otherwise land on that build alone.
+  const passes = quick ? 1 : 7, rounds = quick ? 3 : 2;
   const gflops = {};  // kernel -> build -> [GFLOP/s per pass]
   const order = [];
   for (let p = 0; p < passes; p++) {
     for (const b of builds) {
       log(`native pass ${p + 1}/${passes}: ${b.key}`);
-      const r = spawnSync(b.cmd[0], [...b.cmd.slice(1), ...(quick ? ['--quick'] : [])], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
+      const r = spawnSync(b.cmd[0], [...b.cmd.slice(1), ...(quick ? ['--quick'] : []), '--rounds', String(rounds)], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
       if (r.status !== 0) throw new Error(`${b.cmd.join(' ')} failed (${r.status}): ${r.stderr}`);
       for (const line of r.stdout.split('\n')) {
         if (!line.startsWith('{')) continue;
@@ -46,6 +48,7 @@ export async function runNative({ quick, log, goal = () => {} }) {
     }
   }
   const med = (k, b) => (gflops[k][b] ? median(gflops[k][b]) : null);
+  const g = (v) => (v == null ? '–' : v.toFixed(v >= 10 ? 1 : 2));
   for (const k of order) {
     const w = med(k, 'wasm'), s = med(k, 'sse41');
     if (w && s) goal(`${k}: native SSE4.1 / wasm <= 1.2`, (s / w).toFixed(2), s / w <= 1.2);
@@ -56,6 +59,6 @@ export async function runNative({ quick, log, goal = () => {} }) {
   return table(['kernel', 'wasm GFLOP/s', 'native SSE4.1 GFLOP/s', 'native -march=native GFLOP/s', 'SSE4.1 / wasm (goal <= 1.2)', 'native / wasm'],
     order.map((k) => {
       const w = med(k, 'wasm'), s = med(k, 'sse41'), n = med(k, 'native');
-      return [k, w?.toFixed(1) ?? '–', s?.toFixed(1) ?? '–', n?.toFixed(1) ?? '–', w && s ? `**${(s / w).toFixed(2)}**` : '–', w && n ? (n / w).toFixed(2) : '–'];
-    })) + `\n\n${passes} alternated pass${passes > 1 ? 'es' : ''} of each build, median GFLOP/s per kernel (each pass: medians of interleaved repetitions). GELU, layer norm: "GFLOP/s" counts elements x 1e-9 per second (Gelem/s).`;
+      return [k, g(w), g(s), g(n), w && s ? `**${(s / w).toFixed(2)}**` : '–', w && n ? (n / w).toFixed(2) : '–'];
+    })) + `\n\n${passes} alternated pass${passes > 1 ? 'es' : ''} of each build (wasm, SSE4.1, native, wasm, ...), median GFLOP/s per kernel over the passes (each pass: the median of ${rounds} interleaved rounds). GELU, layer norm: "GFLOP/s" counts elements x 1e-9 per second (Gelem/s).`;
 }
