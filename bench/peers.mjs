@@ -170,7 +170,7 @@ const results = {};
 const goals = [];
 const goal = (what, value, ok) => goals.push([what, value, ok ? 'yes' : '**no**']);
 
-async function firstCall(run, steadyCalls = 15) {
+async function firstCall(run, steadyCalls = 40) {
   const t0 = performance.now();
   await run();
   const first = performance.now() - t0;
@@ -180,7 +180,7 @@ async function firstCall(run, steadyCalls = 15) {
     await run();
     times.push(performance.now() - t);
   }
-  return { first, steady: median(times.slice(5)) };
+  return { first, steady: median(times.slice(10)) };
 }
 
 async function timeIt(fn) {
@@ -191,7 +191,8 @@ async function timeIt(fn) {
 
 // Cold = the first load in this process (it compiles the runtime's .wasm); warm = the median of
 // five more. First call = the first forward on that runtime in this process, against the median
-// of calls 6-15 after it. These run before any other workload, so the process is fresh.
+// of calls 11-40 after it (30 calls: a load spike on the shared machine moves the median little).
+// These run before any other workload, so the process is fresh.
 async function loadAndFirstCall() {
   const demoWindow = JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8'));
   const demoPath = path.join(ROOT, 'demo', 'model', 'demo.safetensors');
