@@ -19,15 +19,30 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import * as ort from 'onnxruntime-web';
-import * as tf from '@tensorflow/tfjs-core';
-import { setWasmPaths, setThreadsCount } from '@tensorflow/tfjs-backend-wasm';
-
+import { existsSync } from 'node:fs';
 import { loadModel, loadCore } from '../web/src/index.js';
 import { fmt, interleaved, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
 import { runNative } from './native.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// The peers are devDependencies that a checkout installed before the bench existed lacks, and the
+// module comes from the build: say which command fixes either, rather than a resolver stack trace.
+async function need(specifier) {
+  try {
+    return await import(specifier);
+  } catch (cause) {
+    if (cause?.code !== 'ERR_MODULE_NOT_FOUND') throw cause;
+    console.error(`bench: ${specifier} is not installed; run \`npm ci\` (the bench's peers are pinned devDependencies)`);
+    process.exit(1);
+  }
+}
+const ort = await need('onnxruntime-web');
+const tf = await need('@tensorflow/tfjs-core');
+const { setWasmPaths, setThreadsCount } = await need('@tensorflow/tfjs-backend-wasm');
+if (!existsSync(path.join(ROOT, 'web', 'dist', 'sensorformer-core.wasm'))) {
+  console.error('bench: web/dist/sensorformer-core.wasm is missing; run `npm run build` first');
+  process.exit(1);
+}
 const MODELS = path.join(ROOT, 'bench', 'models');
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
