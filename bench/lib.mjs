@@ -1,0 +1,124 @@
+// Shared helpers of the peer benchmark (bench/peers.mjs): file readers, a seeded generator,
+// interleaved timing with medians, FLOP counts and markdown tables.
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+/** safetensors file -> { metadata, tensors: name -> { dtype, shape, data } } (F64/F32/F16 read as
+ * Float64Array/Float32Array; F16 widened). The format: u64 LE header length, JSON header, bytes. */
+export function readSafetensors(path) {
+  const buf = readFileSync(path);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
+  const base = 8 + n;
+  const tensors = {};
+  for (const [name, info] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const [begin, end] = info.data_offsets;
+    const bytes = buf.subarray(base + begin, base + end);
+    const copy = new Uint8Array(bytes).buffer;  // aligned copy
+    let data;
+    if (info.dtype === 'F32') data = new Float32Array(copy);
+    else if (info.dtype === 'F64') data = new Float64Array(copy);
+    else if (info.dtype === 'F16') data = Float32Array.from(new Uint16Array(copy), halfToFloat);
+    else throw new Error(`${path}: ${name} has dtype ${info.dtype}, not read by the bench`);
+    tensors[name] = { dtype: info.dtype, shape: info.shape, data };
+  }
+  return { metadata: header.__metadata__ ?? {}, tensors };
+}
+
+function halfToFloat(h) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  if (e === 0) return s * f * 2 ** -24;
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+export function readF32(path) {
+  const b = readFileSync(path);
+  return new Float32Array(new Uint8Array(b).buffer);
+}
+
+/** Seeded standard-normal Float32Array (mulberry32 + Box-Muller): the bench's inputs past the
+ * committed reference cases; every runtime gets the same array. */
+export function normals(n, seed) {
+  let a = seed >>> 0;
+  const uniform = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const u = 1 - uniform(), v = uniform();
+    const r = Math.sqrt(-2 * Math.log(u));
+    out[i] = r * Math.cos(2 * Math.PI * v);
+    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * v);
+  }
+  return out;
+}
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Largest |a - b| over max(1, max |b|): float32 results against a reference of values O(1-10). */
+export function relError(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let err = 0, scale = 1;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    err = Number.isNaN(d) ? Infinity : Math.max(err, d);
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return err / scale;
+}
+
+/**
+ * Runs `cases` ([{ name, run }], run() sync or async) in interleaved rounds A, B, C, A, B, C, ...
+ * after `warmup` rounds; the number of timed rounds is chosen from the warm-up's round time so a
+ * row takes about `budgetMs` (clamped to [minRounds, maxRounds]). Returns name -> median ms.
+ */
+export async function interleaved(cases, { warmup = 2, budgetMs = 12000, minRounds = 5, maxRounds = 41 } = {}) {
+  const time = async (c) => {
+    const t0 = performance.now();
+    await c.run();
+    return performance.now() - t0;
+  };
+  let roundMs = 0;
+  for (let w = 0; w < warmup; w++) {
+    roundMs = 0;
+    for (const c of cases) roundMs += await time(c);
+  }
+  const rounds = Math.max(minRounds, Math.min(maxRounds, Math.round(budgetMs / Math.max(roundMs, 1e-3))));
+  const samples = Object.fromEntries(cases.map((c) => [c.name, []]));
+  for (let r = 0; r < rounds; r++)
+    for (const c of cases) samples[c.name].push(await time(c));
+  return { rounds, median: Object.fromEntries(cases.map((c) => [c.name, median(samples[c.name])])) };
+}
+
+/** FLOPs of self-attention with projections on (N, E), H heads (softmax not counted):
+ * Q/K/V 6NE^2, scores 2N^2E, P.V 2N^2E, out projection 2NE^2. */
+export function mhaFlops(N, E) {
+  return 8 * N * E * E + 4 * N * N * E;
+}
+
+/** One pre-norm encoder layer on a group of g tokens: attention + the two FF products. */
+export function layerFlops(g, d, ff) {
+  return mhaFlops(g, d) + 4 * g * d * ff;
+}
+
+export const fmt = {
+  ms: (v) => (v == null ? '–' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)),
+  ratio: (v) => (v == null ? '–' : v.toFixed(2)),
+  gflops: (flops, ms) => (ms == null ? '–' : (flops / ms / 1e6).toFixed(1)),
+  err: (v) => (v == null ? '–' : v.toExponential(1)),
+};
+
+export function table(header, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}

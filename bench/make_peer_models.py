@@ -1,0 +1,290 @@
+"""Writes the peer-benchmark models of `npm run bench` (bench/peers.mjs) into bench/models/.
+
+Run: /usr/bin/python3 bench/make_peer_models.py      (Debian's torch 1.13; the outputs are committed,
+so the bench itself never needs torch.)
+
+Each workload starts from ONE seeded torch module; from it come our weights (a sensorformer
+safetensors file, or the raw nn.MultiheadAttention tensors), the ONNX file a torch user would export
+for onnxruntime-web, and a small reference case (inputs and float64 torch outputs) that the bench
+checks every runtime against before it times anything.
+
+  encoder:  SensorformerRef, 2-layer pre-norm GELU encoder, d 64, 4 heads, ff 256, flattened layout,
+            one modality ("acc", patch 8 at 100 Hz), no final norm, no head. ONNX graph = what
+            follows tokenization: value projection (N, 8) -> (N, 64) + the additive embedding
+            (time encoding + sensor/modality/placement/rate rows, (N, 64), computed in JS by the
+            bench) -> the two encoder layers. N is a dynamic axis (one file for N = 64 .. 4096).
+  mha_E{E}_H{H}: nn.MultiheadAttention(E, H, batch_first=True), self-attention, no mask,
+            need_weights=False; (E, H) = (16, 1), (64, 4), (64, 1), (256, 4): head dim 16 and 64
+            with 1 and 4 heads. ONNX graph = torch's math path on x (N, E).
+  demo:     demo/model/demo.safetensors (factorized layout, d 32) on a 10 s demo window; the ONNX
+            graph takes the tokens after tokenization (T, 32) and the two layouts' groups as
+            additive block-diagonal masks (T, T) (-1e9 off the group), which is how a torch user
+            would export a grouped encoder; final norm, mean pool and head follow.
+
+The graphs are written with explicit ops (linear, reshape, matmul, softmax, layer_norm, gelu)
+rather than by tracing nn.TransformerEncoderLayer / nn.MultiheadAttention: torch 1.13's fused
+inference fast path must not be what gets traced, and the exported math is the documented one.
+Reference outputs are computed in float64 (module.double()) on the documented math path.
+"""
+import copy
+import json
+import math
+import pathlib
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "reference"))
+from export import export_safetensors, load_safetensors  # noqa: E402
+from sensorformer_ref import SensorformerRef, groups, tokenize  # noqa: E402
+from st_io import write_safetensors  # noqa: E402
+
+OUT = ROOT / "bench" / "models"
+OPSET = 17  # LayerNormalization is an ONNX op from 17; torch 1.13 exports up to 17
+
+ENCODER_CONFIG = {
+    "format": "sensorformer-1", "d_model": 64, "n_heads": 4, "n_layers": 2, "dim_feedforward": 256,
+    "activation": "gelu", "norm_first": True, "layer_norm_eps": 1e-5, "final_norm": False,
+    "layout": "flattened", "causal": False, "time_bin": 1.0, "max_period": 10000.0,
+    "min_present_fraction": 0.5, "n_sensors": 1,
+    "modalities": [{"name": "acc", "patch_len": 8, "mean": 0.0, "std": 1.0}],
+    "placements": ["wrist"], "rate_bucket_edges_hz": [1.0, 10.0, 100.0], "n_outputs": 0,
+}
+ENCODER_RATE_HZ = 100.0
+ENCODER_START = 1000.0      # seconds; the window's referenceTime is its start
+ENCODER_CHECK_N = 256       # tokens in the committed reference case
+MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
+MHA_CHECK_N = 128
+MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
+
+
+def mha_math(x, in_w, in_b, out_w, out_b, num_heads):
+    """torch's nn.MultiheadAttention math path (need_weights=False), x (N, E) -> (N, E)."""
+    E = x.shape[-1]
+    dh = E // num_heads
+    q, k, v = F.linear(x, in_w, in_b).chunk(3, dim=-1)
+    q = q * (1.0 / math.sqrt(dh))  # torch scales q before the product
+    q, k, v = (u.reshape(-1, num_heads, dh).transpose(0, 1) for u in (q, k, v))
+    return q, k, v
+
+
+def attention_out(q, k, v, out_w, out_b, E, mask=None):
+    scores = torch.matmul(q, k.transpose(1, 2))
+    if mask is not None:
+        scores = scores + mask
+    ctx = torch.matmul(scores.softmax(dim=-1), v).transpose(0, 1).reshape(-1, E)
+    return F.linear(ctx, out_w, out_b)
+
+
+def self_attention(mha, x, mask=None):
+    q, k, v = mha_math(x, mha.in_proj_weight, mha.in_proj_bias, None, None, mha.num_heads)
+    return attention_out(q, k, v, mha.out_proj.weight, mha.out_proj.bias, x.shape[-1], mask)
+
+
+def pre_norm_layer(layer, x, mask=None):
+    """nn.TransformerEncoderLayer(norm_first=True, activation='gelu', dropout=0) on (N, d)."""
+    x = x + self_attention(layer.self_attn, layer.norm1(x), mask)
+    return x + layer.linear2(F.gelu(layer.linear1(layer.norm2(x))))
+
+
+class EncoderPeer(nn.Module):
+    """patches (N, P), embed (N, d) -> embeddings (N, d): the encoder workload after tokenization."""
+
+    def __init__(self, ref):
+        super().__init__()
+        self.proj = ref.tokenizer.value_proj["acc"]
+        self.layers = ref.encoder.layers
+
+    def forward(self, patches, embed):
+        x = self.proj(patches) + embed
+        for layer in self.layers:
+            x = pre_norm_layer(layer, x)
+        return x
+
+
+class MhaPeer(nn.Module):
+    def __init__(self, mha):
+        super().__init__()
+        self.mha = mha
+
+    def forward(self, x):
+        return self_attention(self.mha, x)
+
+
+class DemoPeer(nn.Module):
+    """tokens (T, d), time_mask (T, T), channel_mask (T, T) -> (embeddings (T, d), head (n_out)).
+    Factorized layout: per layer the time block (layers[i], groups = streams), then the channel
+    block (channel_layers[i], groups = time bins); final norm, mean over tokens, head."""
+
+    def __init__(self, ref):
+        super().__init__()
+        self.ref = ref
+
+    def forward(self, tokens, time_mask, channel_mask):
+        enc = self.ref.encoder
+        x = tokens
+        for i in range(len(enc.layers)):
+            x = pre_norm_layer(enc.layers[i], x, time_mask[None])
+            x = pre_norm_layer(enc.channel_layers[i], x, channel_mask[None])
+        x = enc.norm(x)
+        return x, self.ref.head(x.mean(dim=0))
+
+
+def export_onnx(module, args, names, outputs, path, dynamic):
+    module.eval()
+    torch.onnx.export(module, args, str(path), input_names=names, output_names=outputs,
+                      dynamic_axes=dynamic, opset_version=OPSET, do_constant_folding=True)
+
+
+def f32(path, array):
+    np.ascontiguousarray(array, dtype="<f4").tofile(path)
+
+
+def encoder_window(samples):
+    return {"streams": [{"sensor": 0, "modality": "acc", "placement": "wrist",
+                         "rateHz": ENCODER_RATE_HZ, "startTime": ENCODER_START,
+                         "samples": [float(v) for v in samples]}],
+            "referenceTime": ENCODER_START}
+
+
+def make_encoder(meta):
+    torch.manual_seed(10)
+    ref = SensorformerRef(ENCODER_CONFIG)
+    export_safetensors(ref, ENCODER_CONFIG, OUT / "encoder.safetensors")
+    P, N = ENCODER_CONFIG["modalities"][0]["patch_len"], ENCODER_CHECK_N
+    samples = np.random.default_rng(10).standard_normal(N * P).astype(np.float32)
+    f32(OUT / "encoder_check_samples.f32", samples)
+
+    # float64 reference through the documented pipeline, from the file as the runtime reads it
+    _, ref32 = load_safetensors(OUT / "encoder.safetensors")
+    ref64 = copy.deepcopy(ref32).double()  # .double() converts in place
+    out = ref64(encoder_window(samples))
+    f32(OUT / "encoder_check_embeddings.f32", out["embeddings"].detach().numpy())
+
+    # the peer graph, checked against the pipeline in float64 before export
+    tokens = out["tokens"]
+    patches = torch.from_numpy(samples.astype(np.float64)).reshape(N, P)
+    embed = tokens.x - ref64.tokenizer.value_proj["acc"](patches)
+    peer = EncoderPeer(ref64)
+    err = (peer(patches, embed) - out["embeddings"]).abs().max().item()
+    assert err < 1e-10, f"encoder peer graph differs from the reference pipeline by {err}"
+    export_onnx(EncoderPeer(ref32), (patches.float(), embed.float()), ["patches", "embed"],
+                ["embeddings"], OUT / "encoder.onnx",
+                {"patches": {0: "N"}, "embed": {0: "N"}, "embeddings": {0: "N"}})
+    meta["encoder"] = {"config": ENCODER_CONFIG, "rateHz": ENCODER_RATE_HZ,
+                       "startTime": ENCODER_START, "checkN": N}
+
+
+def make_mha(meta):
+    meta["mha"] = []
+    for E, H in MHA_SHAPES:
+        torch.manual_seed(1000 + E + H)
+        mha = nn.MultiheadAttention(E, H, batch_first=True)
+        # torch's default init leaves the biases at zero: random ones so a bias mix-up is caught
+        with torch.no_grad():
+            mha.in_proj_bias.normal_(0, 0.1)
+            mha.out_proj.bias.normal_(0, 0.1)
+        mha.eval()
+        name = f"mha_E{E}_H{H}"
+        write_safetensors(OUT / f"{name}.safetensors", [
+            ("in_proj_weight", "F32", mha.in_proj_weight.detach().numpy()),
+            ("in_proj_bias", "F32", mha.in_proj_bias.detach().numpy()),
+            ("out_proj_weight", "F32", mha.out_proj.weight.detach().numpy()),
+            ("out_proj_bias", "F32", mha.out_proj.bias.detach().numpy())],
+            {"embed_dim": str(E), "num_heads": str(H)})
+        x = torch.from_numpy(np.random.default_rng(E * 10 + H).standard_normal(
+            (MHA_CHECK_N, E)).astype(np.float32))
+        f32(OUT / f"{name}_check_x.f32", x.numpy())
+        m64 = MhaPeer(copy.deepcopy(mha)).double()
+        # nn.MultiheadAttention itself (grad enabled: the documented math path) is the reference
+        stock = nn.MultiheadAttention(E, H, batch_first=True).double()
+        stock.load_state_dict(mha.state_dict())
+        want = stock(x.double()[None], x.double()[None], x.double()[None], need_weights=False)[0][0]
+        err = (m64(x.double()) - want).abs().max().item()
+        assert err < 1e-10, f"{name}: peer graph differs from nn.MultiheadAttention by {err}"
+        f32(OUT / f"{name}_check_out.f32", want.detach().numpy())
+        export_onnx(MhaPeer(mha), (x,), ["x"], ["out"], OUT / f"{name}.onnx",
+                    {"x": {0: "N"}, "out": {0: "N"}})
+        meta["mha"].append({"name": name, "embedDim": E, "numHeads": H, "checkN": MHA_CHECK_N})
+
+
+def demo_window():
+    """10 s of every demo stream, lengths a whole number of patches so every token is present
+    (the peer graph has no absent-token handling) and groups of 1-50 tokens."""
+    rng = np.random.default_rng(7)
+    t0, seconds = 5000.0, 10.0
+
+    def regular(sensor, modality, placement, rate, n, mean, sd):
+        return {"sensor": sensor, "modality": modality, "placement": placement, "rateHz": rate,
+                "startTime": t0, "samples": [float(v) for v in rng.normal(mean, sd, n)]}
+
+    rr_times = np.cumsum(rng.uniform(0.6, 0.8, 12))
+    streams = [
+        regular(0, "ecg", "chest", 130.0, 1300, 0.0, 400.0),       # 50 tokens
+        regular(1, "acc_x", "wrist", 50.0, 500, 0.0, 500.0),       # 20 tokens each
+        regular(1, "acc_y", "wrist", 50.0, 500, 0.0, 500.0),
+        regular(1, "acc_z", "wrist", 50.0, 500, 0.0, 500.0),
+        regular(0, "hr", "chest", 1.0, 10, 100.0, 10.0),           # 5 tokens
+        {"sensor": 0, "modality": "rr", "placement": "chest",       # 3 tokens (events)
+         "timestamps": [float(t0 + t) for t in rr_times],
+         "samples": [float(v) for v in np.diff(np.concatenate([[0.0], rr_times]))]},
+        regular(2, "temperature", "wrist", 1.0, 10, 34.0, 0.2),    # 10 tokens
+        regular(3, "spo2", "finger", 0.5, 5, 97.0, 1.0),           # 1 token
+    ]
+    return {"streams": streams, "referenceTime": t0}
+
+
+def make_demo(meta):
+    config, ref32 = load_safetensors(ROOT / "demo" / "model" / "demo.safetensors")
+    window = demo_window()
+    (OUT / "demo_window.json").write_text(json.dumps(window))
+    ref64 = copy.deepcopy(ref32).double()  # .double() converts in place
+    out = ref64(window)
+    tokens = out["tokens"]
+    assert bool(tokens.present.all()), "the demo window must have every token present"
+    T = tokens.x.shape[0]
+
+    def block_mask(block):
+        m = torch.full((T, T), MASK_OFF, dtype=torch.float64)
+        sizes = []
+        for idx in groups(tokens, block, config["time_bin"]):
+            i = torch.tensor(idx)
+            m[i[:, None], i[None, :]] = 0.0
+            sizes.append(len(idx))
+        return m, sizes
+
+    time_mask, time_sizes = block_mask("time")
+    channel_mask, channel_sizes = block_mask("channel")
+    peer = DemoPeer(ref64)
+    emb, head = peer(tokens.x, time_mask, channel_mask)
+    err = max((emb - out["embeddings"]).abs().max().item(), (head - out["head"]).abs().max().item())
+    assert err < 1e-10, f"demo peer graph differs from the reference pipeline by {err}"
+    f32(OUT / "demo_tokens.f32", tokens.x.detach().numpy())
+    f32(OUT / "demo_time_mask.f32", time_mask.numpy())
+    f32(OUT / "demo_channel_mask.f32", channel_mask.numpy())
+    f32(OUT / "demo_check_embeddings.f32", out["embeddings"].detach().numpy())
+    f32(OUT / "demo_check_head.f32", out["head"].detach().numpy())
+    export_onnx(DemoPeer(ref32), (tokens.x.float(), time_mask.float(), channel_mask.float()),
+                ["tokens", "time_mask", "channel_mask"], ["embeddings", "head"],
+                OUT / "demo.onnx", None)
+    meta["demo"] = {"tokens": T, "timeGroups": time_sizes, "channelGroups": channel_sizes,
+                    "nOutputs": config["n_outputs"]}
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    meta = {"torch": torch.__version__, "opset": OPSET}
+    make_encoder(meta)
+    make_mha(meta)
+    make_demo(meta)
+    (OUT / "models.json").write_text(json.dumps(meta, indent=1) + "\n")
+    for p in sorted(OUT.iterdir()):
+        print(f"{p.stat().st_size:>9}  {p.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
