@@ -93,33 +93,13 @@ fbatch exp2_nonpositive(fbatch x) {
   return p * xsimd::bitwise_cast<fbatch>(e);
 }
 
-// Per-thread scratch, grown to the largest call seen and reused, so a forward allocates nothing
-// after the first one at a given size. thread_local keeps native callers on several threads apart;
-// a WebAssembly instance is single-threaded. Held until the thread ends (at most about
-// S * (2 Dh + 1) floats plus the block buffers, e.g. 2.1 MB at S = 16384, Dh = 16).
-struct Workspace {
-  std::vector<float> kt;      // K^T per key tile: (tiles, Dh, kKeyBlock), zero-padded past S
-  std::vector<float> vp;      // V (S, Dhp) when Dh is not a lane multiple, zero-padded columns
-  std::vector<float> bias;    // 0 or -inf per key (padding mask, and keys past S in the last tile)
-  std::vector<std::uint8_t> tile_mask;  // per key tile: 0 none masked, 1 some, 2 all
-  std::vector<float> qs;      // the query block, times scale * log2(e): (micro-tile, Dh, kRows)
-  std::vector<float> o;       // unnormalized output of the block: (kQueryBlock, Dhp)
-  std::vector<float> tile_m;  // maps path: the max each (row, tile) was exponentiated against
-  alignas(64) float s[kRows * kKeyBlock];  // one micro-tile of scores, then of probabilities
+// Per-block state that lives on the stack: one micro-tile of scores (then probabilities), and the
+// running max, sum and key limit of each query of the block.
+struct BlockState {
+  alignas(64) float s[kRows * kKeyBlock];
   float m[kQueryBlock], l[kQueryBlock];
   int lim[kQueryBlock];
 };
-
-Workspace& workspace() {
-  thread_local Workspace w;
-  return w;
-}
-
-template <class T>
-T* grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
 
 // s(kRows, kKeyBlock) = q(kRows, Dh) . kt(Dh, kKeyBlock), with q stored interleaved as
 // qs[d * kRows + r] so the four broadcasts of step d sit at constant offsets from one pointer.
@@ -222,7 +202,8 @@ float hmax(const float* x, int n) {  // n a lane multiple
 
 void attention_head_ref(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                         int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
-                        const int* key_limit, float* out, int ldo, float* weights) {
+                        const int* key_limit, float* out, int ldo, float* weights,
+                        AttentionWorkspace* /* unused: the twin keeps its own (L,S) scores */) {
   std::vector<float> scratch;
   if (!weights) {
     scratch.resize(static_cast<size_t>(L) * S);
@@ -234,18 +215,37 @@ void attention_head_ref(int L, int S, int Dh, float scale, const float* q, int l
 
 void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                     int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
-                    const int* key_limit, float* out, int ldo, float* weights) {
+                    const int* key_limit, float* out, int ldo, float* weights,
+                    AttentionWorkspace* workspace) {
   if (L <= 0 || Dh <= 0) return;
-  Workspace& w = workspace();
   const int tiles = (S + kKeyBlock - 1) / kKeyBlock;
   const int Sp = tiles * kKeyBlock;
   const int Dhp = (Dh + kW - 1) / kW * kW;
+  const bool pack_v = Dhp != Dh;  // V is read in place when its rows are whole vectors
 
-  // Pack once per head: K^T by tiles, the key mask as an additive 0 / -inf bias, and V with its
-  // columns padded to whole vectors unless they already are (then V is read in place).
-  float* kt = grow(w.kt, static_cast<size_t>(Sp) * Dh);
-  float* bias = grow(w.bias, Sp);
-  std::uint8_t* tile_mask = grow(w.tile_mask, tiles);
+  // One buffer, carved: K^T by tiles (tiles, Dh, kKeyBlock), zero-padded past S; the key mask as
+  // an additive 0 / -inf bias (also -inf past S); per tile 0 (no key masked), 1 (some) or 2 (all);
+  // the query block times scale * log2(e), interleaved (micro-tile, Dh, kRows); the block's
+  // unnormalized output (kQueryBlock, Dhp); V with zero-padded columns (S, Dhp) if packed; and for
+  // the maps path the max each (row, tile) was exponentiated against (kQueryBlock, tiles).
+  const size_t n_kt = static_cast<size_t>(Sp) * Dh, n_qs = static_cast<size_t>(kQueryBlock) * Dh,
+               n_o = static_cast<size_t>(kQueryBlock) * Dhp,
+               n_vp = pack_v ? static_cast<size_t>(S) * Dhp : 0,
+               n_tm = weights ? static_cast<size_t>(kQueryBlock) * tiles : 0;
+  AttentionWorkspace local;
+  std::vector<float>& buffer = (workspace ? *workspace : local).buffer;
+  const size_t need = n_kt + Sp + tiles + n_qs + n_o + n_vp + n_tm;
+  if (buffer.size() < need) buffer.resize(need);
+  float* kt = buffer.data();
+  float* bias = kt + n_kt;
+  float* tile_mask = bias + Sp;
+  float* qs = tile_mask + tiles;
+  float* o = qs + n_qs;
+  float* vp = o + n_o;
+  float* tile_m = weights ? vp + n_vp : nullptr;
+  BlockState blk;
+
+  // Pack once per head.
   for (int t = 0; t < tiles; ++t) {
     float* kt_t = kt + static_cast<size_t>(t) * Dh * kKeyBlock;
     int masked = 0;
@@ -261,8 +261,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   }
   const float* vsrc = v;
   int ldvs = ldv;
-  if (Dhp != Dh && S > 0) {
-    float* vp = grow(w.vp, static_cast<size_t>(S) * Dhp);
+  if (pack_v) {
     for (int j = 0; j < S; ++j)
       for (int d = 0; d < Dhp; ++d) vp[j * Dhp + d] = d < Dh ? v[j * ldv + d] : 0.0f;
     vsrc = vp;
@@ -270,20 +269,17 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   }
 
   const float qscale = scale * 1.44269504088896341f;  // log2(e): scores in base 2
-  float* qs = grow(w.qs, static_cast<size_t>(kQueryBlock) * Dh);
-  float* o = grow(w.o, static_cast<size_t>(kQueryBlock) * Dhp);
-  float* tile_m = weights ? grow(w.tile_m, static_cast<size_t>(kQueryBlock) * tiles) : nullptr;
-  float* s = w.s;
+  float* s = blk.s;
 
   for (int i0 = 0; i0 < L; i0 += kQueryBlock) {
     const int nq = std::min(kQueryBlock, L - i0);
     const int nr = (nq + kRows - 1) / kRows * kRows;  // rows past nq: zero queries, no keys
     int kmax = 0;
     for (int r = 0; r < nr; ++r) {
-      w.lim[r] = r < nq ? valid_keys(i0 + r, S, key_limit) : 0;
-      kmax = std::max(kmax, w.lim[r]);
-      w.m[r] = kNegInf;
-      w.l[r] = 0.0f;
+      blk.lim[r] = r < nq ? valid_keys(i0 + r, S, key_limit) : 0;
+      kmax = std::max(kmax, blk.lim[r]);
+      blk.m[r] = kNegInf;
+      blk.l[r] = 0.0f;
       float* qr = qs + (r / kRows) * kRows * Dh + r % kRows;
       for (int d = 0; d < Dh; ++d) qr[d * kRows] = r < nq ? qscale * q[(i0 + r) * ldq + d] : 0.0f;
     }
@@ -296,7 +292,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
       const int nk = std::min(kKeyBlock, S - j0);
       const float* kt_t = kt + static_cast<size_t>(t) * Dh * kKeyBlock;
       for (int r0 = 0; r0 < nr; r0 += kRows) {
-        const int* lim = w.lim + r0;
+        const int* lim = blk.lim + r0;
         const int lim_hi = std::max(std::max(lim[0], lim[1]), std::max(lim[2], lim[3]));
         const int lim_lo = std::min(std::min(lim[0], lim[1]), std::min(lim[2], lim[3]));
         if (lim_hi <= j0) continue;  // all four rows are causally cut before this tile
@@ -312,11 +308,11 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
             for (int j = std::max(0, lim[rr] - j0); j < kKeyBlock; ++j) sr[j] = kNegInf;
           const int r = r0 + rr;
           const float mt = hmax(sr, kKeyBlock);
-          const float m_new = std::max(w.m[r], mt);
+          const float m_new = std::max(blk.m[r], mt);
           // Rows that have seen no unmasked key keep m = -inf; exponentiating against 0 instead
           // keeps their probabilities at exactly 0 (never -inf - -inf = NaN).
           const float m_use = m_new == kNegInf ? 0.0f : m_new;
-          corr[rr] = std::exp2(w.m[r] - m_use);  // 1 when the max did not grow, 0 at first
+          corr[rr] = std::exp2(blk.m[r] - m_use);  // 1 when the max did not grow, 0 at first
           const fbatch vm(m_use);
           fbatch sum(0.0f);
           for (int j = 0; j < kKeyBlock; j += kW) {
@@ -324,8 +320,8 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
             p.store_aligned(sr + j);
             sum += p;
           }
-          w.l[r] = w.l[r] * corr[rr] + xsimd::hadd(sum);
-          w.m[r] = m_new;
+          blk.l[r] = blk.l[r] * corr[rr] + xsimd::hadd(sum);
+          blk.m[r] = m_new;
           if (tile_m && r < nq) {
             tile_m[r * tiles + t] = mt == kNegInf ? kNegInf : m_use;
             std::copy(sr, sr + nk, weights + static_cast<size_t>(i0 + r) * S + j0);
@@ -337,7 +333,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     }
 
     for (int r = 0; r < nq; ++r) {
-      const float inv = w.l[r] > 0.0f ? 1.0f / w.l[r] : 0.0f;  // l = 0: every key masked
+      const float inv = blk.l[r] > 0.0f ? 1.0f / blk.l[r] : 0.0f;  // l = 0: every key masked
       float* orow = out + (i0 + r) * ldo;
       for (int d = 0; d < Dh; ++d) orow[d] = o[r * Dhp + d] * inv;
       if (!weights) continue;
@@ -351,7 +347,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           std::fill(wrow + j0, wrow + j0 + nk, 0.0f);
           continue;
         }
-        const float f = std::exp2(mt - w.m[r]) * inv;
+        const float f = std::exp2(mt - blk.m[r]) * inv;
         const fbatch vf(f);
         const int end = simd_end(nk, kW);
         for (int j = 0; j < end; j += kW)

@@ -230,9 +230,11 @@ bool sees_no_key(int i, int S, const Masks& m) {
 // Every shape the issue names (head dims 1..64 incl. tails; lengths around the 64-key tile and the
 // 4-row micro-tile; L != S), every mask family, with and without weights. Strided rows (ld > Dh)
 // with sentinels in the gaps check that nothing outside the (L, Dh) output and the (L, S) map is
-// written.
+// written. One workspace serves every call, so each runs on scratch left over from a different
+// shape (nothing may depend on it being zeroed or sized for this call).
 TEST(TiledAttention, MatchesTwinOnEveryShapeAndMask) {
   const float kSentinel = 12345.0f;
+  kernels::AttentionWorkspace workspace;
   int cases = 0;
   for (int Dh : {1, 3, 8, 16, 17, 64})
     for (int L : {1, 2, 5, 63, 64, 65, 300})
@@ -252,7 +254,7 @@ TEST(TiledAttention, MatchesTwinOnEveryShapeAndMask) {
           for (bool with_weights : {false, true}) {
             std::vector<float> out(L * ldo, kSentinel), w(L * S + 16, kSentinel);
             kernels::attention_head(L, S, Dh, scale, q.data(), ldq, k.data(), ldk, v.data(), ldv, m.ignore_ptr(),
-                                    m.limit_ptr(), out.data(), ldo, with_weights ? w.data() : nullptr);
+                                    m.limit_ptr(), out.data(), ldo, with_weights ? w.data() : nullptr, &workspace);
             const std::string tag = "Dh=" + std::to_string(Dh) + " L=" + std::to_string(L) + " S=" +
                                     std::to_string(S) + " mask " + std::to_string(int(kind)) +
                                     (with_weights ? " weights" : " online");
