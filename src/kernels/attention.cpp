@@ -101,10 +101,11 @@ struct BlockState {
   int lim[kQueryBlock];
 };
 
-// s(kRows, kKeyBlock) = q(kRows, Dh) . kt(Dh, kKeyBlock), with q stored interleaved as
-// qs[d * kRows + r] so the four broadcasts of step d sit at constant offsets from one pointer.
-void tile_scores(const float* qs, int Dh, const float* kt, float* s) {
-  for (int j = 0; j < kKeyBlock; j += 2 * kW) {
+// s(kRows, nc) = q(kRows, Dh) . kt(Dh, nc), nc a multiple of 2 vectors <= kKeyBlock (s and kt
+// have rows of kKeyBlock), with q stored interleaved as qs[d * kRows + r] so the four broadcasts
+// of step d sit at constant offsets from one pointer.
+void tile_scores(const float* qs, int Dh, const float* kt, int nc, float* s) {
+  for (int j = 0; j < nc; j += 2 * kW) {
     fbatch a00(0.0f), a01(0.0f), a10(0.0f), a11(0.0f), a20(0.0f), a21(0.0f), a30(0.0f), a31(0.0f);
     const float* b = kt + j;
     const float* qd = qs;
@@ -296,18 +297,22 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
         const int lim_hi = std::max(std::max(lim[0], lim[1]), std::max(lim[2], lim[3]));
         const int lim_lo = std::min(std::min(lim[0], lim[1]), std::min(lim[2], lim[3]));
         if (lim_hi <= j0) continue;  // all four rows are causally cut before this tile
-        tile_scores(qs + r0 * Dh, Dh, kt_t, s);
+        // Columns that any row may see, in whole column pairs: a short sequence (the demo's groups
+        // of 1-51 tokens) or a causal diagonal tile does not pay for a full tile of 64.
+        const int nv = std::min(nk, lim_hi - j0);
+        const int nc = std::min(kKeyBlock, (nv + 2 * kW - 1) / (2 * kW) * (2 * kW));
+        tile_scores(qs + r0 * Dh, Dh, kt_t, nc, s);
         float corr[kRows];
         for (int rr = 0; rr < kRows; ++rr) {
           float* sr = s + rr * kKeyBlock;
           if (tile_mask[t] == 1)
-            for (int j = 0; j < kKeyBlock; j += kW)
+            for (int j = 0; j < nc; j += kW)
               (fbatch::load_aligned(sr + j) + fbatch::load_unaligned(bias + j0 + j))
                   .store_aligned(sr + j);
-          if (lim_lo < j0 + kKeyBlock)
-            for (int j = std::max(0, lim[rr] - j0); j < kKeyBlock; ++j) sr[j] = kNegInf;
+          if (lim_lo < j0 + nc)
+            for (int j = std::max(0, lim[rr] - j0); j < nc; ++j) sr[j] = kNegInf;
           const int r = r0 + rr;
-          const float mt = hmax(sr, kKeyBlock);
+          const float mt = hmax(sr, nc);
           const float m_new = std::max(blk.m[r], mt);
           // Rows that have seen no unmasked key keep m = -inf; exponentiating against 0 instead
           // keeps their probabilities at exactly 0 (never -inf - -inf = NaN).
@@ -315,7 +320,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           corr[rr] = std::exp2(blk.m[r] - m_use);  // 1 when the max did not grow, 0 at first
           const fbatch vm(m_use);
           fbatch sum(0.0f);
-          for (int j = 0; j < kKeyBlock; j += kW) {
+          for (int j = 0; j < nc; j += kW) {
             const fbatch p = exp2_nonpositive(fbatch::load_aligned(sr + j) - vm);
             p.store_aligned(sr + j);
             sum += p;
@@ -324,10 +329,12 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           blk.m[r] = m_new;
           if (tile_m && r < nq) {
             tile_m[r * tiles + t] = mt == kNegInf ? kNegInf : m_use;
-            std::copy(sr, sr + nk, weights + static_cast<size_t>(i0 + r) * S + j0);
+            float* wr = weights + static_cast<size_t>(i0 + r) * S + j0;
+            std::copy(sr, sr + std::min(nk, nc), wr);
+            std::fill(wr + std::min(nk, nc), wr + nk, 0.0f);  // past every row's key limit
           }
         }
-        tile_pv(s, std::min(nk, lim_hi - j0), vsrc + static_cast<size_t>(j0) * ldvs, ldvs, Dhp,
+        tile_pv(s, nv, vsrc + static_cast<size_t>(j0) * ldvs, ldvs, Dhp,
                 corr, o + r0 * Dhp, Dhp);
       }
     }
