@@ -249,8 +249,10 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   // Pack once per head.
   for (int t = 0; t < tiles; ++t) {
     float* kt_t = kt + static_cast<size_t>(t) * Dh * kKeyBlock;
+    // Columns past S are read only up to the next whole column pair (see nc below).
+    const int cols = std::min(kKeyBlock, (S - t * kKeyBlock + 2 * kW - 1) / (2 * kW) * (2 * kW));
     int masked = 0;
-    for (int jj = 0; jj < kKeyBlock; ++jj) {
+    for (int jj = 0; jj < cols; ++jj) {
       const int j = t * kKeyBlock + jj;
       const bool in = j < S;
       for (int d = 0; d < Dh; ++d) kt_t[d * kKeyBlock + jj] = in ? k[j * ldk + d] : 0.0f;
@@ -258,7 +260,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
       bias[j] = off ? kNegInf : 0.0f;
       masked += off;
     }
-    tile_mask[t] = masked == 0 ? 0 : masked == kKeyBlock ? 2 : 1;
+    tile_mask[t] = masked == 0 ? 0 : masked == cols ? 2 : 1;
   }
   const float* vsrc = v;
   int ldvs = ldv;
