@@ -328,6 +328,22 @@ TEST(TiledAttention, RunningMaxGrowsInEveryTile) {
   }
 }
 
+// No keys at all (S = 0, e.g. cross-attention to an empty stream): every query sees nothing, so
+// a zero row, as for a fully masked query; k and v are never read.
+TEST(TiledAttention, NoKeysGivesZeroRows) {
+  const int L = 5, Dh = 16;
+  const auto q = random_floats(L * Dh, 8);
+  std::vector<float> out(L * Dh, 7.0f), ref(L * Dh, 7.0f);
+  float w_sentinel = 7.0f;
+  kernels::attention_head(L, 0, Dh, 0.25f, q.data(), Dh, nullptr, Dh, nullptr, Dh, nullptr, nullptr, out.data(), Dh, &w_sentinel);
+  kernels::attention_head_ref(L, 0, Dh, 0.25f, q.data(), Dh, nullptr, Dh, nullptr, Dh, nullptr, nullptr, ref.data(), Dh, nullptr);
+  for (int i = 0; i < L * Dh; ++i) {
+    ASSERT_EQ(out[i], 0.0f) << i;
+    ASSERT_EQ(ref[i], 0.0f) << i;
+  }
+  EXPECT_EQ(w_sentinel, 7.0f);  // an (L, 0) map has no element to write
+}
+
 // A NaN in a query reaches that query's output as NaN (as in torch), so the model's finiteness
 // checks see it; neither the max nor the exponential's clamp may turn it into a probability or a
 // masked row. (The twin's masked_softmax_ref skips NaN scores when taking the max and so returns
