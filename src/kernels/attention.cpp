@@ -41,7 +41,7 @@ static_assert(kQueryBlock % kRows == 0, "a query block is a whole number of micr
 
 // a < b ? b : a, lane-wise: one f32x4.pmax in WebAssembly (Emscripten's _mm_max_ps, which xsimd
 // uses, emulates the x86 NaN rule with a compare and a bitselect). A NaN in `a` comes back as
-// NaN, so NaN scores reach the output as NaN, as in the twin, instead of being clamped away.
+// NaN, so NaN scores reach the output as NaN (as in torch) instead of being clamped to 0.
 inline fbatch vmax(fbatch a, fbatch b) {
 #ifdef __wasm_simd128__
   return fbatch(static_cast<__m128>(wasm_f32x4_pmax(static_cast<v128_t>(static_cast<__m128>(a)),
@@ -224,7 +224,8 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   const int Dhp = (Dh + kW - 1) / kW * kW;
   const bool pack_v = Dhp != Dh;  // V is read in place when its rows are whole vectors
 
-  // One buffer, carved: K^T by tiles (tiles, Dh, kKeyBlock), zero-padded past S; the key mask as
+  // One buffer, carved: K^T by tiles (tiles, Dh, kKeyBlock), zeroed past S to the next column pair
+  // (columns after that are never read); the key mask as
   // an additive 0 / -inf bias (also -inf past S); per tile 0 (no key masked), 1 (some) or 2 (all);
   // the query block times scale * log2(e), interleaved (micro-tile, Dh, kRows); the block's
   // unnormalized output (kQueryBlock, Dhp); V with zero-padded columns (S, Dhp) if packed; and for
