@@ -225,9 +225,8 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   const bool pack_v = Dhp != Dh;  // V is read in place when its rows are whole vectors
 
   // One buffer, carved: K^T by tiles (tiles, Dh, kKeyBlock), zeroed past S to the next column pair
-  // (columns after that are never read); the key mask as
-  // an additive 0 / -inf bias (also -inf past S); per tile 0 (no key masked), 1 (some) or 2 (all);
-  // the query block times scale * log2(e), interleaved (micro-tile, Dh, kRows); the block's
+  // (columns after that are never read); the key mask as an additive 0 / -inf bias (also -inf
+  // past S); per tile 0 (no key masked), 1 (some) or 2 (all); the query block times scale * log2(e), interleaved (micro-tile, Dh, kRows); the block's
   // unnormalized output (kQueryBlock, Dhp); V with zero-padded columns (S, Dhp) if packed; and for
   // the maps path the max each (row, tile) was exponentiated against (kQueryBlock, tiles).
   const size_t n_kt = static_cast<size_t>(Sp) * Dh, n_qs = static_cast<size_t>(kQueryBlock) * Dh,
