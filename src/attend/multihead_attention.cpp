@@ -77,13 +77,14 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const size_t map = static_cast<size_t>(L) * S;
   std::vector<float> head_map(options.weights == AttentionWeights::kAveraged ? map : 0);
+  kernels::AttentionWorkspace workspace;  // packed K^T and V, grown once and reused by every head
   for (int h = 0; h < H; ++h) {
     float* weights = nullptr;
     if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map;
     if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
     head(L, S, Dh, scale, q.data() + h * Dh, E, kvp.data() + h * Dh, 2 * E,
          kvp.data() + E + h * Dh, 2 * E, options.key_padding_mask, key_limit,
-         ctx.data() + h * Dh, E, weights);
+         ctx.data() + h * Dh, E, weights, &workspace);
     if (options.weights == AttentionWeights::kAveraged)
       for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;
   }

@@ -4,10 +4,13 @@
 
 #include <nlohmann/json.hpp>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <set>
 #include <vector>
 
 #include "attend/multihead_attention.hpp"
+#include "kernels/attention.hpp"
 #include "testing.hpp"
 
 namespace sf {
@@ -171,6 +174,221 @@ TEST(MultiheadAttention, RejectsBadShapes) {
   opt.weights = AttentionWeights::kPerHead;
   EXPECT_EQ(multihead_attention(w, x.data(), 1, x.data(), 1, opt, out.data(), nullptr).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(multihead_attention(w, x.data(), -1, x.data(), 1, {}, out.data(), nullptr).code(), ErrorCode::kInvalidArgument);
+}
+
+
+// --- the tiled kernel (kernels::attention_head) against its scalar twin ----------------------------
+
+// Mask families for one (L, S) shape. Padding masks are per key; key_limit rows are per query.
+enum class KeyMask { kNone, kPadding, kWholeTilePadding, kAllPadded, kCausal, kTimeCausal, kRandomLimit };
+
+struct Masks {
+  std::vector<std::uint8_t> ignore;
+  std::vector<int> limit;
+  const std::uint8_t* ignore_ptr() const { return ignore.empty() ? nullptr : ignore.data(); }
+  const int* limit_ptr() const { return limit.empty() ? nullptr : limit.data(); }
+};
+
+Masks make_masks(KeyMask kind, int L, int S, unsigned seed) {
+  Masks m;
+  std::mt19937 rng(seed);
+  switch (kind) {
+    case KeyMask::kNone: break;
+    case KeyMask::kPadding:  // ~30 % of keys, at random
+      m.ignore.resize(S);
+      for (auto& x : m.ignore) x = std::uniform_int_distribution<int>(0, 9)(rng) < 3;
+      break;
+    case KeyMask::kWholeTilePadding:  // the second key tile entirely, plus the last key
+      m.ignore.resize(S);
+      for (int j = kernels::kKeyBlock; j < std::min(S, 2 * kernels::kKeyBlock); ++j) m.ignore[j] = 1;
+      m.ignore[S - 1] = 1;
+      break;
+    case KeyMask::kAllPadded: m.ignore.assign(S, 1); break;
+    case KeyMask::kCausal:  // torch's causal mask, also for L != S (limits past S are clamped)
+      m.limit.resize(L);
+      for (int i = 0; i < L; ++i) m.limit[i] = i + 1;
+      break;
+    case KeyMask::kTimeCausal:  // ties in groups of 3; the first group sees no key at all
+      m.limit.resize(L);
+      for (int i = 0; i < L; ++i) m.limit[i] = std::min(S, (i / 3) * 3);
+      break;
+    case KeyMask::kRandomLimit:  // anything in [-1, S + 1], including 0 and out-of-range values
+      m.limit.resize(L);
+      for (auto& x : m.limit) x = std::uniform_int_distribution<int>(-1, S + 1)(rng);
+      break;
+  }
+  return m;
+}
+
+bool sees_no_key(int i, int S, const Masks& m) {
+  const int n = m.limit.empty() ? S : std::max(0, std::min(m.limit[i], S));
+  for (int j = 0; j < n; ++j)
+    if (m.ignore.empty() || !m.ignore[j]) return false;
+  return true;
+}
+
+// Every shape the issue names (head dims 1..64 incl. tails; lengths around the 64-key tile and the
+// 4-row micro-tile; L != S), every mask family, with and without weights. Strided rows (ld > Dh)
+// with sentinels in the gaps check that nothing outside the (L, Dh) output and the (L, S) map is
+// written. One workspace serves every call, so each runs on scratch left over from a different
+// shape (nothing may depend on it being zeroed or sized for this call).
+TEST(TiledAttention, MatchesTwinOnEveryShapeAndMask) {
+  const float kSentinel = 12345.0f;
+  kernels::AttentionWorkspace workspace;
+  int cases = 0;
+  for (int Dh : {1, 3, 8, 16, 17, 64})
+    for (int L : {1, 2, 5, 63, 64, 65, 300})
+      for (int S : {1, 2, 5, 63, 64, 65, 300})
+        for (KeyMask kind : {KeyMask::kNone, KeyMask::kPadding, KeyMask::kWholeTilePadding, KeyMask::kAllPadded,
+                             KeyMask::kCausal, KeyMask::kTimeCausal, KeyMask::kRandomLimit}) {
+          if (kind == KeyMask::kWholeTilePadding && S < 2 * kernels::kKeyBlock) continue;
+          const unsigned seed = 1000u * Dh + 10u * L + S;
+          const int ldq = Dh + 3, ldk = Dh + 1, ldv = Dh + 2, ldo = Dh + 5;
+          const auto q = random_floats(L * ldq, seed, -1, 1), k = random_floats(S * ldk, seed + 1, -1, 1),
+                     v = random_floats(S * ldv, seed + 2, -1, 1);
+          const Masks m = make_masks(kind, L, S, seed + 3);
+          const float scale = 1.0f / std::sqrt(float(Dh));
+          std::vector<float> ref(L * ldo, kSentinel), wref(L * S);
+          kernels::attention_head_ref(L, S, Dh, scale, q.data(), ldq, k.data(), ldk, v.data(), ldv, m.ignore_ptr(),
+                                      m.limit_ptr(), ref.data(), ldo, wref.data());
+          for (bool with_weights : {false, true}) {
+            std::vector<float> out(L * ldo, kSentinel), w(L * S + 16, kSentinel);
+            kernels::attention_head(L, S, Dh, scale, q.data(), ldq, k.data(), ldk, v.data(), ldv, m.ignore_ptr(),
+                                    m.limit_ptr(), out.data(), ldo, with_weights ? w.data() : nullptr, &workspace);
+            const std::string tag = "Dh=" + std::to_string(Dh) + " L=" + std::to_string(L) + " S=" +
+                                    std::to_string(S) + " mask " + std::to_string(int(kind)) +
+                                    (with_weights ? " weights" : " online");
+            // Outputs are convex combinations of |v| <= 1 and |scores| <= sqrt(Dh): 2e-6 absolute
+            // covers the exp2 polynomial (1.6 ulp), the log2(e) pre-scaling of q (1 ulp of each
+            // score) and a different summation order over up to 300 keys.
+            for (int i = 0; i < L; ++i) {
+              ASSERT_TRUE(AllClose(out.data() + i * ldo, ref.data() + i * ldo, Dh, 2e-6, 1e-5, "out row " + std::to_string(i) + " " + tag));
+              for (int d = Dh; d < ldo; ++d) ASSERT_EQ(out[i * ldo + d], kSentinel) << "wrote past Dh " << tag;
+              if (sees_no_key(i, S, m))
+                for (int d = 0; d < Dh; ++d) ASSERT_EQ(out[i * ldo + d], 0.0f) << "masked row " << i << " " << tag;
+            }
+            if (with_weights) {
+              // Probabilities: 1e-7 absolute (below one float32 ulp of 1) plus 1e-5 relative for
+              // the per-tile rescale by 2^(m_tile - m_final) / l.
+              ASSERT_TRUE(AllClose(w.data(), wref.data(), L * S, 1e-7, 1e-5, "weights " + tag));
+              for (int x = L * S; x < L * S + 16; ++x) ASSERT_EQ(w[x], kSentinel) << "wrote past the map " << tag;
+              for (int i = 0; i < L; ++i)
+                if (sees_no_key(i, S, m))
+                  for (int j = 0; j < S; ++j) ASSERT_EQ(w[i * S + j], 0.0f) << "masked row " << i << " " << tag;
+            }
+            ++cases;
+          }
+        }
+  EXPECT_EQ(cases, 6 * 7 * 7 * 2 * 6 + 6 * 7 * 1 * 2);  // S = 300 alone has a second whole tile
+}
+
+// Scores that grow along the keys move the running max in every key tile: the output accumulator
+// and (with weights) every earlier tile's probabilities must be rescaled, by factors down to e^-18.
+// Reference: the definition evaluated in double from the same float inputs.
+TEST(TiledAttention, RunningMaxGrowsInEveryTile) {
+  const int L = 9, S = 5 * kernels::kKeyBlock + 7;
+  for (int Dh : {3, 16, 64}) {
+    std::vector<float> q(L * Dh), k(S * Dh), v = random_floats(S * Dh, 77);
+    for (int i = 0; i < L; ++i)
+      for (int d = 0; d < Dh; ++d) q[i * Dh + d] = (i + 1) / float(L * Dh);
+    for (int j = 0; j < S; ++j)
+      for (int d = 0; d < Dh; ++d) k[j * Dh + d] = 0.05f * j;  // row max grows by 3.2 per tile
+    std::vector<double> want(L * Dh, 0.0), wwant(L * S);
+    for (int i = 0; i < L; ++i) {
+      double m = -1e300, l = 0;
+      std::vector<double> sc(S);
+      for (int j = 0; j < S; ++j) {
+        for (int d = 0; d < Dh; ++d) sc[j] += double(q[i * Dh + d]) * k[j * Dh + d];
+        m = std::max(m, sc[j]);
+      }
+      for (int j = 0; j < S; ++j) l += std::exp(sc[j] - m);
+      for (int j = 0; j < S; ++j) {
+        wwant[i * S + j] = std::exp(sc[j] - m) / l;
+        for (int d = 0; d < Dh; ++d) want[i * Dh + d] += wwant[i * S + j] * v[j * Dh + d];
+      }
+    }
+    std::vector<float> out(L * Dh), w(L * S);
+    // Scores reach 18.5, where a float32 ulp is 1.9e-6, and each is a float32 sum of Dh products
+    // (rounding of several ulp at Dh 64, in the twin too): that is the relative error of its
+    // weight, 3e-5 at most, and the output (a combination of |v| <= 1) moves by as much absolutely.
+    const double atol = 3e-5, rtol = 3e-5;
+    sf::testing::Closeness c;
+    kernels::attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, nullptr, out.data(), Dh, w.data());
+    ASSERT_TRUE(AllClose(out.data(), want.data(), L * Dh, atol, rtol, "out Dh=" + std::to_string(Dh), &c));
+    sf::testing::report("growing max, tiled, Dh " + std::to_string(Dh), c);
+    ASSERT_TRUE(AllClose(w.data(), wwant.data(), L * S, 1e-7, rtol, "weights Dh=" + std::to_string(Dh), &c));
+    sf::testing::report("growing max, tiled weights, Dh " + std::to_string(Dh), c);
+    kernels::attention_head(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, nullptr, out.data(), Dh, nullptr);
+    ASSERT_TRUE(AllClose(out.data(), want.data(), L * Dh, atol, rtol, "online out Dh=" + std::to_string(Dh)));
+    kernels::attention_head_ref(L, S, Dh, 1.0f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, nullptr, out.data(), Dh, w.data());
+    ASSERT_TRUE(AllClose(out.data(), want.data(), L * Dh, atol, rtol, "twin out Dh=" + std::to_string(Dh), &c));
+    sf::testing::report("growing max, twin, Dh " + std::to_string(Dh), c);
+    ASSERT_TRUE(AllClose(w.data(), wwant.data(), L * S, 1e-7, rtol, "twin weights Dh=" + std::to_string(Dh), &c));
+    sf::testing::report("growing max, twin weights, Dh " + std::to_string(Dh), c);
+  }
+}
+
+// No keys at all (S = 0, e.g. cross-attention to an empty stream): every query sees nothing, so
+// a zero row, as for a fully masked query; k and v are never read.
+TEST(TiledAttention, NoKeysGivesZeroRows) {
+  const int L = 5, Dh = 16;
+  const auto q = random_floats(L * Dh, 8);
+  std::vector<float> out(L * Dh, 7.0f), ref(L * Dh, 7.0f);
+  float w_sentinel = 7.0f;
+  kernels::attention_head(L, 0, Dh, 0.25f, q.data(), Dh, nullptr, Dh, nullptr, Dh, nullptr, nullptr, out.data(), Dh, &w_sentinel);
+  kernels::attention_head_ref(L, 0, Dh, 0.25f, q.data(), Dh, nullptr, Dh, nullptr, Dh, nullptr, nullptr, ref.data(), Dh, nullptr);
+  for (int i = 0; i < L * Dh; ++i) {
+    ASSERT_EQ(out[i], 0.0f) << i;
+    ASSERT_EQ(ref[i], 0.0f) << i;
+  }
+  EXPECT_EQ(w_sentinel, 7.0f);  // an (L, 0) map has no element to write
+}
+
+// A NaN in a query reaches that query's output as NaN (as in torch), so the model's finiteness
+// checks see it; neither the max nor the exponential's clamp may turn it into a probability or a
+// masked row. (The twin's masked_softmax_ref skips NaN scores when taking the max and so returns
+// a zero row here: it is not the reference for this case.)
+TEST(TiledAttention, NanInAQueryIsNotHidden) {
+  const int L = 6, S = 70, Dh = 8;
+  auto q = random_floats(L * Dh, 3), k = random_floats(S * Dh, 4), v = random_floats(S * Dh, 5);
+  q[2 * Dh + 1] = std::numeric_limits<float>::quiet_NaN();
+  for (bool with_weights : {false, true}) {
+    std::vector<float> out(L * Dh), w(L * S);
+    kernels::attention_head(L, S, Dh, 0.5f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr, nullptr, out.data(), Dh,
+                            with_weights ? w.data() : nullptr);
+    for (int i = 0; i < L; ++i)
+      for (int d = 0; d < Dh; ++d) {
+        ASSERT_EQ(std::isnan(out[i * Dh + d]), i == 2) << "row " << i << " col " << d;
+      }
+  }
+}
+
+// The softmax's exponential against std::exp2 in double: relative error <= 2e-7 (the polynomial's
+// 9.5e-8 bound with margin for the final scaling) over [-126, 0] (a 1/1024 grid and 100000
+// random points), exactly 1 at 0, and exactly 0 below -126.5 and for -inf.
+TEST(TiledAttention, Exp2AgainstLibm) {
+  std::vector<float> x;
+  for (double t = -126.0; t <= 0.0; t += 1.0 / 1024) x.push_back(float(t));
+  const auto r = random_floats(100000, 11, -126.0f, 0.0f);
+  x.insert(x.end(), r.begin(), r.end());
+  for (float t : {-0.5f, -0.49999997f, -1e-30f, -1e-7f, -0.0f}) x.push_back(t);
+  std::vector<float> y(x.size());
+  kernels::exp2_nonpositive(x.data(), y.data(), static_cast<int>(x.size()));
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp2(double(x[i])), rel = std::fabs(y[i] - want) / want;
+    if (rel > worst) worst = rel, at = i;
+  }
+  EXPECT_LE(worst, 2e-7) << "at x = " << x[at] << ": " << y[at] << " vs " << std::exp2(double(x[at]));
+  std::printf("[ exp2     ] max relative error %.3g over %zu points\n", worst, x.size());
+  const float zero = 0.0f, inf = std::numeric_limits<float>::infinity();
+  const float edge[] = {zero, -126.51f, -127.0f, -200.0f, -1e30f, -inf, -3.0f};  // odd count: tail lanes
+  float got[7];
+  kernels::exp2_nonpositive(edge, got, 7);
+  EXPECT_EQ(got[0], 1.0f);
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(got[i], 0.0f) << "x = " << edge[i];
+  EXPECT_NEAR(got[6], 0.125f, 0.125f * 2e-7);
 }
 
 }  // namespace
