@@ -1,9 +1,17 @@
-// gemm_nt walks four rows of B per pass so each load of A's row feeds four products (K is the
-// contiguous axis of both operands); gemm_nn broadcasts A(i,k) and sweeps B's row k, vectorized
-// along N. Both keep the scalar tail of the `_ref` loop for lengths that are not lane multiples.
-// This is the plain register-blocked form; cache tiling is left to the performance work.
+// gemm_packed is the fast path for nn.Linear: an MR x (2 lanes) tile of C held in registers, one
+// broadcast of A(i,k) times two vectors of W's packed panel row k per step (the outer-product form:
+// no horizontal adds), the epilogue (alpha, bias, activation, residual add) applied to the tile in
+// registers before its only store. MR = 4 keeps 8 accumulators + 2 panel vectors + 1 broadcast =
+// 11 live vectors, under the 16 registers V8 has for WebAssembly SIMD on x64. Rows are walked in
+// blocks of kRowBlock so the block of A (kRowBlock * K floats, 16 KB at K = 256) stays in L1 while
+// every panel passes over it; one panel (K * 8 floats, 8 KB at K = 256) stays in L1 across the
+// block's micro-tiles. gemm_nt packs B per call (into a buffer reused per thread) when M is large
+// enough to repay the copy, else it keeps the dot-product form below. gemm_nn broadcasts A(i,k)
+// and sweeps B's row k, vectorized along N. All keep the scalar tails of the `_ref` loops.
 #include "kernels/matmul.hpp"
 
+#include "kernels/activation.hpp"
+#include "kernels/activation_simd.hpp"
 #include "kernels/simd.hpp"
 
 namespace sf::kernels {
@@ -31,7 +39,10 @@ void gemm_nt_ref(int M, int N, int K, float alpha, const float* A, int lda, cons
       C[i * ldc + j] = alpha * dot_ref(A + i * lda, B + j * ldb, K) + (bias ? bias[j] : 0.0f);
 }
 
-void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+namespace {
+
+// Small M: four rows of B per pass so each load of A's row feeds four dot products.
+void gemm_nt_dots(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
              const float* bias, float* C, int ldc) {
   const int kend = simd_end(K, kFloatLanes);
   for (int i = 0; i < M; ++i) {
@@ -62,6 +73,132 @@ void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const fl
     }
     for (; j < N; ++j) c[j] = alpha * dot(a, B + j * ldb, K) + (bias ? bias[j] : 0.0f);
   }
+}
+
+
+constexpr int kMR = 4;
+constexpr int kNR = 2 * kFloatLanes;
+constexpr int kRowBlock = 16;
+// Below this many rows packing B costs as much as the product it serves.
+constexpr int kPackMinRows = 4;
+
+inline fbatch apply_act(const fbatch& v, Act act) {
+  switch (act) {
+    case Act::kRelu: return xsimd::max(v, fbatch(0.0f));
+    case Act::kGelu: return detail::gelu_batch(v);
+    case Act::kNone: break;
+  }
+  return v;
+}
+
+// C tile (MR rows, nc <= kNR columns) from K steps over A's rows and one packed panel.
+template <int MR>
+inline void micro_tile(int K, const float* A, int lda, const float* panel, const float* bias,
+                       float alpha, Act act, bool accumulate, float* C, int ldc, int nc) {
+  fbatch c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = fbatch(0.0f);
+  for (int k = 0; k < K; ++k) {
+    const fbatch b0 = fbatch::load_unaligned(panel + k * kNR);
+    const fbatch b1 = fbatch::load_unaligned(panel + k * kNR + kFloatLanes);
+    for (int i = 0; i < MR; ++i) {
+      const fbatch a(A[i * lda + k]);
+      c0[i] = xsimd::fma(a, b0, c0[i]);
+      c1[i] = xsimd::fma(a, b1, c1[i]);
+    }
+  }
+  const fbatch va(alpha), bias0 = fbatch::load_unaligned(bias),
+               bias1 = fbatch::load_unaligned(bias + kFloatLanes);
+  for (int i = 0; i < MR; ++i) {
+    fbatch r0 = apply_act(xsimd::fma(c0[i], va, bias0), act);
+    fbatch r1 = apply_act(xsimd::fma(c1[i], va, bias1), act);
+    float* c = C + i * ldc;
+    if (nc == kNR) {
+      if (accumulate) {
+        r0 += fbatch::load_unaligned(c);
+        r1 += fbatch::load_unaligned(c + kFloatLanes);
+      }
+      r0.store_unaligned(c);
+      r1.store_unaligned(c + kFloatLanes);
+    } else {
+      alignas(64) float tmp[kNR];
+      r0.store_aligned(tmp);
+      r1.store_aligned(tmp + kFloatLanes);
+      for (int j = 0; j < nc; ++j) c[j] = accumulate ? c[j] + tmp[j] : tmp[j];
+    }
+  }
+}
+
+thread_local PackedWeights tl_packed;  // gemm_nt's per-call packing, grown once, reused
+
+}  // namespace
+
+int packed_panel_width() { return kNR; }
+
+void pack_weights(const float* W, int n, int k, int ldw, const float* bias, PackedWeights* out) {
+  const int panels = (n + kNR - 1) / kNR;
+  out->n = n;
+  out->k = k;
+  out->has_bias = bias != nullptr;
+  // resize keeps capacity: repacking a same-size or smaller matrix allocates nothing.
+  out->panels.resize(static_cast<size_t>(panels) * k * kNR);
+  out->bias.assign(static_cast<size_t>(panels) * kNR, 0.0f);
+  for (int p = 0; p < panels; ++p) {
+    float* dst = out->panels.data() + static_cast<size_t>(p) * k * kNR;
+    for (int jj = 0; jj < kNR; ++jj) {
+      const int j = p * kNR + jj;
+      if (j < n)
+        for (int kk = 0; kk < k; ++kk) dst[kk * kNR + jj] = W[static_cast<size_t>(j) * ldw + kk];
+      else
+        for (int kk = 0; kk < k; ++kk) dst[kk * kNR + jj] = 0.0f;
+    }
+  }
+  if (bias)
+    for (int j = 0; j < n; ++j) out->bias[j] = bias[j];
+}
+
+void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float alpha, Act act,
+                 bool accumulate, float* C, int ldc) {
+  const int N = W.n, K = W.k, panels = (N + kNR - 1) / kNR;
+  for (int i0 = 0; i0 < M; i0 += kRowBlock) {
+    const int i1 = i0 + kRowBlock < M ? i0 + kRowBlock : M;
+    for (int p = 0; p < panels; ++p) {
+      const float* panel = W.panels.data() + static_cast<size_t>(p) * K * kNR;
+      const float* bias = W.bias.data() + p * kNR;
+      const int nc = N - p * kNR < kNR ? N - p * kNR : kNR;
+      float* cp = C + p * kNR;
+      int i = i0;
+      for (; i + kMR <= i1; i += kMR)
+        micro_tile<kMR>(K, A + static_cast<size_t>(i) * lda, lda, panel, bias, alpha, act, accumulate,
+                        cp + static_cast<size_t>(i) * ldc, ldc, nc);
+      const float* a = A + static_cast<size_t>(i) * lda;
+      float* c = cp + static_cast<size_t>(i) * ldc;
+      switch (i1 - i) {
+        case 3: micro_tile<3>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+        case 2: micro_tile<2>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+        case 1: micro_tile<1>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+        default: break;
+      }
+    }
+  }
+}
+
+void linear_act_ref(int M, int N, int K, const float* A, int lda, const float* W, int ldw,
+                    const float* bias, Act act, bool accumulate, float* C, int ldc) {
+  std::vector<float> row(N);
+  for (int i = 0; i < M; ++i) {
+    gemm_nt_ref(1, N, K, 1.0f, A + static_cast<size_t>(i) * lda, lda, W, ldw, bias, row.data(), N);
+    if (act == Act::kRelu) relu_ref(row.data(), N, row.data());
+    if (act == Act::kGelu) gelu_ref(row.data(), N, row.data());
+    float* c = C + static_cast<size_t>(i) * ldc;
+    for (int j = 0; j < N; ++j) c[j] = accumulate ? c[j] + row[j] : row[j];
+  }
+}
+
+void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+             const float* bias, float* C, int ldc) {
+  if (M < kPackMinRows) return gemm_nt_dots(M, N, K, alpha, A, lda, B, ldb, bias, C, ldc);
+  pack_weights(B, N, K, ldb, bias, &tl_packed);
+  gemm_packed(M, A, lda, tl_packed, alpha, Act::kNone, false, C, ldc);
 }
 
 void gemm_nn_ref(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,

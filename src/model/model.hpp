@@ -82,6 +82,7 @@ class Model {
   Status check_budgets(const Tokens& tokens, const std::vector<TokenGroups>& block_groups,
                        const ForwardOptions& options) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
+  const kernels::PackedWeights* pack(const std::string& weight, const std::string& bias);
   Status run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
                    const Tokens& t, const ForwardOptions& options, float* x,
                    std::vector<AttentionMap>* maps) const;
@@ -89,6 +90,21 @@ class Model {
   ModelConfig config_;
   std::string config_json_;
   std::map<std::string, std::vector<float>> params_;  // nodes never move: pointers stay valid
+  // The layers' projections packed for kernels::gemm_packed at load, keyed by weight name (map
+  // nodes never move, so the layer weights' pointers stay valid when the Model moves). Empty when
+  // the copies would take the model past limits::kMaxModelBytes: the kernels then pack per call.
+  std::map<std::string, kernels::PackedWeights> packed_;
+  // The forward's buffers, reused across groups, layers and forwards (grow-only): after the first
+  // forward over the largest group, the layers allocate nothing. This makes forward() const but
+  // not reentrant: a Model is used by one thread at a time (each Worker of the JS package loads
+  // its own module instance and Model; the native CLI runs one forward at a time).
+  struct Workspace {
+    LayerWorkspace layer;
+    std::vector<float> group;           // (g, d) the group's rows, gathered
+    std::vector<std::uint8_t> ignore;  // (g)
+    std::vector<double> times;         // (g)
+  };
+  mutable Workspace ws_;
   TokenEmbeddingWeights embedding_;
   std::vector<EncoderLayerWeights> layers_, channel_layers_;
   std::vector<double> inv_freq_;  // (d_model/2) rad/s
