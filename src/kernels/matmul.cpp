@@ -5,8 +5,8 @@
 // 11 live vectors, under the 16 registers V8 has for WebAssembly SIMD on x64. Rows are walked in
 // blocks of kRowBlock so the block of A (kRowBlock * K floats, 16 KB at K = 256) stays in L1 while
 // every panel passes over it; one panel (K * 8 floats, 8 KB at K = 256) stays in L1 across the
-// block's micro-tiles. gemm_nt packs B per call (into a buffer reused per thread) when M is large
-// enough to repay the copy, else it keeps the dot-product form below. gemm_nn broadcasts A(i,k)
+// block's micro-tiles. gemm_nt packs B one panel at a time on the stack when M is large enough to
+// repay the copy, else it keeps the dot-product form below. gemm_nn broadcasts A(i,k)
 // and sweeps B's row k, vectorized along N. All keep the scalar tails of the `_ref` loops.
 #include "kernels/matmul.hpp"
 
@@ -132,7 +132,26 @@ inline void micro_tile(int K, const float* A, int lda, const float* panel, const
   }
 }
 
-thread_local PackedWeights tl_packed;  // gemm_nt's per-call packing, grown once, reused
+// Every row of C against one packed panel (nc of its kNR columns are real).
+void panel_rows(int M, int K, const float* A, int lda, const float* panel, const float* bias,
+                float alpha, Act act, bool accumulate, float* C, int ldc, int nc) {
+  int i = 0;
+  for (; i + kMR <= M; i += kMR)
+    micro_tile<kMR>(K, A + static_cast<size_t>(i) * lda, lda, panel, bias, alpha, act, accumulate,
+                    C + static_cast<size_t>(i) * ldc, ldc, nc);
+  const float* a = A + static_cast<size_t>(i) * lda;
+  float* c = C + static_cast<size_t>(i) * ldc;
+  switch (M - i) {
+    case 3: micro_tile<3>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+    case 2: micro_tile<2>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+    case 1: micro_tile<1>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
+    default: break;
+  }
+}
+
+// gemm_nt packs one panel at a time on the stack (16 KB in WebAssembly, 64 KB with AVX-512), so it
+// keeps no state and allocates nothing; longer rows take the dot-product form.
+constexpr int kStackPanelMaxK = 512;
 
 }  // namespace
 
@@ -164,25 +183,11 @@ void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float a
                  bool accumulate, float* C, int ldc) {
   const int N = W.n, K = W.k, panels = (N + kNR - 1) / kNR;
   for (int i0 = 0; i0 < M; i0 += kRowBlock) {
-    const int i1 = i0 + kRowBlock < M ? i0 + kRowBlock : M;
-    for (int p = 0; p < panels; ++p) {
-      const float* panel = W.panels.data() + static_cast<size_t>(p) * K * kNR;
-      const float* bias = W.bias.data() + p * kNR;
-      const int nc = N - p * kNR < kNR ? N - p * kNR : kNR;
-      float* cp = C + p * kNR;
-      int i = i0;
-      for (; i + kMR <= i1; i += kMR)
-        micro_tile<kMR>(K, A + static_cast<size_t>(i) * lda, lda, panel, bias, alpha, act, accumulate,
-                        cp + static_cast<size_t>(i) * ldc, ldc, nc);
-      const float* a = A + static_cast<size_t>(i) * lda;
-      float* c = cp + static_cast<size_t>(i) * ldc;
-      switch (i1 - i) {
-        case 3: micro_tile<3>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
-        case 2: micro_tile<2>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
-        case 1: micro_tile<1>(K, a, lda, panel, bias, alpha, act, accumulate, c, ldc, nc); break;
-        default: break;
-      }
-    }
+    const int rows = i0 + kRowBlock < M ? kRowBlock : M - i0;
+    for (int p = 0; p < panels; ++p)
+      panel_rows(rows, K, A + static_cast<size_t>(i0) * lda, lda, W.panels.data() + static_cast<size_t>(p) * K * kNR,
+                 W.bias.data() + p * kNR, alpha, act, accumulate, C + static_cast<size_t>(i0) * ldc + p * kNR, ldc,
+                 N - p * kNR < kNR ? N - p * kNR : kNR);
   }
 }
 
@@ -200,9 +205,22 @@ void linear_act_ref(int M, int N, int K, const float* A, int lda, const float* W
 
 void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
              const float* bias, float* C, int ldc) {
-  if (M < kPackMinRows) return gemm_nt_dots(M, N, K, alpha, A, lda, B, ldb, bias, C, ldc);
-  pack_weights(B, N, K, ldb, bias, &tl_packed);
-  gemm_packed(M, A, lda, tl_packed, alpha, Act::kNone, false, C, ldc);
+  if (M < kPackMinRows || K > kStackPanelMaxK)
+    return gemm_nt_dots(M, N, K, alpha, A, lda, B, ldb, bias, C, ldc);
+  alignas(64) float panel[kStackPanelMaxK * kNR];
+  alignas(64) float pbias[kNR];
+  for (int j0 = 0; j0 < N; j0 += kNR) {
+    const int nc = N - j0 < kNR ? N - j0 : kNR;
+    for (int jj = 0; jj < kNR; ++jj) {
+      const float* b = B + static_cast<size_t>(j0 + jj) * ldb;
+      if (jj < nc)
+        for (int k = 0; k < K; ++k) panel[k * kNR + jj] = b[k];
+      else
+        for (int k = 0; k < K; ++k) panel[k * kNR + jj] = 0.0f;
+      pbias[jj] = bias && jj < nc ? bias[j0 + jj] : 0.0f;
+    }
+    panel_rows(M, K, A, lda, panel, pbias, alpha, Act::kNone, false, C + j0, ldc, nc);
+  }
 }
 
 void gemm_nn_ref(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,

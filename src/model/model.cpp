@@ -245,28 +245,25 @@ const kernels::PackedWeights* Model::pack(const std::string& weight, const std::
 
 Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
                         const Tokens& t, const ForwardOptions& options, float* x,
-                        std::vector<AttentionMap>* maps) const {
+                        std::vector<AttentionMap>* maps, Workspace* ws) const {
   const int d = config_.d_model, H = config_.n_heads;
   const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int>& members = groups[g];
     const int n = static_cast<int>(members.size());
-    // Gathered into the Model's reused buffers: the demo's factorized layout runs hundreds of
-    // groups of 1-51 tokens per forward, so per-group allocations would cost more than the math.
-    if (ws_.group.size() < static_cast<size_t>(n) * d) ws_.group.resize(static_cast<size_t>(n) * d);
-    if (ws_.ignore.size() < static_cast<size_t>(n)) ws_.ignore.resize(n);
-    ws_.times.resize(n);  // time_causal_limits reads its size; resize keeps the capacity
-    float* buf = ws_.group.data();
+    // Gathered into the forward's buffers (sized for the largest group before the first layer).
+    ws->times.resize(n);  // time_causal_limits reads its size; within the capacity reserved
+    float* buf = ws->group.data();
     for (int i = 0; i < n; ++i) {
       std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
-      ws_.ignore[i] = !t.present[members[i]];
-      ws_.times[i] = t.time[members[i]];
+      ws->ignore[i] = !t.present[members[i]];
+      ws->times[i] = t.time[members[i]];
     }
-    const std::vector<int> limits = config_.causal ? time_causal_limits(ws_.times) : std::vector<int>();
+    const std::vector<int> limits = config_.causal ? time_causal_limits(ws->times) : std::vector<int>();
     AttentionMap map;
     if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
-    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws_.ignore.data(), limits.empty() ? nullptr : limits.data(),
-                                     options.attention_maps ? map.weights.data() : nullptr, &ws_.layer));
+    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits.data(),
+                                     options.attention_maps ? map.weights.data() : nullptr, &ws->layer));
     for (int i = 0; i < n; ++i)
       std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
     if (options.attention_maps) {
@@ -344,10 +341,23 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
+  // The layer buffers, each allocated once at its largest size (check_budgets counted them).
+  std::size_t largest = 0;
+  for (const TokenGroups& g : groups)
+    for (const auto& members : g) largest = std::max(largest, members.size());
+  Workspace ws;
+  ws.group.resize(largest * d);
+  ws.ignore.resize(largest);
+  ws.times.reserve(largest);
+  ws.layer.y.resize(largest * d);
+  ws.layer.sa.resize(largest * d);
+  ws.layer.hidden.resize(largest * c.dim_feedforward);
+  ws.layer.mha.qkv.resize(largest * 3 * d);
+  ws.layer.mha.ctx.resize(largest * d);
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
       SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], b == 0 ? layers_[l] : channel_layers_[l], t, options,
-                                   r.embeddings.data(), &r.attention));
+                                   r.embeddings.data(), &r.attention, &ws));
   const bool ref = options.kernels == kernels::KernelSet::kReference;
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),
