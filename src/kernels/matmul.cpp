@@ -72,14 +72,23 @@ void micro_tile(int K, const float* A, int lda, int mr, const float* panel, cons
   for (int i = 0; i < kMR; ++i) a[i] = A + static_cast<size_t>(i < mr ? i : mr - 1) * lda;
   fbatch c0[kMR], c1[kMR];
   for (int i = 0; i < kMR; ++i) c0[i] = c1[i] = fbatch(0.0f);
-  SF_SMALL_LOOP  // the body is already 8 multiply-adds; unrolled copies only grow the module
-  for (int k = 0; k < K; ++k) {
-    const fbatch b0 = fbatch::load_unaligned(panel + k * kNR);
-    const fbatch b1 = fbatch::load_unaligned(panel + k * kNR + kFloatLanes);
-    for (int i = 0; i < kMR; ++i) {
-      const fbatch av(a[i][k]);
-      c0[i] = xsimd::fma(av, b0, c0[i]);
-      c1[i] = xsimd::fma(av, b1, c1[i]);
+  if (mr == 1) {  // single rows (one-token groups, a pooled vector): a quarter of the work
+    SF_SMALL_LOOP
+    for (int k = 0; k < K; ++k) {
+      const fbatch av(a[0][k]);
+      c0[0] = xsimd::fma(av, fbatch::load_unaligned(panel + k * kNR), c0[0]);
+      c1[0] = xsimd::fma(av, fbatch::load_unaligned(panel + k * kNR + kFloatLanes), c1[0]);
+    }
+  } else {
+    SF_SMALL_LOOP  // the body is already 8 multiply-adds; unrolled copies only grow the module
+    for (int k = 0; k < K; ++k) {
+      const fbatch b0 = fbatch::load_unaligned(panel + k * kNR);
+      const fbatch b1 = fbatch::load_unaligned(panel + k * kNR + kFloatLanes);
+      for (int i = 0; i < kMR; ++i) {
+        const fbatch av(a[i][k]);
+        c0[i] = xsimd::fma(av, b0, c0[i]);
+        c1[i] = xsimd::fma(av, b1, c1[i]);
+      }
     }
   }
   const fbatch va(alpha), bias0 = fbatch::load_unaligned(bias),
