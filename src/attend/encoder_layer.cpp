@@ -1,6 +1,8 @@
+// The vector path fuses what the layer's definition runs as separate steps: linear1's bias and
+// activation in its GEMM epilogue, linear2's bias and the residual add in its epilogue (x += FF),
+// the attention residual with the following layer norm (add_layer_norm). The reference path runs
+// the same sequence with the `_ref` twins, unfused.
 #include "attend/encoder_layer.hpp"
-
-#include <vector>
 
 #include "kernels/activation.hpp"
 #include "kernels/layernorm.hpp"
@@ -9,44 +11,65 @@
 namespace sf {
 
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o, float* x, int n,
-                     const std::uint8_t* key_ignore, const int* key_limit, float* attn) {
+                     const std::uint8_t* key_ignore, const int* key_limit, float* attn,
+                     LayerWorkspace* workspace) {
   const bool ref = o.kernels == kernels::KernelSet::kReference;
   const auto layer_norm = ref ? kernels::layer_norm_ref : kernels::layer_norm;
-  const auto linear = ref ? kernels::linear_ref : kernels::linear;
-  const auto act = o.activation == Activation::kGelu ? (ref ? kernels::gelu_ref : kernels::gelu)
-                                                     : (ref ? kernels::relu_ref : kernels::relu);
+  const auto add_layer_norm = ref ? kernels::add_layer_norm_ref : kernels::add_layer_norm;
+  const kernels::Act act = o.activation == Activation::kGelu ? kernels::Act::kGelu : kernels::Act::kRelu;
   const int d = w.self_attn.embed_dim, ff = w.dim_feedforward;
-  const size_t nd = static_cast<size_t>(n) * d;
-  std::vector<float> y(nd), sa(nd), hidden(static_cast<size_t>(n) * ff);
+  LayerWorkspace local;
+  LayerWorkspace& ws = workspace ? *workspace : local;
+  const size_t nd = static_cast<size_t>(n) * d, nff = static_cast<size_t>(n) * ff;
+  if (ws.y.size() < nd) ws.y.resize(nd);
+  if (ws.sa.size() < nd) ws.sa.resize(nd);
+  if (ws.hidden.size() < nff) ws.hidden.resize(nff);
+  float* y = ws.y.data();
+  float* sa = ws.sa.data();
+  float* hidden = ws.hidden.data();
 
   MhaOptions mha;
   mha.key_padding_mask = key_ignore;
   mha.key_limit = key_limit;
   mha.weights = attn ? AttentionWeights::kPerHead : AttentionWeights::kNone;
   mha.kernels = o.kernels;
+  mha.workspace = &ws.mha;
   const auto self_attention = [&](const float* in) {
-    return multihead_attention(w.self_attn, in, n, in, n, mha, sa.data(), attn);
+    return multihead_attention(w.self_attn, in, n, in, n, mha, sa, attn);
   };
-  const auto feed_forward = [&](const float* in, float* out) {
-    linear(n, d, ff, in, w.linear1_weight, w.linear1_bias, hidden.data());
-    act(hidden.data(), n * ff, hidden.data());
-    linear(n, ff, d, hidden.data(), w.linear2_weight, w.linear2_bias, out);
+  // out += linear2(act(linear1(in))): in and out may be the same buffer (hidden is complete
+  // before linear2 writes).
+  const auto feed_forward_add = [&](const float* in, float* out) {
+    if (ref) {
+      kernels::linear_act_ref(n, ff, d, in, d, w.linear1_weight, d, w.linear1_bias, act, false, hidden, ff);
+      kernels::linear_act_ref(n, d, ff, hidden, ff, w.linear2_weight, ff, w.linear2_bias, kernels::Act::kNone,
+                              true, out, d);
+      return;
+    }
+    const kernels::PackedWeights* l1 = w.linear1_packed;
+    const kernels::PackedWeights* l2 = w.linear2_packed;
+    if (!l1) {
+      kernels::pack_weights(w.linear1_weight, ff, d, d, w.linear1_bias, &ws.linear1);
+      l1 = &ws.linear1;
+    }
+    if (!l2) {
+      kernels::pack_weights(w.linear2_weight, d, ff, ff, w.linear2_bias, &ws.linear2);
+      l2 = &ws.linear2;
+    }
+    kernels::gemm_packed(n, in, d, *l1, 1.0f, act, false, hidden, ff);
+    kernels::gemm_packed(n, hidden, ff, *l2, 1.0f, kernels::Act::kNone, true, out, d);
   };
 
-  if (o.norm_first) {
-    layer_norm(x, n, d, w.norm1_weight, w.norm1_bias, o.layer_norm_eps, y.data());
-    SF_RETURN_IF_ERROR(self_attention(y.data()));
-    for (size_t i = 0; i < nd; ++i) x[i] += sa[i];
-    layer_norm(x, n, d, w.norm2_weight, w.norm2_bias, o.layer_norm_eps, y.data());
-    feed_forward(y.data(), sa.data());
-    for (size_t i = 0; i < nd; ++i) x[i] += sa[i];
-  } else {
+  if (o.norm_first) {  // x = x + SA(LN1(x)); x = x + FF(LN2(x))
+    layer_norm(x, n, d, w.norm1_weight, w.norm1_bias, o.layer_norm_eps, y);
+    SF_RETURN_IF_ERROR(self_attention(y));
+    add_layer_norm(x, sa, n, d, w.norm2_weight, w.norm2_bias, o.layer_norm_eps, y);
+    feed_forward_add(y, x);
+  } else {  // x = LN1(x + SA(x)); x = LN2(x + FF(x))
     SF_RETURN_IF_ERROR(self_attention(x));
-    for (size_t i = 0; i < nd; ++i) y[i] = x[i] + sa[i];
-    layer_norm(y.data(), n, d, w.norm1_weight, w.norm1_bias, o.layer_norm_eps, x);
-    feed_forward(x, sa.data());
-    for (size_t i = 0; i < nd; ++i) y[i] = x[i] + sa[i];
-    layer_norm(y.data(), n, d, w.norm2_weight, w.norm2_bias, o.layer_norm_eps, x);
+    add_layer_norm(x, sa, n, d, w.norm1_weight, w.norm1_bias, o.layer_norm_eps, x);
+    feed_forward_add(x, x);
+    layer_norm(x, n, d, w.norm2_weight, w.norm2_bias, o.layer_norm_eps, x);
   }
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "attend/multihead_attention.hpp"
 #include "core/status.hpp"
@@ -24,6 +25,18 @@ struct EncoderLayerWeights {
   const float* norm1_bias = nullptr;
   const float* norm2_weight = nullptr;
   const float* norm2_bias = nullptr;
+  // Optional packed copies of linear1 / linear2 with their biases (Model::bind); null: packed per
+  // call into the workspace. self_attn carries its own.
+  const kernels::PackedWeights* linear1_packed = nullptr;
+  const kernels::PackedWeights* linear2_packed = nullptr;
+};
+
+// The layer's buffers, reused across groups, layers and forwards when the caller keeps one
+// (grow-only: nothing is allocated once it has seen the largest group). One per thread.
+struct LayerWorkspace {
+  std::vector<float> y, sa, hidden;  // (n, d), (n, d), (n, ff)
+  kernels::PackedWeights linear1, linear2;  // per-call packing when the weights carry none
+  MhaWorkspace mha;
 };
 
 struct EncoderLayerOptions {
@@ -35,7 +48,9 @@ struct EncoderLayerOptions {
 
 // x:(n, d) updated in place. key_ignore (n) and key_limit (n) as in multihead_attention; attn
 // (H, n, n) receives the per-head attention weights when not null.
+// workspace may be null (the call allocates its own buffers).
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& options, float* x,
-                     int n, const std::uint8_t* key_ignore, const int* key_limit, float* attn);
+                     int n, const std::uint8_t* key_ignore, const int* key_limit, float* attn,
+                     LayerWorkspace* workspace = nullptr);
 
 }  // namespace sf

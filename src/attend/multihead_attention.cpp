@@ -59,36 +59,60 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
 
   const int E = w.embed_dim, H = w.num_heads, Dh = E / H;
   const float* bias = w.in_proj_bias;
-  // q:(L,E), kv_proj:(S,2E) holding K in columns [0,E) and V in [E,2E): one gemm for both.
-  std::vector<float> q(static_cast<size_t>(L) * E), kvp(static_cast<size_t>(S) * 2 * E);
-  std::vector<float> ctx(static_cast<size_t>(L) * E);
-  gemm_nt(L, E, E, 1.0f, query, E, w.in_proj_weight, E, bias, q.data(), E);
-  if (S > 0)
-    gemm_nt(S, 2 * E, E, 1.0f, kv, E, w.in_proj_weight + E * E, E, bias ? bias + E : nullptr,
-            kvp.data(), 2 * E);
+  MhaWorkspace local;
+  MhaWorkspace& ws = options.workspace ? *options.workspace : local;
+  // Grow-only: resize never gives capacity back, so a reused workspace allocates only for a call
+  // larger than every earlier one.
+  const auto grow = [](auto& v, size_t n) { if (v.size() < n) v.resize(n); };
+  // Self-attention (the encoder's case): Q, K and V from one (L, 3E) product, row i holding
+  // [q_i | k_i | v_i]. Otherwise q:(L,E) and kv:(S,2E), K in columns [0,E) and V in [E,2E).
+  const bool self = query == kv && L == S;
+  grow(ws.qkv, self ? static_cast<size_t>(L) * 3 * E : static_cast<size_t>(L) * E + static_cast<size_t>(S) * 2 * E);
+  grow(ws.ctx, static_cast<size_t>(L) * E);
+  const float *qp, *kp, *vp;
+  int ldq, ldkv;
+  if (self) {
+    if (!ref && w.in_proj_packed)
+      kernels::gemm_packed(L, query, E, *w.in_proj_packed, 1.0f, kernels::Act::kNone, false, ws.qkv.data(), 3 * E);
+    else
+      gemm_nt(L, 3 * E, E, 1.0f, query, E, w.in_proj_weight, E, bias, ws.qkv.data(), 3 * E);
+    qp = ws.qkv.data(), kp = qp + E, vp = qp + 2 * E, ldq = ldkv = 3 * E;
+  } else {
+    float* q = ws.qkv.data();
+    float* kvp = q + static_cast<size_t>(L) * E;
+    gemm_nt(L, E, E, 1.0f, query, E, w.in_proj_weight, E, bias, q, E);
+    if (S > 0)
+      gemm_nt(S, 2 * E, E, 1.0f, kv, E, w.in_proj_weight + E * E, E, bias ? bias + E : nullptr, kvp, 2 * E);
+    qp = q, kp = kvp, vp = kvp + E, ldq = E, ldkv = 2 * E;
+  }
+  std::vector<float>& ctx = ws.ctx;
 
-  std::vector<int> causal_limit;
+  std::vector<int>& causal_limit = ws.causal_limit;
   const int* key_limit = options.key_limit;
   if (!key_limit && options.causal) {
-    causal_limit.resize(L);
+    grow(causal_limit, L);
     for (int i = 0; i < L; ++i) causal_limit[i] = i + 1;
     key_limit = causal_limit.data();
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const size_t map = static_cast<size_t>(L) * S;
-  std::vector<float> head_map(options.weights == AttentionWeights::kAveraged ? map : 0);
-  kernels::AttentionWorkspace workspace;  // packed K^T and V, grown once and reused by every head
+  std::vector<float>& head_map = ws.head_map;
+  if (options.weights == AttentionWeights::kAveraged) grow(head_map, map);
+  kernels::AttentionWorkspace& workspace = ws.attention;  // packed K^T and V, reused by every head
   for (int h = 0; h < H; ++h) {
     float* weights = nullptr;
     if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map;
     if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
-    head(L, S, Dh, scale, q.data() + h * Dh, E, kvp.data() + h * Dh, 2 * E,
-         kvp.data() + E + h * Dh, 2 * E, options.key_padding_mask, key_limit,
+    head(L, S, Dh, scale, qp + h * Dh, ldq, kp + h * Dh, ldkv,
+         vp + h * Dh, ldkv, options.key_padding_mask, key_limit,
          ctx.data() + h * Dh, E, weights, &workspace);
     if (options.weights == AttentionWeights::kAveraged)
       for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;
   }
-  gemm_nt(L, E, E, 1.0f, ctx.data(), E, w.out_proj_weight, E, w.out_proj_bias, out, E);
+  if (!ref && w.out_proj_packed)
+    kernels::gemm_packed(L, ctx.data(), E, *w.out_proj_packed, 1.0f, kernels::Act::kNone, false, out, E);
+  else
+    gemm_nt(L, E, E, 1.0f, ctx.data(), E, w.out_proj_weight, E, w.out_proj_bias, out, E);
   return Status::Ok();
 }
 

@@ -12,9 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/status.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/kernel_set.hpp"
+#include "kernels/matmul.hpp"
 
 namespace sf {
 
@@ -25,6 +28,22 @@ struct MhaWeights {
   const float* in_proj_bias = nullptr;    // (3E) or null (bias=False)
   const float* out_proj_weight = nullptr; // (E, E)
   const float* out_proj_bias = nullptr;   // (E) or null
+  // Optional copies of in_proj (with its bias) and out_proj packed by kernels::pack_weights (the
+  // Model packs them at load). Null: the vector path packs per call. The reference path never
+  // reads them.
+  const kernels::PackedWeights* in_proj_packed = nullptr;
+  const kernels::PackedWeights* out_proj_packed = nullptr;
+};
+
+// Buffers a call reuses when the caller keeps them across calls (grow-only: after the largest
+// call, no allocation). Not shared between threads: one workspace per thread, like the Model
+// that owns one.
+struct MhaWorkspace {
+  std::vector<float> qkv;  // (L, 3E) self-attention; (L, E) then (S, 2E) otherwise
+  std::vector<float> ctx;  // (L, E)
+  std::vector<float> head_map;
+  std::vector<int> causal_limit;
+  kernels::AttentionWorkspace attention;
 };
 
 enum class AttentionWeights { kNone, kPerHead, kAveraged };
@@ -35,6 +54,7 @@ struct MhaOptions {
   const int* key_limit = nullptr;                  // (L) or null; overrides causal
   AttentionWeights weights = AttentionWeights::kNone;  // kNone takes the online-softmax path
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
+  MhaWorkspace* workspace = nullptr;  // null: the call allocates its own buffers
 };
 
 // The memory a call needs besides its inputs and output: projections (2 L E + 2 S E floats), the

@@ -15,4 +15,12 @@ void layer_norm(const float* x, int rows, int d, const float* gamma, const float
 void layer_norm_ref(const float* x, int rows, int d, const float* gamma, const float* beta,
                     float eps, float* y);
 
+// Residual + layer norm in one pass over each row: x += r (stored: the residual stream), then
+// y = layer_norm(x). Pre-norm layers use it as `x += sa; y = LN2(x)`; post-norm layers as
+// `x = LN(x + sa)` by passing y = x. r must not alias x; y may.
+void add_layer_norm(float* x, const float* r, int rows, int d, const float* gamma, const float* beta,
+                    float eps, float* y);
+void add_layer_norm_ref(float* x, const float* r, int rows, int d, const float* gamma,
+                        const float* beta, float eps, float* y);
+
 }  // namespace sf::kernels

@@ -1,10 +1,26 @@
-// gemm_nt walks four rows of B per pass so each load of A's row feeds four products (K is the
-// contiguous axis of both operands); gemm_nn broadcasts A(i,k) and sweeps B's row k, vectorized
-// along N. Both keep the scalar tail of the `_ref` loop for lengths that are not lane multiples.
-// This is the plain register-blocked form; cache tiling is left to the performance work.
+// gemm_packed is the fast path for nn.Linear: an MR x (2 lanes) tile of C held in registers, one
+// broadcast of A(i,k) times two vectors of W's packed panel row k per step (the outer-product form:
+// no horizontal adds), the epilogue (alpha, bias, activation, residual add) applied to the
+// finished tile on its way out (through a 32-float buffer in L1). MR = 4 keeps 8 accumulators + 2 panel vectors + 1 broadcast =
+// 11 live vectors, under the 16 registers V8 has for WebAssembly SIMD on x64. Rows are walked in
+// blocks of kRowBlock so the block of A (kRowBlock * K floats, 16 KB at K = 256) stays in L1 while
+// every panel passes over it; one panel (K * 8 floats, 8 KB at K = 256) stays in L1 across the
+// block's micro-tiles. gemm_nt packs B one panel at a time on the stack (for one row the copy
+// costs about what the product does: the head's nn.Linear on the pooled vector, microseconds).
+// gemm_nn broadcasts A(i,k) and sweeps B's row k, vectorized along N. All keep the scalar tails of the `_ref` loops.
 #include "kernels/matmul.hpp"
 
+#include "kernels/activation.hpp"
+#include "kernels/activation_simd.hpp"
 #include "kernels/simd.hpp"
+
+// Packing loops run once per weight at load (or once per panel in gemm_nt): clang's vectorized,
+// unrolled transposes of them cost 4 KB of WebAssembly for no measurable time.
+#if defined(__clang__)
+#define SF_SMALL_LOOP _Pragma("clang loop vectorize(disable) unroll(disable)")
+#else
+#define SF_SMALL_LOOP
+#endif
 
 namespace sf::kernels {
 
@@ -31,36 +47,154 @@ void gemm_nt_ref(int M, int N, int K, float alpha, const float* A, int lda, cons
       C[i * ldc + j] = alpha * dot_ref(A + i * lda, B + j * ldb, K) + (bias ? bias[j] : 0.0f);
 }
 
+namespace {
+
+constexpr int kMR = 4;
+constexpr int kNR = 2 * kFloatLanes;
+constexpr int kRowBlock = 16;
+
+// The activation over a finished tile, out of line on purpose: inlined into every micro-tile
+// variant, the GELU polynomials made the module 26 KB larger for no measurable speed (the tile is
+// in L1 and this runs once per K steps).
+__attribute__((noinline)) void activate_tile(float* t, int n, Act act) {
+  for (int i = 0; i < n; i += kFloatLanes) {
+    const fbatch v = fbatch::load_aligned(t + i);
+    (act == Act::kGelu ? detail::gelu_batch(v) : xsimd::max(v, fbatch(0.0f))).store_aligned(t + i);
+  }
+}
+
+// C tile (mr <= kMR rows, nc <= kNR columns) from K steps over A's rows and one packed panel. Tail
+// tiles (mr < kMR) repeat their last row in the missing slots and store only mr rows: one kernel
+// for every shape (three more instantiations would add 6 KB of WebAssembly).
+void micro_tile(int K, const float* A, int lda, int mr, const float* panel, const float* bias,
+                float alpha, Act act, bool accumulate, float* C, int ldc, int nc) {
+  const float* a[kMR];
+  for (int i = 0; i < kMR; ++i) a[i] = A + static_cast<size_t>(i < mr ? i : mr - 1) * lda;
+  fbatch c0[kMR], c1[kMR];
+  for (int i = 0; i < kMR; ++i) c0[i] = c1[i] = fbatch(0.0f);
+  if (mr == 1) {  // single rows (one-token groups, a pooled vector): a quarter of the work
+    SF_SMALL_LOOP
+    for (int k = 0; k < K; ++k) {
+      const fbatch av(a[0][k]);
+      c0[0] = xsimd::fma(av, fbatch::load_unaligned(panel + k * kNR), c0[0]);
+      c1[0] = xsimd::fma(av, fbatch::load_unaligned(panel + k * kNR + kFloatLanes), c1[0]);
+    }
+  } else {
+    SF_SMALL_LOOP  // the body is already 8 multiply-adds; unrolled copies only grow the module
+    for (int k = 0; k < K; ++k) {
+      const fbatch b0 = fbatch::load_unaligned(panel + k * kNR);
+      const fbatch b1 = fbatch::load_unaligned(panel + k * kNR + kFloatLanes);
+      for (int i = 0; i < kMR; ++i) {
+        const fbatch av(a[i][k]);
+        c0[i] = xsimd::fma(av, b0, c0[i]);
+        c1[i] = xsimd::fma(av, b1, c1[i]);
+      }
+    }
+  }
+  const fbatch va(alpha), bias0 = fbatch::load_unaligned(bias),
+               bias1 = fbatch::load_unaligned(bias + kFloatLanes);
+  alignas(64) float t[kMR * kNR];
+  for (int i = 0; i < kMR; ++i) {
+    xsimd::fma(c0[i], va, bias0).store_aligned(t + i * kNR);
+    xsimd::fma(c1[i], va, bias1).store_aligned(t + i * kNR + kFloatLanes);
+  }
+  if (act != Act::kNone) activate_tile(t, mr * kNR, act);
+  for (int i = 0; i < mr; ++i) {
+    float* c = C + static_cast<size_t>(i) * ldc;
+    const float* r = t + i * kNR;
+    if (nc == kNR) {
+      fbatch r0 = fbatch::load_aligned(r), r1 = fbatch::load_aligned(r + kFloatLanes);
+      if (accumulate) {
+        r0 += fbatch::load_unaligned(c);
+        r1 += fbatch::load_unaligned(c + kFloatLanes);
+      }
+      r0.store_unaligned(c);
+      r1.store_unaligned(c + kFloatLanes);
+    } else {
+      for (int j = 0; j < nc; ++j) c[j] = accumulate ? c[j] + r[j] : r[j];
+    }
+  }
+}
+
+// Every row of C against one packed panel (nc of its kNR columns are real).
+void panel_rows(int M, int K, const float* A, int lda, const float* panel, const float* bias,
+                float alpha, Act act, bool accumulate, float* C, int ldc, int nc) {
+  for (int i = 0; i < M; i += kMR)
+    micro_tile(K, A + static_cast<size_t>(i) * lda, lda, M - i < kMR ? M - i : kMR, panel, bias, alpha, act,
+               accumulate, C + static_cast<size_t>(i) * ldc, ldc, nc);
+}
+
+// gemm_nt packs one panel at a time on the stack (16 KB in WebAssembly, 64 KB with AVX-512), so it
+// keeps no state and allocates nothing; rows longer than this pack B whole into one allocation.
+constexpr int kStackPanelMaxK = 512;
+
+}  // namespace
+
+int packed_panel_width() { return kNR; }
+
+void pack_weights(const float* W, int n, int k, int ldw, const float* bias, PackedWeights* out) {
+  const int panels = (n + kNR - 1) / kNR;
+  out->n = n;
+  out->k = k;
+  out->has_bias = bias != nullptr;
+  // resize keeps capacity: repacking a same-size or smaller matrix allocates nothing.
+  out->panels.resize(static_cast<size_t>(panels) * k * kNR);
+  out->bias.assign(static_cast<size_t>(panels) * kNR, 0.0f);
+  for (int p = 0; p < panels; ++p) {
+    float* dst = out->panels.data() + static_cast<size_t>(p) * k * kNR;
+    for (int jj = 0; jj < kNR; ++jj) {
+      const int j = p * kNR + jj;
+      const float* w = j < n ? W + static_cast<size_t>(j) * ldw : W;  // padding columns read nothing
+      SF_SMALL_LOOP
+      for (int kk = 0; kk < k; ++kk) dst[kk * kNR + jj] = j < n ? w[kk] : 0.0f;
+    }
+  }
+  if (bias)
+    for (int j = 0; j < n; ++j) out->bias[j] = bias[j];
+}
+
+void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float alpha, Act act,
+                 bool accumulate, float* C, int ldc) {
+  const int N = W.n, K = W.k, panels = (N + kNR - 1) / kNR;
+  for (int i0 = 0; i0 < M; i0 += kRowBlock) {
+    const int rows = i0 + kRowBlock < M ? kRowBlock : M - i0;
+    for (int p = 0; p < panels; ++p)
+      panel_rows(rows, K, A + static_cast<size_t>(i0) * lda, lda, W.panels.data() + static_cast<size_t>(p) * K * kNR,
+                 W.bias.data() + p * kNR, alpha, act, accumulate, C + static_cast<size_t>(i0) * ldc + p * kNR, ldc,
+                 N - p * kNR < kNR ? N - p * kNR : kNR);
+  }
+}
+
+void linear_act_ref(int M, int N, int K, const float* A, int lda, const float* W, int ldw,
+                    const float* bias, Act act, bool accumulate, float* C, int ldc) {
+  std::vector<float> row(N);
+  for (int i = 0; i < M; ++i) {
+    gemm_nt_ref(1, N, K, 1.0f, A + static_cast<size_t>(i) * lda, lda, W, ldw, bias, row.data(), N);
+    if (act == Act::kRelu) relu_ref(row.data(), N, row.data());
+    if (act == Act::kGelu) gelu_ref(row.data(), N, row.data());
+    float* c = C + static_cast<size_t>(i) * ldc;
+    for (int j = 0; j < N; ++j) c[j] = accumulate ? c[j] + row[j] : row[j];
+  }
+}
+
 void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
              const float* bias, float* C, int ldc) {
-  const int kend = simd_end(K, kFloatLanes);
-  for (int i = 0; i < M; ++i) {
-    const float* a = A + i * lda;
-    float* c = C + i * ldc;
-    int j = 0;
-    for (; j + 4 <= N; j += 4) {
-      const float* b0 = B + (j + 0) * ldb;
-      const float* b1 = B + (j + 1) * ldb;
-      const float* b2 = B + (j + 2) * ldb;
-      const float* b3 = B + (j + 3) * ldb;
-      fbatch s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
-      for (int k = 0; k < kend; k += kFloatLanes) {
-        const fbatch av = fbatch::load_unaligned(a + k);
-        s0 = xsimd::fma(av, fbatch::load_unaligned(b0 + k), s0);
-        s1 = xsimd::fma(av, fbatch::load_unaligned(b1 + k), s1);
-        s2 = xsimd::fma(av, fbatch::load_unaligned(b2 + k), s2);
-        s3 = xsimd::fma(av, fbatch::load_unaligned(b3 + k), s3);
-      }
-      float r[4] = {xsimd::hadd(s0), xsimd::hadd(s1), xsimd::hadd(s2), xsimd::hadd(s3)};
-      for (int k = kend; k < K; ++k) {
-        r[0] += a[k] * b0[k];
-        r[1] += a[k] * b1[k];
-        r[2] += a[k] * b2[k];
-        r[3] += a[k] * b3[k];
-      }
-      for (int u = 0; u < 4; ++u) c[j + u] = alpha * r[u] + (bias ? bias[j + u] : 0.0f);
+  if (K > kStackPanelMaxK) {
+    PackedWeights packed;
+    pack_weights(B, N, K, ldb, bias, &packed);
+    return gemm_packed(M, A, lda, packed, alpha, Act::kNone, false, C, ldc);
+  }
+  alignas(64) float panel[kStackPanelMaxK * kNR];
+  alignas(64) float pbias[kNR];
+  for (int j0 = 0; j0 < N; j0 += kNR) {
+    const int nc = N - j0 < kNR ? N - j0 : kNR;
+    for (int jj = 0; jj < kNR; ++jj) {
+      const float* b = jj < nc ? B + static_cast<size_t>(j0 + jj) * ldb : B;  // padding reads nothing
+      SF_SMALL_LOOP
+      for (int k = 0; k < K; ++k) panel[k * kNR + jj] = jj < nc ? b[k] : 0.0f;
+      pbias[jj] = bias && jj < nc ? bias[j0 + jj] : 0.0f;
     }
-    for (; j < N; ++j) c[j] = alpha * dot(a, B + j * ldb, K) + (bias ? bias[j] : 0.0f);
+    panel_rows(M, K, A, lda, panel, pbias, alpha, Act::kNone, false, C + j0, ldc, nc);
   }
 }
 

@@ -195,6 +195,16 @@ Status Model::bind() {
   embedding_.placement = param("tokenizer.placement_embedding.weight");
   embedding_.rate = param("tokenizer.rate_embedding.weight");
   embedding_.inv_freq = inv_freq_.data();
+  // Packed copies repeat every layer matrix (panels padded to packed_panel_width() columns): made
+  // only when they keep the model's float32 memory within limits::kMaxModelBytes.
+  const double pad = kernels::packed_panel_width();
+  const auto padded = [&](double rows) { return std::ceil(rows / pad) * pad; };
+  const double d = c.d_model, ff = c.dim_feedforward;
+  const double per_layer = padded(3 * d) * (d + 1) + padded(d) * (d + 1) + padded(ff) * (d + 1) + padded(d) * (ff + 1);
+  double held = 0;
+  for (const auto& [name, v] : params_) held += static_cast<double>(v.size());
+  const double layers = static_cast<double>(c.n_layers) * (c.layout == Layout::kFactorized ? 2 : 1);
+  const bool pack_layers = 4.0 * (held + layers * per_layer) <= static_cast<double>(limits::kMaxModelBytes);
   const auto layer = [&](const std::string& p) {
     EncoderLayerWeights w;
     w.self_attn = {c.d_model, c.n_heads, param(p + "self_attn.in_proj_weight"), param(p + "self_attn.in_proj_bias"),
@@ -208,6 +218,12 @@ Status Model::bind() {
     w.norm1_bias = param(p + "norm1.bias");
     w.norm2_weight = param(p + "norm2.weight");
     w.norm2_bias = param(p + "norm2.bias");
+    if (pack_layers) {
+      w.self_attn.in_proj_packed = pack(p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias");
+      w.self_attn.out_proj_packed = pack(p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias");
+      w.linear1_packed = pack(p + "linear1.weight", p + "linear1.bias");
+      w.linear2_packed = pack(p + "linear2.weight", p + "linear2.bias");
+    }
     return w;
   };
   for (int i = 0; i < c.n_layers; ++i) {
@@ -218,29 +234,38 @@ Status Model::bind() {
   return Status::Ok();
 }
 
+const kernels::PackedWeights* Model::pack(const std::string& weight, const std::string& bias) {
+  const std::vector<float>& w = params_.at(weight);
+  const std::vector<float>& b = params_.at(bias);
+  const int n = static_cast<int>(b.size()), k = static_cast<int>(w.size() / b.size());
+  kernels::PackedWeights& p = packed_[weight];
+  kernels::pack_weights(w.data(), n, k, k, b.data(), &p);
+  return &p;
+}
+
 Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
                         const Tokens& t, const ForwardOptions& options, float* x,
-                        std::vector<AttentionMap>* maps) const {
+                        std::vector<AttentionMap>* maps, Workspace* ws) const {
   const int d = config_.d_model, H = config_.n_heads;
   const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int>& members = groups[g];
     const int n = static_cast<int>(members.size());
-    std::vector<float> buf(static_cast<size_t>(n) * d);
-    std::vector<std::uint8_t> ignore(n);
-    std::vector<double> times(n);
+    // Gathered into the forward's buffers (sized for the largest group before the first layer).
+    ws->times.resize(n);  // time_causal_limits reads its size; within the capacity reserved
+    float* buf = ws->group.data();
     for (int i = 0; i < n; ++i) {
-      std::memcpy(buf.data() + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
-      ignore[i] = !t.present[members[i]];
-      times[i] = t.time[members[i]];
+      std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
+      ws->ignore[i] = !t.present[members[i]];
+      ws->times[i] = t.time[members[i]];
     }
-    const std::vector<int> limits = config_.causal ? time_causal_limits(times) : std::vector<int>();
+    const std::vector<int> limits = config_.causal ? time_causal_limits(ws->times) : std::vector<int>();
     AttentionMap map;
     if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
-    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf.data(), n, ignore.data(), limits.empty() ? nullptr : limits.data(),
-                                     options.attention_maps ? map.weights.data() : nullptr));
+    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits.data(),
+                                     options.attention_maps ? map.weights.data() : nullptr, &ws->layer));
     for (int i = 0; i < n; ++i)
-      std::memcpy(x + static_cast<size_t>(members[i]) * d, buf.data() + static_cast<size_t>(i) * d, d * sizeof(float));
+      std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
     if (options.attention_maps) {
       map.layer = layer;
       map.block = block;
@@ -318,10 +343,23 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
+  // The layer buffers, each allocated once at its largest size (check_budgets counted them).
+  std::size_t largest = 0;
+  for (const TokenGroups& g : groups)
+    for (const auto& members : g) largest = std::max(largest, members.size());
+  Workspace ws;
+  ws.group.resize(largest * d);
+  ws.ignore.resize(largest);
+  ws.times.reserve(largest);
+  ws.layer.y.resize(largest * d);
+  ws.layer.sa.resize(largest * d);
+  ws.layer.hidden.resize(largest * c.dim_feedforward);
+  ws.layer.mha.qkv.resize(largest * 3 * d);
+  ws.layer.mha.ctx.resize(largest * d);
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
       SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], b == 0 ? layers_[l] : channel_layers_[l], t, options,
-                                   r.embeddings.data(), &r.attention));
+                                   r.embeddings.data(), &r.attention, &ws));
   const bool ref = options.kernels == kernels::KernelSet::kReference;
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),

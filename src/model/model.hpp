@@ -82,13 +82,29 @@ class Model {
   Status check_budgets(const Tokens& tokens, const std::vector<TokenGroups>& block_groups,
                        const ForwardOptions& options) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
+  const kernels::PackedWeights* pack(const std::string& weight, const std::string& bias);
+  // One forward's buffers, sized once for its largest group and reused across all groups, blocks
+  // and layers (the demo's factorized layout runs dozens of groups of 1-51 tokens per layer).
+  // Local to the forward, not kept in the Model: forward() stays const and reentrant, and the heap
+  // returns to where it was after every forward (tests/js/memory.test.js holds it to that).
+  struct Workspace {
+    LayerWorkspace layer;
+    std::vector<float> group;          // (g, d) the group's rows, gathered
+    std::vector<std::uint8_t> ignore;  // (g)
+    std::vector<double> times;         // (g)
+  };
   Status run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
                    const Tokens& t, const ForwardOptions& options, float* x,
-                   std::vector<AttentionMap>* maps) const;
+                   std::vector<AttentionMap>* maps, Workspace* ws) const;
 
   ModelConfig config_;
   std::string config_json_;
   std::map<std::string, std::vector<float>> params_;  // nodes never move: pointers stay valid
+  // The layers' projections packed for kernels::gemm_packed at load, keyed by weight name (map
+  // nodes never move, so the layer weights' pointers stay valid when the Model moves). Empty when
+  // the copies would take the model past limits::kMaxModelBytes: the kernels then pack per call.
+  std::map<std::string, kernels::PackedWeights> packed_;
+
   TokenEmbeddingWeights embedding_;
   std::vector<EncoderLayerWeights> layers_, channel_layers_;
   std::vector<double> inv_freq_;  // (d_model/2) rad/s

@@ -34,7 +34,9 @@ TEST(Simd, ReportsArch) {
 }
 
 TEST(Matmul, GemmNtMatchesTwin) {
-  for (int M : {1, 3, 7}) for (int N : {1, 4, 5, 13}) for (int K : kLengths) {
+  // M < 4 takes the dot-product form, M >= 4 packs B per call for the micro-kernel (17: 4 tiles
+  // and a 1-row tail; 33: two row blocks and a tail).
+  for (int M : {1, 3, 4, 7, 17, 33}) for (int N : {1, 4, 5, 13}) for (int K : kLengths) {
     const int lda = K + 3, ldb = K + 1, ldc = N + 2;  // strided rows, as for one head's columns
     auto A = random_floats(M * lda, 1 + K), B = random_floats(N * ldb, 2 + K), bias = random_floats(N, 3);
     std::vector<float> C(M * ldc, -7.0f), R(M * ldc, -7.0f);
@@ -49,6 +51,57 @@ TEST(Matmul, GemmNtMatchesTwin) {
     for (int i = 0; i < M; ++i)  // padding between rows untouched
       for (int j = N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], -7.0f);
   }
+}
+
+// The packed micro-kernel with every epilogue against linear_act_ref (gemm_nt_ref, then the
+// activation's std::erf twin, then the store or add). Rows: tails of the 4-row tile and of the
+// 16-row block; columns: tails of the 8-wide panel (32 with AVX-512); K: 1 to 267.
+TEST(Matmul, GemmPackedEpiloguesMatchTwin) {
+  for (int M : {1, 2, 3, 4, 5, 16, 19, 37}) for (int N : {1, 5, 8, 9, 13, 32, 33, 64, 96}) for (int K : {1, 7, 16, 64, 267})
+    for (Act act : {Act::kNone, Act::kRelu, Act::kGelu}) for (bool acc : {false, true}) for (bool has_bias : {false, true}) {
+      const int lda = K + 3, ldw = K + 1, ldc = N + 2;
+      auto A = random_floats(M * lda, 1 + K + N), W = random_floats(N * ldw, 2 + K), bias = random_floats(N, 3 + N, -2.0f, 2.0f);
+      auto C0 = random_floats(M * ldc, 4 + M, -3.0f, 3.0f);
+      for (int i = 0; i < M; ++i) for (int j = N; j < ldc; ++j) C0[i * ldc + j] = -7.0f;
+      std::vector<float> C = C0, R = C0;
+      PackedWeights P;
+      pack_weights(W.data(), N, K, ldw, has_bias ? bias.data() : nullptr, &P);
+      gemm_packed(M, A.data(), lda, P, 1.0f, act, acc, C.data(), ldc);
+      linear_act_ref(M, N, K, A.data(), lda, W.data(), ldw, has_bias ? bias.data() : nullptr, act, acc, R.data(), ldc);
+      for (int i = 0; i < M; ++i) {
+        for (int j = 0; j < N; ++j) {
+          double abs_sum = has_bias ? std::fabs(bias[j]) : 0.0;
+          for (int k = 0; k < K; ++k) abs_sum += std::fabs(A[i * lda + k] * W[j * ldw + k]);
+          // The sums' order bound, carried through the activation (GELU's slope is below 1.13,
+          // ReLU's 1); GELU adds the vector erf's 1.5e-7 (times 0.5|v|) plus std::erf's own 3e-8
+          // and two roundings; the residual add one rounding of the result.
+          const double r = R[i * ldc + j];
+          double tol = 1.13 * (sum_order_bound(K, abs_sum) + FLT_EPSILON * abs_sum);
+          if (act == Act::kGelu) tol += 0.5 * abs_sum * 1.8e-7 + 2 * FLT_EPSILON * std::fabs(r);
+          if (acc) tol += FLT_EPSILON * std::fabs(r);
+          ASSERT_NEAR(C[i * ldc + j], r, tol + 1e-30)
+              << "M=" << M << " N=" << N << " K=" << K << " act=" << int(act) << " acc=" << acc
+              << " bias=" << has_bias << " at (" << i << "," << j << ")";
+        }
+        for (int j = N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], -7.0f) << "padding between rows";
+      }
+    }
+}
+
+// alpha scales the product before the bias, as gemm_nt's definition says; packing the same
+// matrix twice (smaller after larger) reuses the buffers and gives the same panels.
+TEST(Matmul, GemmPackedAlphaAndRepack) {
+  const int M = 9, N = 11, K = 20;
+  auto A = random_floats(M * K, 51), W = random_floats(N * K, 52), b = random_floats(N, 53);
+  const auto big = random_floats(40 * K, 54);
+  std::vector<float> C(M * N), R(M * N);
+  PackedWeights P;
+  pack_weights(big.data(), 40, K, K, big.data(), &P);  // a larger matrix with a bias first
+  pack_weights(W.data(), N, K, K, b.data(), &P);
+  EXPECT_EQ(P.n, N);
+  gemm_packed(M, A.data(), K, P, 0.25f, Act::kNone, false, C.data(), N);
+  gemm_nt_ref(M, N, K, 0.25f, A.data(), K, W.data(), K, b.data(), R.data(), N);
+  EXPECT_TRUE(AllClose(C.data(), R.data(), M * N, 1e-6, 1e-6, "alpha 0.25, repacked"));  // 20 products of |.|<=1
 }
 
 TEST(Matmul, GemmNtNullBias) {
@@ -168,6 +221,27 @@ TEST(LayerNorm, AgainstHandComputed) {
   EXPECT_TRUE(AllClose(y, want, 4, 1e-6, 1e-6, "layer_norm [1,2,3,4]"));
 }
 
+// Residual + norm in one pass against the twin (x += r, then layer_norm_ref): the stored sum is
+// the same single rounding (bit-exact), y as close as layer_norm's own test; y aliasing x (the
+// post-norm use) gives the same values.
+TEST(LayerNorm, AddLayerNormMatchesTwin) {
+  for (int d : {1, 3, 4, 7, 8, 17, 32, 64, 65}) for (bool alias : {false, true}) {
+    const int rows = 5;
+    auto x0 = random_floats(rows * d, 61 + d, -3.0f, 3.0f), r = random_floats(rows * d, 62 + d);
+    auto g = random_floats(d, 63 + d), b = random_floats(d, 64 + d);
+    std::vector<float> x = x0, xr = x0, y(rows * d), yr(rows * d);
+    add_layer_norm(x.data(), r.data(), rows, d, g.data(), b.data(), 1e-5f, alias ? x.data() : y.data());
+    add_layer_norm_ref(xr.data(), r.data(), rows, d, g.data(), b.data(), 1e-5f, alias ? xr.data() : yr.data());
+    const std::string tag = "d=" + std::to_string(d) + (alias ? " in place" : "");
+    if (alias) {
+      ASSERT_TRUE(AllClose(x.data(), xr.data(), rows * d, 2e-6, 1e-6, "add_layer_norm " + tag));
+    } else {
+      for (int i = 0; i < rows * d; ++i) ASSERT_EQ(x[i], x0[i] + r[i]) << "residual sum " << tag;
+      ASSERT_TRUE(AllClose(y.data(), yr.data(), rows * d, 2e-6, 1e-6, "add_layer_norm " + tag));
+    }
+  }
+}
+
 TEST(LayerNorm, InPlace) {
   auto x = random_floats(2 * 33, 5), r = std::vector<float>(2 * 33);
   layer_norm_ref(x.data(), 2, 33, nullptr, nullptr, kLayerNormEps, r.data());
@@ -190,6 +264,59 @@ TEST(Activation, GeluMatchesTwinAndErfForm) {
   gelu(x, 3, y);
   const double want[3] = {0.8413447460685429, -0.15865525393145707, 2.9959502669066};
   EXPECT_TRUE(AllClose(y, want, 3, 1e-6, 1e-6, "gelu hand values (0.5x(1+erf(x/sqrt2)))"));
+}
+
+// The vector erf over a dense sweep against erf in float64 (the independent reference): |error|
+// <= 1.5e-7, the bound activation_simd.hpp states (1.43e-7 measured when it was fitted; std::erf
+// in float is within 3e-8, its rounding). Includes 0, -0, subnormals, the piece boundaries 1 and
+// 4 from both sides, huge values and infinities; NaN stays NaN.
+TEST(Activation, VectorErfWithinBoundOverDenseSweep) {
+  std::vector<float> x;
+  for (int i = -600000; i <= 600000; ++i) x.push_back(i * 1e-5f);  // [-6, 6], step 1e-5
+  for (float v : {0.0f, -0.0f, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-40f, FLT_MIN, 1e-20f, 1e-8f,
+                  std::nextafter(1.0f, 0.0f), 1.0f, std::nextafter(1.0f, 2.0f), std::nextafter(4.0f, 0.0f),
+                  4.0f, -4.0f, 10.0f, -1e30f, 1e30f, FLT_MAX, -FLT_MAX,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
+    x.push_back(v);
+  std::vector<float> y(x.size()), r(x.size());
+  erf(x.data(), static_cast<int>(x.size()), y.data());
+  erf_ref(x.data(), static_cast<int>(x.size()), r.data());
+  double worst = 0, worst_libm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::erf(static_cast<double>(x[i]));
+    worst = std::max(worst, std::fabs(y[i] - want));
+    worst_libm = std::max(worst_libm, std::fabs(r[i] - want));
+    ASSERT_LE(std::fabs(y[i] - want), 1.5e-7) << "erf(" << x[i] << ") = " << y[i] << ", want " << want;
+  }
+  std::printf("[ erf      ] max |vector erf - erf(double)| = %.3g (std::erf float: %.3g)\n", worst, worst_libm);
+  // Odd, exact at 0 (sign kept) and saturated past 4.
+  EXPECT_EQ(y[x.size() - 21 + 0], 0.0f);
+  EXPECT_TRUE(std::signbit(y[x.size() - 21 + 1]));
+  EXPECT_EQ(y[x.size() - 2], 1.0f);
+  EXPECT_EQ(y[x.size() - 1], -1.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float yn;
+  erf(&nan, 1, &yn);
+  EXPECT_TRUE(std::isnan(yn));
+}
+
+// GELU against the float64 definition 0.5 x (1 + erf(x / sqrt 2)): the erf bound times 0.5|x|,
+// plus a few float32 roundings of the result. The negative tail (x < -5.7, where 1 + erf
+// underflows float's resolution near -1) must give -0 or tiny values, never a wrong sign or NaN.
+TEST(Activation, GeluAgainstFloat64OverDenseSweep) {
+  std::vector<float> x;
+  for (int i = -1000000; i <= 1000000; ++i) x.push_back(i * 1e-5f);  // [-10, 10]
+  for (float v : {FLT_TRUE_MIN, -FLT_TRUE_MIN, -1e30f, 1e30f, -FLT_MAX, 3e38f}) x.push_back(v);
+  std::vector<float> y(x.size());
+  gelu(x.data(), static_cast<int>(x.size()), y.data());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xd = x[i], want = 0.5 * xd * (1.0 + std::erf(xd / std::sqrt(2.0)));
+    const double tol = 0.5 * std::fabs(xd) * 1.5e-7 + 3 * FLT_EPSILON * std::fabs(want) + 1e-44;
+    worst = std::max(worst, std::fabs(y[i] - want) / (std::fabs(xd) + 1e-30));
+    ASSERT_NEAR(y[i], want, tol) << "gelu(" << x[i] << ")";
+  }
+  std::printf("[ gelu     ] max |gelu - gelu(double)| / |x| = %.3g\n", worst);
 }
 
 TEST(Activation, Relu) {
