@@ -295,6 +295,28 @@ test('a pool reads or fetches the model once and gives each worker a copy (the c
   await assert.rejects(loadModelInWorker(readFileSync(fixturePath('attention.safetensors')), { workers: 2 }), (e) => e.code === 'BAD_FORMAT');
 });
 
+test('Node exits with an idle model never disposed, and stays until an awaited call is answered', async () => {
+  const { execFile } = await import('node:child_process');
+  const index = new URL('../../web/src/index.js', import.meta.url).href;
+  // The last statement awaits a forward at the top level: the process must live until the answer
+  // (exit 13 "unsettled top-level await" otherwise), then end although the model is not disposed.
+  const script = `import { loadModelInWorker } from ${JSON.stringify(index)};
+    const m = await loadModelInWorker(${JSON.stringify(path)}, { workers: Number(process.argv[2]) });
+    console.log((await m.forward(${JSON.stringify(windows[0])})).dims.join('x'));`;
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const file = `${mkdtempSync(`${tmpdir()}/sf-worker-`)}/idle.mjs`;
+  writeFileSync(file, script);
+  for (const workers of [1, 2]) {
+    const r = await new Promise((resolve) => execFile(process.execPath, ['--no-concurrent-recompilation', file, String(workers)],
+      { encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => resolve({ status: error ? error.code : 0, signal: error?.signal ?? null, stdout, stderr })));
+    assert.equal(r.signal, null, `${workers} workers: the process did not end (killed after 30 s)`);
+    assert.equal(r.status, 0, `${workers} workers: ${r.stderr}`);
+    assert.equal(r.stdout, `${local.forward(windows[0]).dims.join('x')}\n`);
+  }
+});
+
 // Stand-ins for worker threads ({ post, listen, terminate }, what the constructor takes): the
 // test decides when each answers, so the scheduling is checked without timing. A window here is
 // { id }, and a stand-in's result for it is { id }.
@@ -346,6 +368,21 @@ test('pool scheduling: a worker holding a slow chunk gets no more; the others ta
   const results = await within(10_000, batch, 'batch');
   assert.deepEqual(results, ids(40), 'every window once, in input order');
   assert.deepEqual(await single, { id: 'x' });
+
+  // dispose() rejects a batch with windows not handed out at once, without waiting for the
+  // chunks in flight; a forward() already sent completes; then the workers are terminated.
+  const big = m.forwardBatch(ids(100));
+  const sent = m.forward({ id: 'y' });
+  let state = 'pending';
+  big.then(() => { state = 'resolved'; }, (e) => { state = e.code; });
+  const disposing = m.dispose();
+  await flush();
+  assert.equal(state, 'DISPOSED', 'rejected while every chunk is still unanswered');
+  assert.ok(ws.every((w) => !w.terminated));
+  for (const w of ws) while (w.inbox.length) w.answer();
+  await within(10_000, disposing, 'dispose');
+  assert.deepEqual(await sent, { id: 'y' });
+  assert.ok(ws.every((w) => w.terminated));
 });
 
 test('pool errors: the lowest failing index wins, chunks after it are not started, a dead worker rejects its calls with WORKER_FAILED', async () => {

@@ -26,11 +26,11 @@ const MAX_CHUNK = 32;
 
 // listen(onMessage, onFailure): onFailure(cause) when the worker can no longer answer (its script
 // failed, it threw, it exited, or an answer could not be read); every pending call then rejects.
+// busy(yes) (Node only): whether requests are waiting for an answer.
 async function startWorker() {
   if (isNode) {
     const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
     const w = new Worker(new URL('./worker.js', import.meta.url));
-    w.unref();  // an idle worker must not keep Node alive
     return {
       post: (msg, transfer) => w.postMessage(msg, transfer),
       listen: (onMessage, onFailure) => {
@@ -38,7 +38,13 @@ async function startWorker() {
         w.on('error', onFailure);
         w.on('messageerror', (e) => onFailure(new Error(`an answer from the worker could not be read: ${e?.message ?? e}`)));
         w.on('exit', (code) => onFailure(new Error(`the worker exited (code ${code})`)));
+        // After the listeners: a 'message' listener refs the worker again.
+        w.unref();
       },
+      // A worker keeps Node alive only while it owes an answer: an idle model that was never
+      // disposed must not hold the process open, and an awaited forward() at the top level of a
+      // script must not see the process end under it.
+      busy: (yes) => (yes ? w.ref() : w.unref()),
       terminate: () => w.terminate(),
     };
   }
@@ -131,7 +137,7 @@ class Channel {
   send(op, args, transfer, what, windows = 0) {
     if (this.failed) return Promise.reject(this.failed);
     const id = this.#next++;
-    this.messages++;
+    if (this.messages++ === 0) this.#worker.busy?.(true);
     this.windows += windows;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
@@ -142,7 +148,7 @@ class Channel {
         reject(typeof what === 'function' ? what(cause) : postError(cause, what));
       }
     }).finally(() => {
-      this.messages--;
+      if (--this.messages === 0) this.#worker.busy?.(false);
       this.windows -= windows;
     });
   }
