@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 
-import { loadModelInWorker, SensorformerError } from '../src/index.js';
+import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js';
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
 import { parseCsv } from '../src/csv.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
@@ -44,9 +44,9 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
   --hop        recordings only: seconds between window ends, a number >= ${MIN_SECONDS} (default 5)
   --max-gflop  compute limit per window in GFLOP, estimated before it runs (default 10; "Infinity"
                lifts it); a window over it fails with RESOURCE_EXHAUSTED
-  --workers    worker threads computing windows in parallel, an integer from 1 to ${MAX_WORKERS} (default:
-               one per core, at most 8); never more than the input has windows. The output is
-               the same for any count
+  --workers    threads computing windows in parallel, an integer from 1 to ${MAX_WORKERS} (default: one
+               per core, at most 8); never more than the input has windows; 1 computes on the
+               main thread. The output is the same, byte for byte, for any count
 
 Output: {"windows": [...]}, each window written as soon as it is computed. A recording gives at
 most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
@@ -222,8 +222,10 @@ async function main() {
   }
 
   const input = await openInput(values.input, { ...options, placement: values.placement });
+  // One worker means this thread: a worker thread would only add its start-up and a copy of
+  // every window and result (the same .wasm computes the same bytes either way).
   const count = Math.max(1, Math.min(await workerCount(options.workers), input.count));
-  const model = await loadModelInWorker(values.model, { workers: count });
+  const model = count === 1 ? await loadModel(values.model) : await loadModelInWorker(values.model, { workers: count });
   const windows = input.windows(model.config);
   if (input.kind !== 'recording' && (values.window !== undefined || values.hop !== undefined)) note('--window and --hop apply to recordings only: ignored');
   if (input.kind !== 'csv' && (values.placement !== undefined || values.sensor !== undefined)) note('--placement and --sensor apply to CSV input only: ignored');
@@ -233,7 +235,7 @@ async function main() {
 
   // Windows in flight, oldest first: two per worker, so each has its next window queued while
   // the results are written in input order (this also bounds the memory they take).
-  const inFlight = [], lookahead = 2 * model.workers;
+  const inFlight = [], lookahead = 2 * count;
   let written = 0;
   const writeNext = async () => {
     let result;
@@ -259,7 +261,9 @@ async function main() {
       throw e;
     }
     if (next.done) break;
-    const pending = model.forward(next.value, { attention: values.attention, maxGflop: options.maxGflop });
+    const window = next.value;
+    const pending = count === 1 ? Promise.resolve().then(() => model.forward(window, { attention: values.attention, maxGflop: options.maxGflop }))
+      : model.forward(window, { attention: values.attention, maxGflop: options.maxGflop });
     pending.catch(() => {});  // awaited in order by writeNext: an error after a failing window is never reported
     inFlight.push(pending);
     if (inFlight.length >= lookahead) await writeNext();
