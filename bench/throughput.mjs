@@ -55,13 +55,17 @@ for (const [name, run] of variants) {
   });
 }
 
-const times = variants.map(() => []);
+// CPU time of the whole process (every thread): CPU / wall is how many cores a variant got, which
+// tells a pool that had no free core to run on (a shared machine) from one that scaled badly.
+const times = variants.map(() => []), cpu = variants.map(() => []);
 for (let round = 0; round < ROUNDS; round++) {
   for (let k = 0; k < variants.length; k++) {
     const v = (k + round) % variants.length;
-    const t0 = performance.now();
+    const c0 = process.cpuUsage(), t0 = performance.now();
     await variants[v][1]();
     times[v].push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu[v].push((c.user + c.system) / 1000);
   }
 }
 const median = (xs) => {
@@ -73,11 +77,13 @@ const tokens = reference.reduce((n, r) => n + r.dims[0], 0) / reference.length;
 console.log(`demo model (d_model ${config.d_model}, ${config.n_layers} layers, ${config.layout}); ${windows.length} windows of 10 s (mean ${tokens.toFixed(0)} tokens);`);
 console.log(`${cores} cores (os.availableParallelism), Node ${process.versions.node}; ${ROUNDS} interleaved rounds, medians; results bit-identical in every variant`);
 const base = median(times[1]);
-console.log(`${'variant'.padEnd(40)}${'ms / batch'.padStart(12)}${'windows/s'.padStart(12)}${'vs 1 worker'.padStart(13)}`);
+console.log(`${'variant'.padEnd(40)}${'ms / batch'.padStart(12)}${'windows/s'.padStart(12)}${'vs 1 worker'.padStart(13)}${'CPU ms'.padStart(10)}${'cores used'.padStart(12)}`);
 variants.forEach(([name], v) => {
-  const ms = median(times[v]);
-  console.log(`${name.padEnd(40)}${ms.toFixed(1).padStart(12)}${(windows.length / (ms / 1000)).toFixed(0).padStart(12)}${`${(base / ms).toFixed(2)}x`.padStart(13)}`);
+  const ms = median(times[v]), c = median(cpu[v]);
+  console.log(`${name.padEnd(40)}${ms.toFixed(1).padStart(12)}${(windows.length / (ms / 1000)).toFixed(0).padStart(12)}${`${(base / ms).toFixed(2)}x`.padStart(13)}${c.toFixed(0).padStart(10)}${(c / ms).toFixed(2).padStart(12)}`);
 });
+const { loadavg } = await import('node:os');
+console.log(`load average during the run: ${loadavg()[0].toFixed(1)} (1 min) on ${cores} cores`);
 
 await Promise.all([one.dispose(), pool.dispose()]);
 local.dispose();

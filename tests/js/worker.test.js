@@ -240,7 +240,7 @@ test('dispose during a pool batch: the batch rejects with DISPOSED, earlier forw
   const m = await loadModelInWorker(path, { workers: 2 });
   const big = Array.from({ length: 200 }, (_, i) => many[i % many.length]);
   const before = m.forward(many[0]);
-  const batch = m.forwardBatch(big);  // chunks of at most 25 windows, two per worker: most windows are not sent yet
+  const batch = m.forwardBatch(big);  // chunks of at most 8 windows, two per worker: most windows are not sent yet
   const disposing = m.dispose();
   const after = [m.forward(many[0]), m.forwardBatch(many)];
   const settled = await within(60_000, Promise.allSettled([before, batch, ...after, disposing]), 'dispose');
