@@ -200,21 +200,41 @@ export interface WorkerForwardOptions extends ForwardOptions {
 }
 
 /**
- * The Model API in a Web Worker (browsers) or worker_thread (Node): every call is a promise, and
+ * The Model API in Web Workers (browsers) or worker_threads (Node): every call is a promise, and
  * rejects with the same codes as Model. A value structured clone cannot copy (a function, a
- * symbol) is INVALID_ARGUMENT.
+ * symbol) is INVALID_ARGUMENT. A worker that dies rejects the calls it holds with WORKER_FAILED;
+ * later calls go to the workers still running (none left: WORKER_FAILED).
  */
 export class WorkerModel {
   readonly config: ModelConfig;
+  /** How many workers the model runs on. */
+  readonly workers: number;
+  /** Goes to the least busy worker. */
   forward(window: SensorWindow, options?: WorkerForwardOptions | null): Promise<ForwardResult>;
+  /**
+   * On a pool, split across the workers in chunks each takes when free; results in input order.
+   * Rejects like Model.forwardBatch: with the error of the first bad window ("windows[i]: ...").
+   */
   forwardBatch(windows: SensorWindow[], options?: WorkerForwardOptions | null): Promise<ForwardResult[]>;
   /**
-   * Frees the model and stops the worker. Calls made after dispose() (awaited or not) reject
-   * with DISPOSED; calls already in flight complete.
+   * Frees the model and stops the workers. Calls made after dispose() (awaited or not) reject
+   * with DISPOSED; work already sent to a worker completes (every forward() made before, and a
+   * batch on one worker); a batch on a pool with windows not sent yet rejects with DISPOSED.
    */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** loadModel in a worker, so inference never blocks the main thread. */
-export function loadModelInWorker(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<WorkerModel>;
+export interface WorkerLoadOptions extends LoadOptions {
+  /**
+   * Number of workers: an integer from 1 to 64 (default 1), or 'auto': one per core
+   * (navigator.hardwareConcurrency, os.availableParallelism()) up to 8. Else INVALID_ARGUMENT.
+   */
+  workers?: number | 'auto';
+}
+
+/**
+ * loadModel in a worker (or a pool of them), so inference never blocks the main thread. The model
+ * is read or fetched once, on the calling thread, and each worker gets a copy.
+ */
+export function loadModelInWorker(source: string | URL | ArrayBuffer | Uint8Array, options?: WorkerLoadOptions | null): Promise<WorkerModel>;

@@ -222,11 +222,19 @@ test('results are written as they are computed: an error in window 2 leaves wind
   const bad = structuredClone(windows[2]);
   bad.streams[0].samples[3] = 1e39;  // beyond float32: NON_FINITE
   const input = join(tmp, 'batch-bad.json'), output = join(tmp, 'partial.json');
-  writeFileSync(input, JSON.stringify({ windows: [windows[0], windows[1], bad, windows[0]] }));
-  const r = await run('run', '--model', modelPath, '--input', input, '--output', output);
-  assert.equal(r.status, 1);
-  assert.equal(r.stderr, 'sensorformer: NON_FINITE: input window 2: window.streams[0].samples[3] is 1e+39, beyond float32\'s range (|x| <= 3.4028234663852886e+38): it would become Infinity\n');
-  const written = readFileSync(output, 'utf8');
+  writeFileSync(input, JSON.stringify({ windows: [windows[0], windows[1], bad, windows[0], bad, windows[1]] }));
+  // The same on this thread and on a pool (where windows after the bad one may be computed
+  // already: they are not written, and the second bad window is not the one reported).
+  const outputs = [];
+  for (const workers of ['1', '2', '3']) {
+    const r = await run('run', '--model', modelPath, '--input', input, '--output', output, '--workers', workers);
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr, 'sensorformer: NON_FINITE: input window 2: window.streams[0].samples[3] is 1e+39, beyond float32\'s range (|x| <= 3.4028234663852886e+38): it would become Infinity\n');
+    outputs.push(readFileSync(output, 'utf8'));
+  }
+  assert.equal(outputs[1], outputs[0]);
+  assert.equal(outputs[2], outputs[0]);
+  const written = outputs[0];
   assert.throws(() => JSON.parse(written), SyntaxError, 'the partial output is not a complete JSON document');
   const done = JSON.parse(`${written}]}`).windows;
   assert.equal(done.length, 2);
@@ -287,4 +295,48 @@ test('--max-gflop: the compute limit per window; a window over it exits 1 naming
   assert.equal(JSON.parse(r.stdout).windows.length, JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8')).windows.length);
   for (const bad of ['0', '-1', 'abc', ''])
     assert.equal((await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), '--max-gflop', bad)).status, 2, bad);
+});
+
+test('--workers: the output is byte-identical for 1, 2 and 3 workers (a recording, a batch, with attention maps)', async () => {
+  const file = join(tmp, 'pool.sfrec');
+  writeFileSync(file, await recordSession({ seed: 9, seconds: 60, disconnects: [{ device: 'strap', at: 20, duration: 6 }] }));
+  const runs = [];
+  for (const workers of ['1', '2', '3']) {
+    const r = await run('run', '--model', modelPath, '--input', file, '--hop', '2', '--attention', '--workers', workers);
+    assert.equal(r.status, 0, r.stderr);
+    runs.push(r);
+  }
+  assert.ok(JSON.parse(runs[0].stdout).windows.length >= 20, 'enough windows to keep every worker busy');
+  for (const r of runs.slice(1)) {
+    assert.ok(r.stdout === runs[0].stdout, 'stdout differs from --workers 1');
+    assert.equal(r.stderr, runs[0].stderr);
+  }
+  // A JSON batch into a file: the same bytes too, and the same as the library computes.
+  const batch = join(tmp, 'pool-batch.json');
+  const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
+  writeFileSync(batch, JSON.stringify({ windows: Array.from({ length: 12 }, (_, i) => windows[i % windows.length]) }));
+  const files = [];
+  for (const workers of ['1', '2']) {
+    const out = join(tmp, `pool-${workers}.json`);
+    const r = await run('run', '--model', modelPath, '--input', batch, '--output', out, '--workers', workers);
+    assert.equal(r.status, 0, r.stderr);
+    files.push(readFileSync(out, 'utf8'));
+  }
+  assert.ok(files[1] === files[0], 'file output differs from --workers 1');
+  const model = await loadModel(modelPath);
+  JSON.parse(files[1]).windows.forEach((w, i) => assert.deepEqual(w.pooled, Array.from(model.forward(windows[i % windows.length]).pooled), `window ${i}`));
+  model.dispose();
+});
+
+test('--workers must be an integer from 1 to 64: anything else is a usage error', async () => {
+  for (const bad of ['0', '-1', '1.5', '65', 'abc', '', 'auto']) {
+    const r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), `--workers=${bad}`);
+    assert.equal(r.status, 2, `${bad}: ${r.stderr}`);
+    assert.ok(r.stderr.startsWith(`sensorformer: --workers must be an integer from 1 to 64, got "${bad}"\n`), r.stderr);
+    assert.equal(r.stdout, '');
+  }
+  // More workers than windows is allowed (one window: computed on this thread).
+  const r = await run('run', '--model', modelPath, '--input', new URL('../../examples/window.json', import.meta.url).pathname, '--workers', '64');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).windows.length, 1);
 });

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 
 import { loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
+import { prng } from './prng.js';
 
 const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
 const path = fixturePath('model/factorized.safetensors');
@@ -83,7 +84,8 @@ test('a value structured clone cannot copy is INVALID_ARGUMENT, and the worker k
   ];
   for (const [w, message] of cases) {
     await assert.rejects(remote.forward(w), (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && message.test(e.message));
-    await assert.rejects(remote.forwardBatch([windows[0], w]), (e) => e.code === 'INVALID_ARGUMENT' && /^the windows cannot be sent/.test(e.message));
+    // In a batch the error names the window (here windows[1]), as Model's errors do.
+    await assert.rejects(remote.forwardBatch([windows[0], w]), (e) => e.code === 'INVALID_ARGUMENT' && /^windows\[1\] cannot be sent to the worker/.test(e.message));
   }
   assert.deepEqual((await remote.forward(windows[2])).pooled, local.forward(windows[2]).pooled);
 });
@@ -149,7 +151,287 @@ test('a worker that stops while calls are pending rejects them with WORKER_FAILE
   await assert.rejects(m.forward(windows[0]), (e) => e.code === 'DISPOSED');
 });
 
+// --- pools: loadModelInWorker(source, { workers }) -------------------------------------------
+
+// Many windows of different sizes (the four fixture windows, samples scaled by a seeded factor):
+// the compute time per window varies, as in a real batch.
+const rand = prng(10);
+const many = Array.from({ length: 48 }, (_, i) => {
+  const base = windows[i % windows.length], scale = 0.5 + rand();
+  return { ...base, streams: base.streams.map((st) => ({ ...st, samples: Array.from(st.samples, (v) => (v === null ? null : v * scale)) })) };
+});
+const expectSame = (got, want, what) => {
+  for (const key of ['embeddings', 'dims', 'pooled', 'head', 'referenceTime', 'tokens', 'attention']) assert.deepStrictEqual(got[key], want[key], `${what}: ${key}`);
+};
+
+// A promise that must settle within `ms`: a hang fails the test instead of blocking the suite.
+async function within(ms, promise, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not settled after ${ms} ms`)), ms); });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const pool = await loadModelInWorker(path, { workers: 3 });
+
+test('a pool of 3 workers computes exactly what one in-process Model computes, in input order', async () => {
+  assert.equal(pool.workers, 3);
+  assert.deepEqual(pool.config, local.config);
+  const want = many.map((w) => local.forward(w, { attention: true }));
+  const batch = await within(60_000, pool.forwardBatch(many, { attention: true }), 'forwardBatch');
+  assert.equal(batch.length, many.length);
+  batch.forEach((r, i) => expectSame(r, want[i], `forwardBatch windows[${i}]`));
+  // forward() calls spread over the pool, all in flight at once, each answered with its own window.
+  const single = await within(60_000, Promise.all(many.map((w) => pool.forward(w, { attention: true }))), 'forward');
+  single.forEach((r, i) => expectSame(r, want[i], `forward #${i}`));
+  // Two batches and single calls interleaved on the same pool keep their own results.
+  const [a, b, c] = await within(60_000, Promise.all([pool.forwardBatch(many.slice(0, 20)), pool.forward(many[30]), pool.forwardBatch(many.slice(20))]), 'mixed');
+  a.forEach((r, i) => expectSame(r, local.forward(many[i]), `batch a [${i}]`));
+  expectSame(b, local.forward(many[30]), 'forward between batches');
+  c.forEach((r, i) => expectSame(r, local.forward(many[20 + i]), `batch c [${i}]`));
+  assert.deepEqual(await pool.forwardBatch([]), []);
+});
+
+test('a pool batch rejects with the error of its first bad window, with Model\'s code and message', async () => {
+  const s0 = windows[2].streams[0];
+  const bad = {
+    nonFinite: { streams: [{ ...s0, samples: Float64Array.from(s0.samples, (v, i) => (i === 3 ? 1e39 : v ?? NaN)) }] },
+    modality: { streams: [{ ...s0, modality: 'eeg' }] },
+    sensor: { streams: [{ ...s0, sensor: 2 ** 31 }] },
+  };
+  // Positions in the first chunk, in a middle one, the last window; a second bad window after the
+  // first (it must not win even when its chunk finishes first); two in the same chunk.
+  const cases = [[[0, 'modality']], [[17, 'nonFinite']], [[47, 'sensor']], [[40, 'nonFinite'], [5, 'sensor']], [[30, 'modality'], [31, 'nonFinite']]];
+  for (const placed of cases) {
+    const batch = many.slice();
+    for (const [i, kind] of placed) batch[i] = bad[kind];
+    let want;
+    try { local.forwardBatch(batch); } catch (e) { want = e; }
+    assert.ok(want instanceof SensorformerError);
+    await within(60_000, assert.rejects(pool.forwardBatch(batch), (e) => {
+      assert.ok(e instanceof SensorformerError, String(e));
+      assert.equal(e.code, want.code);
+      assert.equal(e.message, want.message);
+      return true;
+    }), `bad windows at ${placed.map(([i]) => i)}`);
+  }
+  // The pool keeps working after failed batches.
+  (await pool.forwardBatch(many.slice(0, 8))).forEach((r, i) => expectSame(r, local.forward(many[i]), `after errors [${i}]`));
+});
+
+test('a pool batch names a window structured clone cannot copy; with transfer: true the buffers move', async () => {
+  const batch = many.slice(0, 24);
+  batch[13] = { ...many[13], onDone: () => {} };
+  await assert.rejects(pool.forwardBatch(batch), (e) => e.code === 'INVALID_ARGUMENT' && /^windows\[13\] cannot be sent to the worker: .*could not be cloned/.test(e.message));
+  // Windows sharing one buffer across chunks (a typical ring-buffer view): each chunk gets them whole.
+  const shared = Float32Array.from(windows[0].streams[0].samples, (v) => v ?? NaN);
+  const make = () => ({ ...windows[0], streams: [{ ...windows[0].streams[0], samples: shared }] });
+  const moved = Array.from({ length: 30 }, make);
+  const results = await within(60_000, pool.forwardBatch(moved, { transfer: true }), 'transfer');
+  assert.equal(shared.buffer.byteLength, 0, 'transferred input is detached');
+  const want = local.forward({ ...windows[0], streams: [{ ...windows[0].streams[0], samples: Float32Array.from(windows[0].streams[0].samples, (v) => v ?? NaN) }] });
+  results.forEach((r, i) => expectSame(r, want, `moved[${i}]`));
+});
+
+test('dispose during a pool batch: the batch rejects with DISPOSED, earlier forward() calls complete, nothing hangs', async () => {
+  const m = await loadModelInWorker(path, { workers: 2 });
+  const big = Array.from({ length: 200 }, (_, i) => many[i % many.length]);
+  const before = m.forward(many[0]);
+  const batch = m.forwardBatch(big);  // chunks of at most 8 windows, two per worker: most windows are not sent yet
+  const disposing = m.dispose();
+  const after = [m.forward(many[0]), m.forwardBatch(many)];
+  const settled = await within(60_000, Promise.allSettled([before, batch, ...after, disposing]), 'dispose');
+  assert.equal(settled[0].status, 'fulfilled', String(settled[0].reason));
+  expectSame(settled[0].value, local.forward(many[0]), 'forward before dispose');
+  assert.equal(settled[1].reason?.code, 'DISPOSED', `the batch: ${settled[1].status} ${settled[1].reason}`);
+  for (const r of settled.slice(2, 4)) assert.equal(r.reason?.code, 'DISPOSED');
+  assert.equal(settled[4].status, 'fulfilled');
+  await assert.rejects(m.forwardBatch(many), (e) => e.code === 'DISPOSED');
+});
+
+test('workers: an integer from 1 to 64 or "auto"; anything else is INVALID_ARGUMENT before any worker starts', async () => {
+  for (const workers of [0, -1, 1.5, 65, 1e6, NaN, Infinity, '2', 'AUTO', true, {}, [2], 2n]) {
+    await assert.rejects(loadModelInWorker(path, { workers }), (e) => {
+      assert.ok(e instanceof SensorformerError);
+      assert.equal(e.code, 'INVALID_ARGUMENT');
+      assert.match(e.message, /^loadModelInWorker\(source, options\): workers must be an integer from 1 to 64 or 'auto', got /);
+      return true;
+    }, String(workers));
+  }
+  const { availableParallelism } = await import('node:os');
+  for (const [workers, count] of [[undefined, 1], [null, 1], [1, 1], [2, 2], ['auto', Math.min(availableParallelism(), 8)]]) {
+    const m = await loadModelInWorker(path, { workers });
+    assert.equal(m.workers, count, String(workers));
+    expectSame(await m.forward(many[1]), local.forward(many[1]), `workers ${workers}`);
+    await m.dispose();
+  }
+});
+
+test('a pool reads or fetches the model once and gives each worker a copy (the caller\'s bytes stay usable)', async () => {
+  const { createServer } = await import('node:http');
+  const bytes = readFileSync(path);
+  let requests = 0;
+  const server = createServer((req, res) => { requests++; res.end(bytes); });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const m = await loadModelInWorker(`http://127.0.0.1:${server.address().port}/model.safetensors`, { workers: 3 });
+    assert.equal(requests, 1);
+    (await m.forwardBatch(many.slice(0, 9))).forEach((r, i) => expectSame(r, local.forward(many[i]), `fetched [${i}]`));
+    await m.dispose();
+  } finally {
+    server.close();
+  }
+  // A Node Buffer (whose slice() shares memory), a Uint8Array and an ArrayBuffer stay usable.
+  for (const mine of [readFileSync(path), new Uint8Array(bytes), new Uint8Array(bytes).buffer]) {
+    const m = await loadModelInWorker(mine, { workers: 2 });
+    assert.equal(mine.byteLength, bytes.length, 'the caller\'s buffer is not detached');
+    expectSame(await m.forward(many[0]), local.forward(many[0]), 'from bytes');
+    await m.dispose();
+  }
+  await assert.rejects(loadModelInWorker('/nonexistent.safetensors', { workers: 2 }), (e) => e.code === 'IO');
+  await assert.rejects(loadModelInWorker(readFileSync(fixturePath('attention.safetensors')), { workers: 2 }), (e) => e.code === 'BAD_FORMAT');
+});
+
+test('Node exits with an idle model never disposed, and stays until an awaited call is answered', async () => {
+  const { execFile } = await import('node:child_process');
+  const index = new URL('../../web/src/index.js', import.meta.url).href;
+  // The last statement awaits a forward at the top level: the process must live until the answer
+  // (exit 13 "unsettled top-level await" otherwise), then end although the model is not disposed.
+  const script = `import { loadModelInWorker } from ${JSON.stringify(index)};
+    const m = await loadModelInWorker(${JSON.stringify(path)}, { workers: Number(process.argv[2]) });
+    console.log((await m.forward(${JSON.stringify(windows[0])})).dims.join('x'));`;
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const file = `${mkdtempSync(`${tmpdir()}/sf-worker-`)}/idle.mjs`;
+  writeFileSync(file, script);
+  for (const workers of [1, 2]) {
+    const r = await new Promise((resolve) => execFile(process.execPath, ['--no-concurrent-recompilation', file, String(workers)],
+      { encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => resolve({ status: error ? error.code : 0, signal: error?.signal ?? null, stdout, stderr })));
+    assert.equal(r.signal, null, `${workers} workers: the process did not end (killed after 30 s)`);
+    assert.equal(r.status, 0, `${workers} workers: ${r.stderr}`);
+    assert.equal(r.stdout, `${local.forward(windows[0]).dims.join('x')}\n`);
+  }
+});
+
+// Stand-ins for worker threads ({ post, listen, terminate }, what the constructor takes): the
+// test decides when each answers, so the scheduling is checked without timing. A window here is
+// { id }, and a stand-in's result for it is { id }.
+function standIns(n) {
+  return Array.from({ length: n }, () => {
+    const w = { inbox: [], terminated: false };
+    w.post = (msg) => w.inbox.push(msg);
+    w.listen = (onMessage, onFailure) => { w.onMessage = onMessage; w.onFailure = onFailure; };
+    w.terminate = async () => { w.terminated = true; };
+    // Answers the oldest request (or the one at `index`); `fail(offset + j)` makes window j fail.
+    w.answer = (index = 0, fail) => {
+      const [{ id, op, args }] = w.inbox.splice(index, 1);
+      if (op === 'dispose') return w.onMessage({ id, ok: true, result: null });
+      const list = op === 'forward' ? [args.window] : args.windows;
+      const bad = list.findIndex((x, j) => fail?.((args.offset ?? 0) + j));
+      if (bad >= 0) return w.onMessage({ id, ok: false, error: { code: 'NON_FINITE', message: `windows[${args.offset + bad}]: bad`, index: args.offset + bad } });
+      const results = list.map((x) => ({ id: x.id }));
+      w.onMessage({ id, ok: true, result: op === 'forward' ? results[0] : results });
+    };
+    return w;
+  });
+}
+const flush = () => new Promise((resolve) => setImmediate(resolve));  // lets the pool's promise callbacks run
+const ids = (n) => Array.from({ length: n }, (_, id) => ({ id }));
+const sentIds = (w) => w.inbox.flatMap((m) => (m.op === 'forwardBatch' ? m.args.windows : [m.args.window]).map((x) => x.id));
+
+test('pool scheduling: a worker holding a slow chunk gets no more; the others take the rest; forward() goes to the least busy', async () => {
+  const { WorkerModel } = await import('../../web/src/worker-client.js');
+  const ws = standIns(3);
+  const m = new WorkerModel(ws);
+  const batch = m.forwardBatch(ids(40));
+  let done = false;
+  batch.then(() => { done = true; });
+  // Two chunks in flight per worker, taken from the front of the batch in order.
+  assert.deepEqual(ws.map((w) => w.inbox.length), [2, 2, 2]);
+  const slow = sentIds(ws[0]);
+  // Workers 1 and 2 answer whatever they get until the batch has nothing left to hand out.
+  for (let guard = 0; guard < 1000 && (ws[1].inbox.length || ws[2].inbox.length); guard++) {
+    for (const w of [ws[1], ws[2]]) if (w.inbox.length) w.answer();
+    await flush();
+  }
+  assert.deepEqual(sentIds(ws[0]), slow, 'the busy worker got nothing more');
+  assert.equal(done, false, 'the batch waits for the slow chunk');
+  // forward() now goes to the least busy worker: 1 or 2 (nothing in flight), not 0.
+  const single = m.forward({ id: 'x' });
+  assert.equal(ws[0].inbox.length, 2);
+  assert.equal(ws[1].inbox.length + ws[2].inbox.length, 1);
+  for (const w of ws) while (w.inbox.length) w.answer();
+  const results = await within(10_000, batch, 'batch');
+  assert.deepEqual(results, ids(40), 'every window once, in input order');
+  assert.deepEqual(await single, { id: 'x' });
+
+  // dispose() rejects a batch with windows not handed out at once, without waiting for the
+  // chunks in flight; a forward() already sent completes; then the workers are terminated.
+  const big = m.forwardBatch(ids(100));
+  const sent = m.forward({ id: 'y' });
+  let state = 'pending';
+  big.then(() => { state = 'resolved'; }, (e) => { state = e.code; });
+  const disposing = m.dispose();
+  await flush();
+  assert.equal(state, 'DISPOSED', 'rejected while every chunk is still unanswered');
+  assert.ok(ws.every((w) => !w.terminated));
+  for (const w of ws) while (w.inbox.length) w.answer();
+  await within(10_000, disposing, 'dispose');
+  assert.deepEqual(await sent, { id: 'y' });
+  assert.ok(ws.every((w) => w.terminated));
+});
+
+test('pool errors: the lowest failing index wins, chunks after it are not started, a dead worker rejects its calls with WORKER_FAILED', async () => {
+  const { WorkerModel } = await import('../../web/src/worker-client.js');
+  let ws = standIns(2);
+  let m = new WorkerModel(ws);
+  let batch = m.forwardBatch(ids(40));
+  const firstIds = ws[0].inbox[0].args.windows.map((x) => x.id);
+  assert.equal(firstIds[0], 0);
+  // Worker 1's first chunk (after worker 0's) fails first; the batch waits for worker 0's first
+  // chunk, which fails at a lower index: that error is the batch's.
+  let settled = false;
+  batch.catch(() => {}).finally(() => { settled = true; });
+  ws[1].answer(0, () => true);
+  await flush();
+  assert.equal(settled, false, 'a chunk before the error is still out');
+  assert.equal(ws[1].inbox.length, 1, 'nothing handed out after the error');
+  const lowest = firstIds[firstIds.length - 1];
+  ws[0].answer(0, (i) => i === lowest);
+  await assert.rejects(within(10_000, batch, 'batch'), (e) => e.code === 'NON_FINITE' && e.message === `windows[${lowest}]: bad`);
+  assert.equal(ws[0].inbox.length, 1, 'nothing handed out after the error');
+
+  // A worker that dies: its chunks reject the batch with WORKER_FAILED; the pool goes on with
+  // the living worker; with none left every call is WORKER_FAILED, and dispose still settles.
+  ws = standIns(2);
+  m = new WorkerModel(ws);
+  batch = m.forwardBatch(ids(20));
+  ws[1].onFailure(new Error('the worker exited (code 1)'));
+  for (const w of [ws[0]]) while (w.inbox.length) w.answer();
+  await assert.rejects(within(10_000, batch, 'batch'), (e) => e.code === 'WORKER_FAILED' && /exited \(code 1\)/.test(e.message));
+  const alive = m.forward({ id: 'y' });
+  assert.equal(ws[0].inbox.length, 1, 'the living worker takes the call');
+  ws[0].answer();
+  assert.deepEqual(await alive, { id: 'y' });
+  const more = m.forwardBatch(ids(6));
+  await flush();
+  while (ws[0].inbox.length) { ws[0].answer(); await flush(); }
+  assert.deepEqual(await within(10_000, more, 'batch on one living worker'), ids(6));
+  const pending = m.forwardBatch(ids(10));
+  ws[0].onFailure(new Error('the worker exited (code 1)'));
+  await assert.rejects(within(10_000, pending, 'batch'), (e) => e.code === 'WORKER_FAILED');
+  await assert.rejects(m.forward({ id: 'z' }), (e) => e.code === 'WORKER_FAILED');
+  await assert.rejects(m.forwardBatch(ids(3)), (e) => e.code === 'WORKER_FAILED');
+  await within(10_000, m.dispose(), 'dispose');
+  assert.ok(ws.every((w) => w.terminated), 'every worker is terminated');
+});
+
 test.after(async () => {
   await remote.dispose();
+  await pool.dispose();
   local.dispose();
 });

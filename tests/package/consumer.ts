@@ -131,4 +131,15 @@ export async function inWorker(window: SensorWindowLike): Promise<number[]> {
     await model.dispose();
   }
 }
+export async function inPool(windows: SensorWindowLike[]): Promise<number> {
+  const pool: WorkerModel = await loadModelInWorker('/model.safetensors', { workers: 'auto' });
+  // @ts-expect-error workers is a count or 'auto'
+  void loadModelInWorker('/model.safetensors', { workers: '2' });
+  try {
+    const results: ForwardResult[] = await pool.forwardBatch(windows);
+    return results.length * pool.workers;
+  } finally {
+    await pool.dispose();
+  }
+}
 type SensorWindowLike = Parameters<WorkerModel['forward']>[0];

@@ -40,7 +40,8 @@ export function forwardOptions(options, method = 'forward(window, options)', ext
   return out;
 }
 
-async function readSource(source) {
+// Also used by loadModelInWorker, which reads the bytes once for all its workers.
+export async function readSource(source) {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   if (typeof source === 'string' || source instanceof URL) {
@@ -65,9 +66,21 @@ async function readSource(source) {
 
 const registry = new FinalizationRegistry((handle) => handle.delete());
 
+// forwardAt(model, window, parsedOptions, index): one window of a batch, its errors naming
+// windows[index]. The worker pool (worker.js) runs a batch in chunks, and an error must name the
+// window's index in the whole batch, as Model.forwardBatch's does. Not part of the package's API.
+export let forwardAt;
+
 export class Model {
   #handle;
   #config;
+
+  static {
+    forwardAt = (model, window, parsed, index) => {
+      model.#usable();
+      return model.#forward(window, parsed, `windows[${index}]`);
+    };
+  }
 
   constructor(handle) {
     this.#handle = handle;

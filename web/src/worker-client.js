@@ -1,19 +1,38 @@
-// loadModelInWorker: the Model API, run in a Web Worker (browsers) or a worker_thread (Node), so
-// inference never blocks the page's main thread. Every method returns a promise.
+// loadModelInWorker: the Model API, run in Web Workers (browsers) or worker_threads (Node), so
+// inference never blocks the page's main thread; with { workers: n } a pool of n workers shares
+// the calls, for throughput on many windows. Every method returns a promise.
 import { SensorformerError } from './errors.js';
 import { loadOptions } from './loader.js';
-import { forwardOptions } from './model.js';
+import { forwardOptions, readSource } from './model.js';
 import { transferables } from './transfer.js';
+import { describe } from './window.js';
 import { isNode } from './env.js';
 
+// An explicit `workers` above this is refused: each worker holds its own WebAssembly instance
+// (16 MiB of memory at the start, growing with the largest window) and its own copy of the model,
+// so a typo such as 1e6 must be an error, not a million threads.
+export const MAX_WORKERS = 64;
+// 'auto' uses every core up to this many: past it a pool only adds memory for a few more percent
+// (the work is split per window, and the calling thread still serializes every answer).
+const AUTO_MAX_WORKERS = 8;
+// Chunks of a batch in flight per worker: two, so a worker starts its next chunk without waiting
+// for a round trip to the calling thread, while at most one chunk waits behind a slow window.
+const DEPTH = 2;
+// Guided self-scheduling: a chunk is 1/(CHUNK_SHARE * workers) of the windows not handed out yet,
+// so chunks shrink to single windows as the batch ends and the workers finish together; at most
+// MAX_CHUNK windows, so dispose() and a worker's death leave little work hanging. The cost per
+// message is small against copying the windows themselves: bench/throughput.mjs measured the same
+// CPU time (all threads) with chunks of 1, 4 and 32 demo windows.
+const CHUNK_SHARE = 4;
+const MAX_CHUNK = 8;
 
 // listen(onMessage, onFailure): onFailure(cause) when the worker can no longer answer (its script
 // failed, it threw, it exited, or an answer could not be read); every pending call then rejects.
+// busy(yes) (Node only): whether requests are waiting for an answer.
 async function startWorker() {
   if (isNode) {
     const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
     const w = new Worker(new URL('./worker.js', import.meta.url));
-    w.unref();  // an idle worker must not keep Node alive
     return {
       post: (msg, transfer) => w.postMessage(msg, transfer),
       listen: (onMessage, onFailure) => {
@@ -21,7 +40,13 @@ async function startWorker() {
         w.on('error', onFailure);
         w.on('messageerror', (e) => onFailure(new Error(`an answer from the worker could not be read: ${e?.message ?? e}`)));
         w.on('exit', (code) => onFailure(new Error(`the worker exited (code ${code})`)));
+        // After the listeners: a 'message' listener refs the worker again.
+        w.unref();
       },
+      // A worker keeps Node alive only while it owes an answer: an idle model that was never
+      // disposed must not hold the process open, and an awaited forward() at the top level of a
+      // script must not see the process end under it.
+      busy: (yes) => (yes ? w.ref() : w.unref()),
       terminate: () => w.terminate(),
     };
   }
@@ -45,6 +70,24 @@ function resolveSource(source) {
   return new URL(source, globalThis.location?.href).href;
 }
 
+async function coreCount() {
+  if (isNode) return (await import(/* @vite-ignore */ 'node:os')).availableParallelism();
+  return globalThis.navigator?.hardwareConcurrency;
+}
+
+// The `workers` option: undefined / null = 1 (one worker, as before pools existed); 'auto' = the
+// number of cores (os.availableParallelism() in Node, navigator.hardwareConcurrency in browsers;
+// 1 when the engine does not say) up to AUTO_MAX_WORKERS; else an integer 1..MAX_WORKERS.
+export async function workerCount(workers) {
+  if (workers == null) return 1;
+  if (workers === 'auto') {
+    const cores = await coreCount();
+    return Number.isInteger(cores) && cores > 0 ? Math.min(cores, AUTO_MAX_WORKERS) : 1;
+  }
+  if (Number.isInteger(workers) && workers >= 1 && workers <= MAX_WORKERS) return workers;
+  throw new SensorformerError('INVALID_ARGUMENT', `loadModelInWorker(source, options): workers must be an integer from 1 to ${MAX_WORKERS} or 'auto', got ${describe(workers)}`);
+}
+
 const disposedError = () => new SensorformerError('DISPOSED', 'this model was disposed');
 const TRANSFER = { transfer: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' } };
 
@@ -56,63 +99,168 @@ function postError(cause, what) {
   return new SensorformerError('WORKER_FAILED', `${what} could not be sent to the worker: ${cause?.message ?? cause}`, { cause });
 }
 
-/**
- * Dispose: calls made after dispose() (awaited or not) reject with DISPOSED. Calls already in
- * flight complete: the worker answers messages in order, and it gets the dispose request after
- * them, so their answers arrive first; whatever is still unanswered when the worker stops (a
- * load in progress) rejects with DISPOSED. No call is left pending.
- */
-export class WorkerModel {
+// The index in the whole batch of the window an error is about (the worker sends it with the error).
+const errorIndex = new WeakMap();
+
+// One worker: its requests in flight, each answered once, and how busy it is.
+class Channel {
   #worker;
   #pending = new Map();
   #next = 0;
-  #failed = null;
-  #disposing = null;
-  config = null;
+  failed = null;  // the error every call gets once this worker can no longer answer
+  messages = 0;   // requests not answered yet
+  windows = 0;    // windows in them: how busy the worker is
 
-  constructor(worker) {
+  // failure(cause): the error for calls pending when the worker stops; stopped(): after that.
+  constructor(worker, failure, stopped) {
     this.#worker = worker;
     worker.listen(({ id, ok, result, error }) => {
       const p = this.#pending.get(id);
       if (!p) return;  // already rejected (the worker failed or was disposed meanwhile)
       this.#pending.delete(id);
-      if (ok) p.resolve(result);
-      else p.reject(new SensorformerError(error.code, error.message));
+      if (ok) return p.resolve(result);
+      const e = new SensorformerError(error.code, error.message);
+      if (Number.isInteger(error.index)) errorIndex.set(e, error.index);
+      p.reject(e);
     }, (cause) => {
-      this.#failed ??= this.#disposing ? disposedError() : new SensorformerError('WORKER_FAILED', `the sensorformer worker stopped: ${cause.message}`, { cause });
-      for (const p of this.#pending.values()) p.reject(this.#failed);
-      this.#pending.clear();
+      if (this.failed) return;
+      this.failed = failure(cause);
+      this.#rejectAll(this.failed);
+      stopped();
     });
   }
 
-  call(op, args, transfer = [], what = `the ${op} request`) {
-    if (this.#disposing) return Promise.reject(disposedError());
-    return this.#send(op, args, transfer, what);
+  #rejectAll(error) {
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
   }
 
-  #send(op, args, transfer, what) {
-    if (this.#failed) return Promise.reject(this.#failed);
+  // what: names the input in a post error, or a function (cause) => that error.
+  send(op, args, transfer, what, windows = 0) {
+    if (this.failed) return Promise.reject(this.failed);
     const id = this.#next++;
+    if (this.messages++ === 0) this.#worker.busy?.(true);
+    this.windows += windows;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       try {
         this.#worker.post({ id, op, args }, transfer);
       } catch (cause) {
         this.#pending.delete(id);
-        reject(postError(cause, what));
+        reject(typeof what === 'function' ? what(cause) : postError(cause, what));
       }
+    }).finally(() => {
+      if (--this.messages === 0) this.#worker.busy?.(false);
+      this.windows -= windows;
     });
   }
 
-  // Same checks, in the same order, as Model: DISPOSED first, then the options (one function).
-  #request(op, method, key, input, options, what) {
+  // The worker answers in order, so the dispose request is answered after every request already
+  // sent; whatever is still unanswered when it stops (a load in progress) rejects with DISPOSED.
+  async close() {
+    await this.send('dispose', {}, [], 'dispose').catch(() => {});
+    await this.#worker.terminate();
+    this.#rejectAll(disposedError());
+  }
+}
+
+// The window of a chunk that structured clone refuses, for an error naming it (postMessage only
+// says that something in the message could not be cloned).
+function unclonable(windows, offset, cause) {
+  for (let j = 0; j < windows.length; j++) {
     try {
-      if (this.#disposing) throw disposedError();
-      const { transfer, ...modelOptions } = forwardOptions(options, method, TRANSFER);
-      return this.#send(op, { [key]: input, options: modelOptions }, transfer ? [...transferables(input)] : [], what);
+      structuredClone(windows[j]);
     } catch (e) {
-      return Promise.reject(e);
+      const error = postError(e.name === 'DataCloneError' ? e : cause, `windows[${offset + j}]`);
+      errorIndex.set(error, offset + j);
+      return error;
     }
+  }
+  const error = postError(cause, `windows[${offset}..${offset + windows.length - 1}]`);
+  errorIndex.set(error, offset);
+  return error;
+}
+
+// With { transfer: true }: each buffer is moved with the chunk holding the last window that uses
+// it (earlier chunks copy it), so windows sharing a buffer across chunks still arrive whole.
+function transferPlan(windows) {
+  const last = new Map();
+  windows.forEach((w, i) => { for (const b of transferables(w)) last.set(b, i); });
+  const byWindow = windows.map(() => []);
+  for (const [b, i] of last) byWindow[i].push(b);
+  return byWindow;
+}
+
+let loadAll;
+
+/**
+ * The Model API on one worker or a pool of them.
+ *
+ * Scheduling: forward() goes at once to the least busy worker (fewest windows in flight). A
+ * forwardBatch() on one worker is sent whole (as before pools); on a pool it is split into chunks
+ * that each worker takes when it has fewer than DEPTH requests in flight, so a slow window holds
+ * up only its own chunk. Results come back in input order, and the errors are Model's: the batch
+ * rejects with the error of its first bad window (by index, "windows[i]: ..."), found by letting
+ * the chunks before it finish; chunks after it are not started, and the other results are
+ * dropped, as Model.forwardBatch drops them.
+ *
+ * Dispose: calls made after dispose() (awaited or not) reject with DISPOSED. Work already sent to
+ * a worker completes: each worker answers in order and gets the dispose request after it. So a
+ * forward() made before dispose() completes, and so does a batch on one worker; a batch on a pool
+ * that still has windows not sent to any worker rejects with DISPOSED at once (dispose does not
+ * wait for a long batch). Whatever is still unanswered when the workers stop rejects with
+ * DISPOSED. No call is left pending.
+ *
+ * A worker that dies (its thread exited or crashed) rejects the calls it holds with WORKER_FAILED,
+ * a batch with a chunk on it included; later calls go to the workers still alive, and when none
+ * is, every call rejects with WORKER_FAILED. A dead worker is not restarted.
+ */
+export class WorkerModel {
+  #channels;
+  #jobs = [];  // batches not settled yet, oldest first
+  #disposing = null;
+  config = null;
+
+  static {
+    loadAll = async (model, bytes, options) => {
+      // One copy of the bytes per worker, moved (not cloned) into it. new Uint8Array(view) copies;
+      // a Node Buffer's slice() would not, and moving its memory would detach the caller's bytes.
+      const copies = model.#channels.map(() => new Uint8Array(bytes));
+      const loads = model.#channels.map((ch, i) => ch.send('load', { source: copies[i], options }, [copies[i].buffer], 'the model source'));
+      const settled = await Promise.allSettled(loads);
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      model.config = settled[0].value.config;
+    };
+  }
+
+  /** `workers`: one { post, listen, terminate } (see startWorker) or an array of them. */
+  constructor(workers) {
+    this.#channels = [].concat(workers).map((w) => new Channel(
+      w,
+      (cause) => (this.#disposing ? disposedError() : new SensorformerError('WORKER_FAILED', `the sensorformer worker stopped: ${cause.message}`, { cause })),
+      () => this.#pump(),
+    ));
+  }
+
+  /** How many workers the model runs on (dead ones included). */
+  get workers() {
+    return this.#channels.length;
+  }
+
+  // The live worker with the fewest windows in flight (then the fewest requests) among those
+  // with fewer than `limit` requests in flight; null if none.
+  #leastBusy(limit = Infinity) {
+    let best = null;
+    for (const ch of this.#channels) {
+      if (ch.failed || ch.messages >= limit) continue;
+      if (!best || ch.windows < best.windows || (ch.windows === best.windows && ch.messages < best.messages)) best = ch;
+    }
+    return best;
+  }
+
+  #deadError() {
+    return this.#channels.find((ch) => ch.failed)?.failed ?? new SensorformerError('WORKER_FAILED', 'no sensorformer worker is running');
   }
 
   /**
@@ -120,21 +268,102 @@ export class WorkerModel {
    * are moved to the worker instead of copied (they become unusable here).
    */
   forward(window, options) {
-    return this.#request('forward', 'forward(window, options)', 'window', window, options, 'the window');
+    try {
+      if (this.#disposing) throw disposedError();
+      const { transfer, ...modelOptions } = forwardOptions(options, 'forward(window, options)', TRANSFER);
+      const ch = this.#leastBusy();
+      if (!ch) throw this.#deadError();
+      return ch.send('forward', { window, options: modelOptions }, transfer ? [...transferables(window)] : [], 'the window', 1);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
+  /** Same results as Model.forwardBatch, in input order (see the class comment for a pool). */
   forwardBatch(windows, options) {
-    return this.#request('forwardBatch', 'forwardBatch(windows, options)', 'windows', windows, options, 'the windows');
+    try {
+      // Same checks, in the same order, as Model: DISPOSED, the options, then the array.
+      if (this.#disposing) throw disposedError();
+      const { transfer, ...modelOptions } = forwardOptions(options, 'forwardBatch(windows, options)', TRANSFER);
+      if (!Array.isArray(windows)) throw new SensorformerError('INVALID_ARGUMENT', `forwardBatch(windows): windows must be an array, got ${describe(windows)}`);
+      return new Promise((resolve, reject) => {
+        this.#jobs.push({
+          windows, options: modelOptions, transfer: transfer ? transferPlan(windows) : null,
+          results: new Array(windows.length), next: 0, inFlight: new Set(), error: null, errorAt: Infinity, resolve, reject,
+        });
+        this.#pump();
+      });
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
-  /** Frees the model and stops the worker (see the class comment for calls in flight). */
+  // Hands out chunks of the batches, oldest batch first, while a worker has room for one.
+  #pump() {
+    if (this.#disposing) return;
+    const live = this.#channels.filter((ch) => !ch.failed).length;
+    const single = this.#channels.length === 1;
+    for (const job of [...this.#jobs]) {
+      if (!live) this.#fail(job, this.#deadError(), -1);
+      while (live && job.next < job.windows.length && job.errorAt === Infinity) {
+        const ch = this.#leastBusy(single ? Infinity : DEPTH);
+        if (!ch) break;
+        this.#dispatch(job, ch, single ? job.windows.length : Math.min(MAX_CHUNK, Math.ceil((job.windows.length - job.next) / (CHUNK_SHARE * live))));
+      }
+      this.#settle(job);
+    }
+  }
+
+  #dispatch(job, ch, size) {
+    const offset = job.next, windows = job.windows.slice(offset, offset + size);
+    job.next += windows.length;
+    job.inFlight.add(offset);
+    const transfer = job.transfer ? job.transfer.slice(offset, offset + windows.length).flat() : [];
+    ch.send('forwardBatch', { windows, options: job.options, offset }, transfer, (cause) => unclonable(windows, offset, cause), windows.length).then(
+      (results) => results.forEach((r, j) => { job.results[offset + j] = r; }),
+      (e) => this.#fail(job, e, errorIndex.get(e) ?? offset),
+    ).then(() => {
+      job.inFlight.delete(offset);
+      this.#settle(job);
+      this.#pump();
+    });
+  }
+
+  // The batch's error is that of its lowest failing index (-1: before any window).
+  #fail(job, error, index) {
+    if (index < job.errorAt) {
+      job.errorAt = index;
+      job.error = error;
+    }
+  }
+
+  #settle(job) {
+    const i = this.#jobs.indexOf(job);
+    if (i < 0) return;  // settled already
+    if (job.errorAt !== Infinity) {
+      for (const offset of job.inFlight) if (offset < job.errorAt) return;  // a lower index may fail too
+      this.#jobs.splice(i, 1);
+      job.reject(job.error);
+    } else if (job.next === job.windows.length && job.inFlight.size === 0) {
+      this.#jobs.splice(i, 1);
+      job.resolve(job.results);
+    }
+  }
+
+  /** Frees the model and stops the workers (see the class comment for calls in flight). */
   dispose() {
     this.#disposing ??= (async () => {
-      await this.#send('dispose', {}, [], 'dispose').catch(() => {});
-      await this.#worker.terminate();
-      const gone = disposedError();
-      for (const p of this.#pending.values()) p.reject(gone);
-      this.#pending.clear();
+      for (const job of [...this.#jobs])
+        if (job.next < job.windows.length && job.errorAt === Infinity) {
+          this.#fail(job, disposedError(), -1);
+          this.#settle(job);
+        }
+      await Promise.all(this.#channels.map((ch) => ch.close()));
+      for (const job of [...this.#jobs]) {
+        this.#fail(job, disposedError(), -1);
+        job.inFlight.clear();
+        this.#settle(job);
+      }
     })();
     return this.#disposing;
   }
@@ -144,14 +373,22 @@ export class WorkerModel {
   }
 }
 
-/** loadModel in a worker: same sources and options; resolves to a WorkerModel. */
+/**
+ * loadModel in a worker, or with { workers } in a pool of them: same sources and options;
+ * resolves to a WorkerModel. The model is read or fetched once, here, and each worker gets a copy.
+ */
 export async function loadModelInWorker(source, options) {
-  options = loadOptions(options);
-  const model = new WorkerModel(await startWorker());
-  const wasmUrl = options.wasmUrl === undefined ? undefined : resolveSource(String(options.wasmUrl));
+  const { workers, ...load } = loadOptions(options);
+  const count = await workerCount(workers);
+  const bytes = await readSource(source);
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker()));
+  const running = started.filter((s) => s.status === 'fulfilled').map((s) => s.value);
+  const model = new WorkerModel(running);
   try {
-    const { config } = await model.call('load', { source: resolveSource(source), options: { ...options, wasmUrl } }, [], 'the model source');
-    model.config = config;
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw new SensorformerError('WORKER_FAILED', `a sensorformer worker could not be started: ${failed.reason?.message ?? failed.reason}`, { cause: failed.reason });
+    const wasmUrl = load.wasmUrl === undefined ? undefined : resolveSource(String(load.wasmUrl));
+    await loadAll(model, bytes, { ...load, wasmUrl });
   } catch (e) {
     await model.dispose();
     throw e;

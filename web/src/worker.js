@@ -2,7 +2,8 @@
 // Node worker_thread and answers { id, op, args } messages with { id, ok, result | error }.
 // Result typed arrays are transferred back, never copied. Every request gets exactly one answer.
 import { SensorformerError } from './errors.js';
-import { loadModel } from './model.js';
+import { describe } from './window.js';
+import { forwardAt, forwardOptions, loadModel } from './model.js';
 import { transferables } from './transfer.js';
 
 // No top-level await: bundlers emit workers as classic scripts (Vite's default "iife") by default.
@@ -23,7 +24,22 @@ const ops = {
   },
   // The options were checked on the calling thread already; Model checks them again (same codes).
   forward: ({ window, options }) => loaded().forward(window, options),
-  forwardBatch: ({ windows, options }) => loaded().forwardBatch(windows, options),
+  // windows: the batch, or with a pool the chunk of it that starts at windows[offset]. An error
+  // names the window's index in the whole batch and carries it (`index`), so the pool can report
+  // the first bad window of the batch, as Model.forwardBatch does.
+  forwardBatch({ windows, options, offset = 0 }) {
+    const m = loaded();
+    const parsed = forwardOptions(options, 'forwardBatch(windows, options)');
+    if (!Array.isArray(windows)) throw new SensorformerError('INVALID_ARGUMENT', `forwardBatch(windows): windows must be an array, got ${describe(windows)}`);
+    return windows.map((w, j) => {
+      try {
+        return forwardAt(m, w, parsed, offset + j);
+      } catch (e) {
+        if (e instanceof Error) e.index = offset + j;
+        throw e;
+      }
+    });
+  },
   dispose() {
     model?.dispose();
     model = null;
@@ -38,7 +54,7 @@ async function handle(port, { id, op, args }) {
     const result = await ops[op](args);
     reply = () => port.postMessage({ id, ok: true, result }, [...transferables(result)]);
   } catch (e) {
-    reply = () => port.postMessage({ id, ok: false, error: { code: e?.code ?? 'WORKER_FAILED', message: String(e?.message ?? e) } });
+    reply = () => port.postMessage({ id, ok: false, error: { code: e?.code ?? 'WORKER_FAILED', message: String(e?.message ?? e), index: e?.index } });
   }
   try {
     reply();

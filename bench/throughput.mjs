@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// Throughput on many windows: the demo model scoring the windows of a simulated session (chest
+// strap with ECG and accelerometer, wrist thermometer, finger oximeter; 10 s windows every 1 s,
+// as the demo page runs them) on the main thread, on one worker and on a pool of one worker per
+// core. Interleaved rounds (the order rotates every round), medians, ratios against one worker.
+// Every variant's results are checked bit-identical to the main thread's before anything is timed.
+//   node bench/throughput.mjs [rounds=7] [seconds=240]
+// Not a test: numbers depend on the machine and on what else runs on it.
+import { availableParallelism } from 'node:os';
+
+import { loadModel, loadModelInWorker } from '../web/src/index.js';
+import { connectWearable, createSimulatedBluetooth, createVirtualClock, DEVICE_FILTERS, record, windowsFromRecording } from '../web/src/ble/index.js';
+
+const ROUNDS = Number(process.argv[2] ?? 7), SECONDS = Number(process.argv[3] ?? 240);
+const MODEL = new URL('../demo/model/demo.safetensors', import.meta.url);
+const cores = availableParallelism();
+
+// A seeded session on a virtual clock: the same windows on every run.
+async function session(seconds) {
+  const clock = createVirtualClock(1764460800);
+  const sim = createSimulatedBluetooth({ seed: 7, clock });
+  const rec = record(sim, { clock });
+  const pending = ['strap', 'thermometer', 'oximeter'].map((k) => connectWearable({ bluetooth: rec.bluetooth, clock, filters: DEVICE_FILTERS[k] }));
+  await clock.advanceAsync(2);
+  const wearables = await Promise.all(pending);
+  await clock.advanceAsync(seconds);
+  for (const w of wearables) await w.close();
+  const text = rec.stop();
+  sim.close();
+  return (await windowsFromRecording(text, { seconds: 10, hop: 1 })).windows;
+}
+
+const local = await loadModel(MODEL);
+const { config } = local;
+const known = new Set(config.modalities.map((m) => m.name));
+const windows = (await session(SECONDS)).map((w) => ({
+  ...w, streams: w.streams.filter((s) => known.has(s.modality) && config.placements.includes(s.placement) && s.sensor < config.n_sensors),
+}));
+
+const one = await loadModelInWorker(MODEL);
+const pool = await loadModelInWorker(MODEL, { workers: cores });
+const variants = [
+  ['main thread, Model.forwardBatch', () => local.forwardBatch(windows)],
+  ['1 worker, forwardBatch', () => one.forwardBatch(windows)],
+  [`${cores} workers, forwardBatch`, () => pool.forwardBatch(windows)],
+  [`${cores} workers, forward() per window`, () => Promise.all(windows.map((w) => pool.forward(w)))],
+];
+
+const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+const reference = local.forwardBatch(windows);
+for (const [name, run] of variants) {
+  const results = await run();  // also the warm-up round
+  results.forEach((r, i) => {
+    if (!same(r.embeddings, reference[i].embeddings) || !same(r.head, reference[i].head)) throw new Error(`${name}: window ${i} differs from the main thread's`);
+  });
+}
+
+// CPU time of the whole process (every thread): CPU / wall is how many cores a variant got, which
+// tells a pool that had no free core to run on (a shared machine) from one that scaled badly.
+const times = variants.map(() => []), cpu = variants.map(() => []);
+for (let round = 0; round < ROUNDS; round++) {
+  for (let k = 0; k < variants.length; k++) {
+    const v = (k + round) % variants.length;
+    const c0 = process.cpuUsage(), t0 = performance.now();
+    await variants[v][1]();
+    times[v].push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu[v].push((c.user + c.system) / 1000);
+  }
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+const tokens = reference.reduce((n, r) => n + r.dims[0], 0) / reference.length;
+console.log(`demo model (d_model ${config.d_model}, ${config.n_layers} layers, ${config.layout}); ${windows.length} windows of 10 s (mean ${tokens.toFixed(0)} tokens);`);
+console.log(`${cores} cores (os.availableParallelism), Node ${process.versions.node}; ${ROUNDS} interleaved rounds, medians; results bit-identical in every variant`);
+const base = median(times[1]);
+console.log(`${'variant'.padEnd(40)}${'ms / batch'.padStart(12)}${'windows/s'.padStart(12)}${'vs 1 worker'.padStart(13)}${'CPU ms'.padStart(10)}${'cores used'.padStart(12)}`);
+variants.forEach(([name], v) => {
+  const ms = median(times[v]), c = median(cpu[v]);
+  console.log(`${name.padEnd(40)}${ms.toFixed(1).padStart(12)}${(windows.length / (ms / 1000)).toFixed(0).padStart(12)}${`${(base / ms).toFixed(2)}x`.padStart(13)}${c.toFixed(0).padStart(10)}${(c / ms).toFixed(2).padStart(12)}`);
+});
+const { loadavg } = await import('node:os');
+console.log(`load average during the run: ${loadavg()[0].toFixed(1)} (1 min) on ${cores} cores`);
+
+await Promise.all([one.dispose(), pool.dispose()]);
+local.dispose();
