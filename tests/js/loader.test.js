@@ -97,3 +97,47 @@ test('over HTTP: an HTML answer and a 404 both name the URL', async () => {
     server.close();
   }
 });
+
+test('over HTTP with application/wasm the module is compiled while it streams; other answers still load or fail as before', async () => {
+  // compileStreaming compiles during the download, and it is what Chrome's code cache keeps
+  // (web/src/loader.js, compileFromUrl). The spy checks that the loader really takes that path.
+  const { createServer } = await import('node:http');
+  const { readFileSync } = await import('node:fs');
+  const wasmBytes = readFileSync(new URL('../../web/dist/sensorformer-core.wasm', import.meta.url));
+  const html = '<!doctype html><html><head><title>app</title></head></html>';
+  const server = createServer((req, res) => {
+    const answers = {
+      '/wasm/core.wasm': ['application/wasm', wasmBytes],
+      '/octet/core.wasm': ['application/octet-stream', wasmBytes],  // a server without the wasm MIME type
+      '/liar/core.wasm': ['application/wasm', html],  // HTML labelled as wasm: streaming fails
+    };
+    const [type, body] = answers[req.url] ?? [];
+    if (!type) { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { 'Content-Type': type });
+    res.end(body);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const compileStreaming = WebAssembly.compileStreaming;
+  let streamed = 0;
+  WebAssembly.compileStreaming = (...a) => { streamed++; return compileStreaming(...a); };
+  try {
+    let { loadWasm } = await freshLoader();
+    let wasm = await loadWasm({ wasmUrl: `${base}/wasm/core.wasm` });
+    assert.equal(wasm.simdArch(), 'sse4.1');
+    assert.equal(streamed, 1, 'application/wasm: compiled with compileStreaming');
+
+    ({ loadWasm } = await freshLoader());
+    wasm = await loadWasm({ wasmUrl: `${base}/octet/core.wasm` });
+    assert.equal(wasm.simdArch(), 'sse4.1');
+    assert.equal(streamed, 1, 'another MIME type: compiled from the bytes, not streamed');
+
+    const e = await loadError({ wasmUrl: `${base}/liar/core.wasm` });
+    assert.equal(streamed, 2, 'application/wasm: streaming was tried');
+    assert.equal(e.code, 'WASM_NOT_WASM', e.message);
+    assert.match(e.message, /HTML page/);
+  } finally {
+    WebAssembly.compileStreaming = compileStreaming;
+    server.close();
+  }
+});

@@ -45,31 +45,81 @@ function checkMagic(bytes, source) {
   );
 }
 
+// Compiles the module from a URL. Over HTTP(S), with a server that labels it application/wasm,
+// WebAssembly.compileStreaming compiles while the bytes arrive, and Chrome keeps the compiled code
+// of a module compiled this way, and only this way, in its code cache for later visits
+// (https://v8.dev/blog/wasm-code-caching). Any other case (a file: URL in Node,
+// another MIME type, an engine without compileStreaming) and any streaming failure read the bytes
+// and go through checkMagic, so a wrong answer gets the same WASM_NOT_WASM / WASM_FETCH_FAILED
+// error either way; a failed stream costs a second request, on the error path only.
+async function compileFromUrl(url) {
+  if (url.protocol !== 'file:' && typeof WebAssembly.compileStreaming === 'function') {
+    let response;
+    try {
+      response = await fetch(url);
+    } catch (cause) {
+      throw new SensorformerError('WASM_FETCH_FAILED', `could not load sensorformer's WebAssembly from ${url}: ${cause.message}`, { cause });
+    }
+    if (!response.ok) throw new SensorformerError('WASM_FETCH_FAILED', `could not load sensorformer's WebAssembly from ${url}: HTTP ${response.status} ${response.statusText}`);
+    // compileStreaming rejects any other MIME type (https://webassembly.github.io/spec/web-api/#compile-a-potential-webassembly-response).
+    if ((response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase() === 'application/wasm') {
+      try {
+        return await WebAssembly.compileStreaming(response);
+      } catch {
+        // below: read again, check, and report what is wrong with the bytes
+      }
+    } else {
+      // Not streamable; the body is already here: use it rather than asking twice.
+      let bytes;
+      try {
+        bytes = new Uint8Array(await response.arrayBuffer());
+      } catch (cause) {
+        throw new SensorformerError('WASM_FETCH_FAILED', `could not load sensorformer's WebAssembly from ${url}: ${cause.message}`, { cause });
+      }
+      checkMagic(bytes, String(url));
+      return compileBytes(bytes, String(url));
+    }
+  }
+  const bytes = await readWasm(url);
+  checkMagic(bytes, String(url));
+  return compileBytes(bytes, String(url));
+}
+
+const instantiateError = (source, cause) => new SensorformerError('WASM_INSTANTIATE_FAILED', `${source} could not be instantiated as sensorformer's core: ${cause.message}`, { cause });
+
+async function compileBytes(bytes, source) {
+  try {
+    return await WebAssembly.compile(bytes);
+  } catch (cause) {
+    throw instantiateError(source, cause);
+  }
+}
+
 async function instantiate({ wasmUrl, wasmBinary } = {}) {
   if (!hasWasmSimd()) {
     throw new SensorformerError('WASM_NO_SIMD', 'this JavaScript engine has no WebAssembly SIMD (needs Chrome/Edge >= 91, Firefox >= 89, Safari >= 16.4 or Node >= 16.4)');
   }
-  let bytes, source;
+  let module, source;
   if (wasmBinary) {
-    bytes = wasmBinary instanceof Uint8Array ? wasmBinary : new Uint8Array(wasmBinary);
+    const bytes = wasmBinary instanceof Uint8Array ? wasmBinary : new Uint8Array(wasmBinary);
     source = 'the wasmBinary option';
+    checkMagic(bytes, source);
+    module = await compileBytes(bytes, source);
   } else {
     const url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : DEFAULT_WASM_URL;
-    bytes = await readWasm(url);
     source = String(url);
+    module = await compileFromUrl(url);
   }
-  checkMagic(bytes, source);
 
   let failInstantiate;
   const failed = new Promise((_, reject) => { failInstantiate = reject; });
   const ready = createSensorformerCore({
     instantiateWasm(imports, receiveInstance) {
-      const fail = (cause) => failInstantiate(new SensorformerError('WASM_INSTANTIATE_FAILED', `${source} could not be instantiated as sensorformer's core: ${cause.message}`, { cause }));
-      WebAssembly.instantiate(bytes, imports).then(({ instance, module }) => {
+      WebAssembly.instantiate(module, imports).then((instance) => {
         // Another module (an older build, a different package) compiles fine but lacks our exports.
         if (!Object.values(instance.exports).some((e) => e instanceof WebAssembly.Memory)) throw new Error('it exports no memory');
         receiveInstance(instance, module);
-      }).catch(fail);
+      }).catch((cause) => failInstantiate(instantiateError(source, cause)));
       return {};  // exports arrive asynchronously through receiveInstance
     },
     print: () => {},
