@@ -110,6 +110,7 @@ test('over HTTP with application/wasm the module is compiled while it streams; o
       '/wasm/core.wasm': ['application/wasm', wasmBytes],
       '/octet/core.wasm': ['application/octet-stream', wasmBytes],  // a server without the wasm MIME type
       '/liar/core.wasm': ['application/wasm', html],  // HTML labelled as wasm: streaming fails
+      '/cut/core.wasm': ['application/wasm', wasmBytes.subarray(0, 4096)],  // a truncated download
     };
     const [type, body] = answers[req.url] ?? [];
     if (!type) { res.writeHead(404); res.end(); return; }
@@ -136,6 +137,11 @@ test('over HTTP with application/wasm the module is compiled while it streams; o
     assert.equal(streamed, 2, 'application/wasm: streaming was tried');
     assert.equal(e.code, 'WASM_NOT_WASM', e.message);
     assert.match(e.message, /HTML page/);
+
+    const cut = await loadError({ wasmUrl: `${base}/cut/core.wasm` });
+    assert.equal(streamed, 3);
+    assert.equal(cut.code, 'WASM_INSTANTIATE_FAILED', cut.message);
+    assert.ok(cut.message.includes(`${base}/cut/core.wasm`), cut.message);
   } finally {
     WebAssembly.compileStreaming = compileStreaming;
     server.close();
