@@ -106,8 +106,11 @@ export async function interleaved(cases, { warmup = 2, budgetMs = 12000, minRoun
  * Returns per variant { ms, cpuMs }: the medians of wall time and of the whole process's CPU time
  * (every thread, Worker threads included). cpuMs / ms is how many cores a variant actually got,
  * which tells a pool that found no free core (a busy machine) from one that scaled badly.
+ * settleMs: an untimed pause after each variant. onnxruntime-web's intra-op threads spin-wait after
+ * a run (measured here: about one core for ~30 ms, ~100 ms after the first run), which would land
+ * on the next variant's wall and CPU time.
  */
-export async function interleavedCpu(variants, rounds) {
+export async function interleavedCpu(variants, rounds, { settleMs = 0 } = {}) {
   const times = variants.map(() => []), cpu = variants.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (let k = 0; k < variants.length; k++) {
@@ -117,6 +120,7 @@ export async function interleavedCpu(variants, rounds) {
       times[v].push(performance.now() - t0);
       const c = process.cpuUsage(c0);
       cpu[v].push((c.user + c.system) / 1000);
+      if (settleMs) await new Promise((resolve) => setTimeout(resolve, settleMs));
     }
   }
   return variants.map((_, v) => ({ ms: median(times[v]), cpuMs: median(cpu[v]) }));
