@@ -100,6 +100,42 @@ export async function interleaved(cases, { warmup = 2, budgetMs = 12000, minRoun
   return { rounds, median: Object.fromEntries(cases.map((c) => [c.name, median(samples[c.name])])) };
 }
 
+/**
+ * Runs `variants` ([[name, run]], run() sync or async) for `rounds` interleaved rounds whose order
+ * rotates every round (a load change on the shared machine then lands on every variant in turn).
+ * Returns per variant { ms, cpuMs }: the medians of wall time and of the whole process's CPU time
+ * (every thread, Worker threads included). cpuMs / ms is how many cores a variant actually got,
+ * which tells a pool that found no free core (a busy machine) from one that scaled badly.
+ * settleMs: an untimed pause after each variant. onnxruntime-web's intra-op threads spin-wait after
+ * a run (measured here: about one core for ~30 ms, ~100 ms after the first run), which would land
+ * on the next variant's wall and CPU time.
+ */
+export async function interleavedCpu(variants, rounds, { settleMs = 0 } = {}) {
+  const times = variants.map(() => []), cpu = variants.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < variants.length; k++) {
+      const v = (k + round) % variants.length;
+      const c0 = process.cpuUsage(), t0 = performance.now();
+      await variants[v][1]();
+      times[v].push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      cpu[v].push((c.user + c.system) / 1000);
+      if (settleMs) await new Promise((resolve) => setTimeout(resolve, settleMs));
+    }
+  }
+  return variants.map((_, v) => ({ ms: median(times[v]), cpuMs: median(cpu[v]) }));
+}
+
+/** Throws unless every forward result ({ embeddings, head }) of `results` is bit-identical to
+ * `reference`'s: a pool must compute what the main thread computes, not merely something close. */
+export function assertSameResults(name, results, reference) {
+  const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+  if (results.length !== reference.length) throw new Error(`${name}: ${results.length} results for ${reference.length} windows`);
+  results.forEach((r, i) => {
+    if (!same(r.embeddings, reference[i].embeddings) || !same(r.head, reference[i].head)) throw new Error(`${name}: window ${i} differs from the main thread's`);
+  });
+}
+
 /** FLOPs of self-attention with projections on (N, E), H heads (softmax not counted):
  * Q/K/V 6NE^2, scores 2N^2E, P.V 2N^2E, out projection 2NE^2. */
 export function mhaFlops(N, E) {

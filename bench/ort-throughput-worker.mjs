@@ -1,4 +1,4 @@
-// Worker thread of bench/peers.mjs's throughput row: onnxruntime-web with env.wasm.numThreads =
+// Worker thread of bench/peers.mjs's throughput rows: onnxruntime-web with env.wasm.numThreads =
 // workerData.threads (an ORT instance's thread count is fixed when it starts, and the main
 // thread's instance is pinned to one thread), running the demo graph `count` times on request.
 import { parentPort, workerData } from 'node:worker_threads';
@@ -23,8 +23,9 @@ parentPort.on('message', async (msg) => {
       time_mask: new ort.Tensor('float32', f32('demo_time_mask.f32'), [T, T]),
       channel_mask: new ort.Tensor('float32', f32('demo_channel_mask.f32'), [T, T]),
     };
-    await session.run(feeds);
-    parentPort.postMessage({ threads: ort.env.wasm.numThreads, note: warnings.join(' ').slice(0, 120) });
+    // The warm-up run's outputs go back so the bench can check this instance's numbers too.
+    const r = await session.run(feeds);
+    parentPort.postMessage({ threads: ort.env.wasm.numThreads, note: warnings.join(' ').slice(0, 120), embeddings: r.embeddings.data, head: r.head.data });
   } else if (msg.op === 'run') {
     const t0 = performance.now();
     for (let i = 0; i < msg.count; i++) await session.run(feeds);

@@ -4,9 +4,11 @@
 // C++ kernels built as WebAssembly, native SSE4.1 and native -march=native (bench/native.mjs).
 // Prints BENCHMARKS.md-ready markdown on stdout (progress goes to stderr).
 //
-//   node bench/peers.mjs [--quick] [--only=load,encoder,mha,demo,throughput,native]
+//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,native]
 //
-// --quick (or SF_BENCH_QUICK=1): a smoke run, N = 64 / 256 only and few rounds, under a minute.
+// --quick (or SF_BENCH_QUICK=1): a short run, N = 64 / 256 only and few rounds, a few minutes.
+// --check: no timing at all, the output checks only (every runtime against float64 torch on the
+// committed cases, the peers against sensorformer at the smallest timed sizes); `npm test` runs it.
 // Models and reference cases come from bench/make_peer_models.py (committed in bench/models/).
 // Before anything is timed, every runtime's output is checked: against the float64 torch reference
 // on the committed cases, and against sensorformer's output on the generated inputs of each row.
@@ -20,9 +22,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { existsSync } from 'node:fs';
-import { loadModel, loadCore } from '../web/src/index.js';
-import { fmt, interleaved, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
+import { loadModel, loadModelInWorker, loadCore } from '../web/src/index.js';
+import { assertSameResults, fmt, interleaved, interleavedCpu, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
 import { runNative } from './native.mjs';
+import { GOAL_BYTES, runMemory } from './memory.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peers are devDependencies that a checkout installed before the bench existed lacks, and the
@@ -46,8 +49,10 @@ if (!existsSync(path.join(ROOT, 'web', 'dist', 'sensorformer-core.wasm'))) {
 const MODELS = path.join(ROOT, 'bench', 'models');
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
-const QUICK = args.includes('--quick') || process.env.SF_BENCH_QUICK === '1';
-const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const CHECK = args.includes('--check');
+const QUICK = CHECK || args.includes('--quick') || process.env.SF_BENCH_QUICK === '1';
+// --check keeps only the parts with output checks, and in them no timed rounds.
+const only = CHECK ? ['encoder', 'mha', 'demo'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const want = (part) => !only || only.includes(part);
 // Output check: largest |difference| / max(1, max |reference|). Every runtime computes in float32
 // (sums of <= 4096 terms, values O(1-10)), which lands at 1e-7..1e-5 of the reference; a weight,
@@ -284,11 +289,12 @@ async function encoderBench() {
     refErr[r.name] = check(`encoder N=${N0} ${r.name} vs float64 torch`, relError(await r.run(), want));
 
   const rows = [], peerErr = { ort: 0, tfjs: 0 };
-  for (const N of QUICK ? [64, 256] : [64, 256, 1024, 4096]) {
+  for (const N of CHECK ? [64] : QUICK ? [64, 256] : [64, 256, 1024, 4096]) {
     const cases = runners(normals(N * P, N), N);
     const ours = await cases[0].run();
     for (const c of cases.slice(1)) peerErr[c.name] = Math.max(peerErr[c.name], check(`encoder N=${N} ${c.name} vs sensorformer`, relError(await c.run(), ours)));
     log(`encoder N=${N}`);
+    if (CHECK) continue;
     const { rounds, median: m } = await interleaved(cases, TIMING);
     const flops = cfg.n_layers * layerFlops(N, d, cfg.dim_feedforward) + 2 * N * P * d;
     const target = N === 64 ? 2 : 1.5;
@@ -325,6 +331,7 @@ async function mhaBench() {
       const ours = await cases[0].run();
       for (const c of cases.slice(1)) peerErr[c.name] = Math.max(peerErr[c.name], check(`${name} N=${N} ${c.name} vs sensorformer`, relError(await c.run(), ours)));
       log(`mha ${name} N=${N}`);
+      if (CHECK) continue;
       const { rounds, median: m } = await interleaved(cases, TIMING);
       const flops = mhaFlops(N, E);
       goal(`attention ${H} x ${E / H}, N = ${N}: both peers / sensorformer >= 1.2`, `ORT ${fmt.ratio(m.ort / m.sf)}, tfjs ${fmt.ratio(m.tfjs / m.sf)}`, Math.min(m.ort, m.tfjs) / m.sf >= 1.2);
@@ -364,6 +371,11 @@ async function demoBench() {
   const errSf = Math.max(check('demo sensorformer embeddings vs float64 torch', relError(sf.embeddings, wantEmb)), check('demo sensorformer head vs float64 torch', relError(sf.head, wantHead)));
   const errOrt = Math.max(check('demo ORT embeddings vs float64 torch', relError(o.embeddings.data, wantEmb)), check('demo ORT head vs float64 torch', relError(o.head.data, wantHead)));
   log('demo');
+  if (CHECK) {
+    model.dispose();
+    await session.release();
+    return;
+  }
   const { rounds, median: m } = await interleaved([
     { name: 'sf', run: () => model.forward(window) },
     { name: 'ort', run: () => ortRun(session, feeds) },
@@ -378,32 +390,47 @@ async function demoBench() {
   return { window, feeds };
 }
 
-// Windows per second over a fixed batch: sensorformer's forwardBatch on this thread against
-// onnxruntime-web with numThreads = 2 in a worker thread (numThreads is fixed per process-wide ORT
-// instance, and this one is pinned to 1 thread). Alternated, medians of the passes.
+// Windows per second over one batch of the demo window (the window the ORT graph's tokens and masks
+// were made from, so both runtimes score the same thing): sensorformer's forwardBatch on this
+// thread, on one Worker and on a pool of 2 (`loadModelInWorker(source, { workers })`), against
+// onnxruntime-web with numThreads = 2 in a worker thread (an ORT instance's thread count is fixed
+// when it starts, and this process's is pinned to 1). Rotating interleaved rounds, medians, and the
+// cores each variant got (process CPU time / wall: a busy machine shows as < 2 for the pools).
 async function throughputBench() {
   const window = JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8'));
-  const model = await loadModel(path.join(ROOT, 'demo', 'model', 'demo.safetensors'));
-  const batch = QUICK ? 16 : 200, passes = QUICK ? 2 : 5;
-  const worker = new Worker(new URL('./ort-throughput-worker.mjs', import.meta.url), { workerData: { models: MODELS, tokens: meta.demo.tokens, threads: 2 } });
+  const demoPath = path.join(ROOT, 'demo', 'model', 'demo.safetensors');
+  const model = await loadModel(demoPath);
+  const batch = QUICK ? 24 : 200, rounds = QUICK ? 3 : 9, WORKERS = 2;
+  const worker = new Worker(new URL('./ort-throughput-worker.mjs', import.meta.url), { workerData: { models: MODELS, tokens: meta.demo.tokens, threads: WORKERS } });
   const ask = (msg) => new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); worker.postMessage(msg); });
   const ready = await ask({ op: 'init' });
+  check('throughput: ORT (numThreads 2) demo embeddings vs float64 torch', relError(ready.embeddings, readF32(path.join(MODELS, 'demo_check_embeddings.f32'))));
+  check('throughput: ORT (numThreads 2) demo head vs float64 torch', relError(ready.head, readF32(path.join(MODELS, 'demo_check_head.f32'))));
+  const one = await loadModelInWorker(demoPath), pool = await loadModelInWorker(demoPath, { workers: WORKERS });
   const windows = Array.from({ length: batch }, () => window);
-  const sf = [], ortW = [];
-  model.forwardBatch(windows.slice(0, 8));
-  await ask({ op: 'run', count: 8 });
-  for (let p = 0; p < passes; p++) {
-    const t0 = performance.now();
-    model.forwardBatch(windows);
-    sf.push(batch / ((performance.now() - t0) / 1000));
-    ortW.push((await ask({ op: 'run', count: batch })).perSecond);
-  }
+  const variants = [
+    ['sensorformer main thread, `Model.forwardBatch`', () => model.forwardBatch(windows)],
+    ['sensorformer 1 worker, `forwardBatch`', () => one.forwardBatch(windows)],
+    [`sensorformer pool of ${WORKERS} workers, \`forwardBatch\``, () => pool.forwardBatch(windows)],
+    [`onnxruntime-web, numThreads ${WORKERS} (${ready.threads} in effect${ready.note ? `; ${ready.note}` : ''})`, () => ask({ op: 'run', count: batch })],
+  ];
+  const reference = model.forwardBatch(windows);
+  for (const [name, run] of variants.slice(0, 3)) assertSameResults(name, await run(), reference);  // also their warm-up
+  await variants[3][1]();
+  log('throughput');
+  const stats = await interleavedCpu(variants, rounds, { settleMs: 150 });
+  const perSecond = stats.map((s) => batch / (s.ms / 1000));
+  const [, oneW, poolW, ortW] = perSecond;
+  // The issue sets no number here; decided: a pool of 2 should give >= 1.5x one worker (75 % of
+  // linear on 2 free cores) and should beat ORT's own 2 threads (>= 1.0).
+  goal(`throughput: pool of ${WORKERS} workers / 1 worker >= 1.5 (demo windows / s)`, `${fmt.ratio(poolW / oneW)} (cores used: ${(stats[2].cpuMs / stats[2].ms).toFixed(2)})`, poolW / oneW >= 1.5);
+  goal(`throughput: pool of ${WORKERS} workers / onnxruntime-web numThreads ${WORKERS} >= 1.0`, `${fmt.ratio(poolW / ortW)} (cores used: sf ${(stats[2].cpuMs / stats[2].ms).toFixed(2)}, ORT ${(stats[3].cpuMs / stats[3].ms).toFixed(2)})`, poolW / ortW >= 1.0);
+  results.throughput = table(['variant', 'ms / batch', 'demo windows / s', 'vs 1 worker', 'pool of 2 / this', 'cores used (CPU / wall)'],
+    variants.map(([name], v) => [name, fmt.ms(stats[v].ms), perSecond[v].toFixed(0), fmt.ratio(perSecond[v] / oneW), `**${fmt.ratio(poolW / perSecond[v])}**`, (stats[v].cpuMs / stats[v].ms).toFixed(2)]))
+    + `\n\nBatches of ${batch} copies of the demo window (${meta.demo.tokens} tokens), ${rounds} interleaved rounds whose order rotates, medians; the three sensorformer variants' results checked bit-identical, ORT's against float64 torch. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
   await worker.terminate();
+  await Promise.all([one.dispose(), pool.dispose()]);
   model.dispose();
-  results.throughput = table(['runtime', 'threads', 'demo windows / s', 'vs sensorformer'], [
-    ['sensorformer `forwardBatch`', 1, median(sf).toFixed(0), '1.00'],
-    [`onnxruntime-web (${ready.threads} thread${ready.threads > 1 ? 's' : ''} in effect${ready.note ? `; ${ready.note}` : ''})`, 2, median(ortW).toFixed(0), fmt.ratio(median(ortW) / median(sf))],
-  ]) + `\n\nBatches of ${batch} windows, ${passes} alternated passes, medians. \`loadModelInWorker(source, { workers })\` (a pool of Workers) is not in this build yet, so sensorformer's row is one thread.`;
 }
 
 // --- main ----------------------------------------------------------------------------------------
@@ -415,25 +442,34 @@ else {
   setThreadsCount(1);
   await tf.setBackend('wasm');
 }
-sizes();
+if (!CHECK) sizes();
 if (want('encoder')) await encoderBench();
 if (want('mha')) await mhaBench();
 if (want('demo')) await demoBench();
 if (want('throughput')) await throughputBench();
+if (want('memory')) {
+  const { sfHeap, markdown } = runMemory({ log });
+  goal('N = 16384 encoder tokens without maps: WebAssembly memory < 64 MiB', `${(sfHeap / 2 ** 20).toFixed(1)} MiB`, sfHeap < GOAL_BYTES);
+  results.memory = markdown;
+}
 if (want('native')) results.native = await runNative({ quick: QUICK, log, goal });
 if (goals.length) results.goals = table(['goal (issue 10)', 'measured', 'met'], goals);
 
-const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-out(`Command: \`npm run bench${QUICK ? ' -- --quick' : ''}\` (node bench/peers.mjs), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} cores (${cpu}), Node ${process.version}; onnxruntime-web ${ort.env.versions.web} (wasm EP, numThreads 1, SIMD), @tensorflow/tfjs-backend-wasm ${tf.version_core} (setThreadsCount(1), SIMD). Medians of interleaved rounds; ratios > 1 mean sensorformer is faster. Total ${((performance.now() - started) / 60000).toFixed(1)} min.\n`);
-const sections = [
-  ['goals', 'Goals'],
-  ['encoder', '2-layer pre-norm GELU encoder, d 64, 4 heads, ff 256 (`model.forward(window)` vs the graph after tokenization)'],
-  ['mha', 'Multi-head self-attention, no mask, no weights returned'],
-  ['demo', 'Demo model (d 32, factorized layout) on one demo window'],
-  ['throughput', 'Throughput on many demo windows'],
-  ['load', 'Load time and first call (fresh process)'],
-  ['sizes', 'Module size'],
-  ['native', 'The same C++ kernels: WebAssembly against native builds (sensorformer_bench)'],
-];
-for (const [key, title] of sections) if (results[key]) out(`#### ${title}\n\n${results[key]}\n`);
+if (!CHECK) {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  out(`Command: \`npm run bench${QUICK ? ' -- --quick' : ''}\` (node bench/peers.mjs), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} cores (${cpu}), Node ${process.version}; onnxruntime-web ${ort.env.versions.web} (wasm EP, numThreads 1, SIMD), @tensorflow/tfjs-backend-wasm ${tf.version_core} (setThreadsCount(1), SIMD). Medians of interleaved rounds; ratios > 1 mean sensorformer is faster. Total ${((performance.now() - started) / 60000).toFixed(1)} min.\n`);
+  const sections = [
+    ['goals', 'Goals'],
+    ['encoder', '2-layer pre-norm GELU encoder, d 64, 4 heads, ff 256 (`model.forward(window)` vs the graph after tokenization)'],
+    ['mha', 'Multi-head self-attention, no mask, no weights returned'],
+    ['demo', 'Demo model (d 32, factorized layout) on one demo window'],
+    ['throughput', 'Throughput on many demo windows'],
+    ['memory', 'Memory: one long window (2-layer d 64 encoder, fresh process per runtime)'],
+    ['load', 'Load time and first call (fresh process)'],
+    ['sizes', 'Module size'],
+    ['native', 'The same C++ kernels: WebAssembly against native builds (sensorformer_bench)'],
+  ];
+  for (const [key, title] of sections) if (results[key]) out(`#### ${title}\n\n${results[key]}\n`);
+}
 log(`${checks.length} output checks passed (tolerance ${TOL})`);
+if (CHECK) out(`bench --check: ${checks.length} output checks passed (tolerance ${TOL}):\n${checks.map((c) => `  ${c.what}: ${fmt.err(c.err)}`).join('\n')}`);

@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os';
 
 import { loadModel, loadModelInWorker } from '../web/src/index.js';
+import { assertSameResults, interleavedCpu } from './lib.mjs';
 import { connectWearable, createSimulatedBluetooth, createVirtualClock, DEVICE_FILTERS, record, windowsFromRecording } from '../web/src/ble/index.js';
 
 const ROUNDS = Number(process.argv[2] ?? 7), SECONDS = Number(process.argv[3] ?? 240);
@@ -46,40 +47,18 @@ const variants = [
   [`${cores} workers, forward() per window`, () => Promise.all(windows.map((w) => pool.forward(w)))],
 ];
 
-const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 const reference = local.forwardBatch(windows);
-for (const [name, run] of variants) {
-  const results = await run();  // also the warm-up round
-  results.forEach((r, i) => {
-    if (!same(r.embeddings, reference[i].embeddings) || !same(r.head, reference[i].head)) throw new Error(`${name}: window ${i} differs from the main thread's`);
-  });
-}
+for (const [name, run] of variants) assertSameResults(name, await run(), reference);  // also the warm-up round
 
-// CPU time of the whole process (every thread): CPU / wall is how many cores a variant got, which
-// tells a pool that had no free core to run on (a shared machine) from one that scaled badly.
-const times = variants.map(() => []), cpu = variants.map(() => []);
-for (let round = 0; round < ROUNDS; round++) {
-  for (let k = 0; k < variants.length; k++) {
-    const v = (k + round) % variants.length;
-    const c0 = process.cpuUsage(), t0 = performance.now();
-    await variants[v][1]();
-    times[v].push(performance.now() - t0);
-    const c = process.cpuUsage(c0);
-    cpu[v].push((c.user + c.system) / 1000);
-  }
-}
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+const stats = await interleavedCpu(variants, ROUNDS);
 
 const tokens = reference.reduce((n, r) => n + r.dims[0], 0) / reference.length;
 console.log(`demo model (d_model ${config.d_model}, ${config.n_layers} layers, ${config.layout}); ${windows.length} windows of 10 s (mean ${tokens.toFixed(0)} tokens);`);
 console.log(`${cores} cores (os.availableParallelism), Node ${process.versions.node}; ${ROUNDS} interleaved rounds, medians; results bit-identical in every variant`);
-const base = median(times[1]);
+const base = stats[1].ms;
 console.log(`${'variant'.padEnd(40)}${'ms / batch'.padStart(12)}${'windows/s'.padStart(12)}${'vs 1 worker'.padStart(13)}${'CPU ms'.padStart(10)}${'cores used'.padStart(12)}`);
 variants.forEach(([name], v) => {
-  const ms = median(times[v]), c = median(cpu[v]);
+  const { ms, cpuMs: c } = stats[v];
   console.log(`${name.padEnd(40)}${ms.toFixed(1).padStart(12)}${(windows.length / (ms / 1000)).toFixed(0).padStart(12)}${`${(base / ms).toFixed(2)}x`.padStart(13)}${c.toFixed(0).padStart(10)}${(c / ms).toFixed(2).padStart(12)}`);
 });
 const { loadavg } = await import('node:os');

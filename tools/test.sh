@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite (`npm test`): build, then the GoogleTest suite natively, as WASM under Node
 # and under ASan + UBSan, a bounded libFuzzer run, then the node:test suites against the package's
-# module (Node, npm pack + Vite, headless Chromium).
+# module (Node, npm pack + Vite, headless Chromium), and the bench's cross-runtime output checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
@@ -36,3 +36,7 @@ echo "== package: npm pack -> fresh install; Node, Vite + headless Chromium, tsc
 $NODE_TEST tests/package/
 echo "== browser: the demo page in headless Chromium (simulated wearable, CSP, injected Bluetooth)"
 $NODE_TEST tests/browser/
+# No timing here (numbers depend on the machine): every runtime of `npm run bench` against float64
+# torch on the committed cases and the peers against ours at the smallest sizes, a few seconds.
+echo "== bench output checks: sensorformer vs float64 torch vs onnxruntime-web vs tfjs (node bench/peers.mjs --check)"
+node --no-concurrent-recompilation bench/peers.mjs --check
