@@ -4,6 +4,8 @@
 // the same sequence with the `_ref` twins, unfused.
 #include "attend/encoder_layer.hpp"
 
+#include <algorithm>
+
 #include "kernels/activation.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
@@ -20,7 +22,8 @@ Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o,
   const int d = w.self_attn.embed_dim, ff = w.dim_feedforward;
   LayerWorkspace local;
   LayerWorkspace& ws = workspace ? *workspace : local;
-  const size_t nd = static_cast<size_t>(n) * d, nff = static_cast<size_t>(n) * ff;
+  const size_t nd = static_cast<size_t>(n) * d;
+  const size_t nff = static_cast<size_t>(ref ? n : std::min(n, kFeedForwardRows)) * ff;
   if (ws.y.size() < nd) ws.y.resize(nd);
   if (ws.sa.size() < nd) ws.sa.resize(nd);
   if (ws.hidden.size() < nff) ws.hidden.resize(nff);
@@ -37,8 +40,8 @@ Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o,
   const auto self_attention = [&](const float* in) {
     return multihead_attention(w.self_attn, in, n, in, n, mha, sa, attn);
   };
-  // out += linear2(act(linear1(in))): in and out may be the same buffer (hidden is complete
-  // before linear2 writes).
+  // out += linear2(act(linear1(in))): in and out may be the same buffer (a block's hidden rows are
+  // complete before linear2 writes that block).
   const auto feed_forward_add = [&](const float* in, float* out) {
     if (ref) {
       kernels::linear_act_ref(n, ff, d, in, d, w.linear1_weight, d, w.linear1_bias, act, false, hidden, ff);
@@ -56,8 +59,12 @@ Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o,
       kernels::pack_weights(w.linear2_weight, d, ff, ff, w.linear2_bias, &ws.linear2);
       l2 = &ws.linear2;
     }
-    kernels::gemm_packed(n, in, d, *l1, 1.0f, act, false, hidden, ff);
-    kernels::gemm_packed(n, hidden, ff, *l2, 1.0f, kernels::Act::kNone, true, out, d);
+    for (int r = 0; r < n; r += kFeedForwardRows) {
+      const int rows = std::min(kFeedForwardRows, n - r);
+      const size_t at = static_cast<size_t>(r) * d;
+      kernels::gemm_packed(rows, in + at, d, *l1, 1.0f, act, false, hidden, ff);
+      kernels::gemm_packed(rows, hidden, ff, *l2, 1.0f, kernels::Act::kNone, true, out + at, d);
+    }
   };
 
   if (o.norm_first) {  // x = x + SA(LN1(x)); x = x + FF(LN2(x))

@@ -353,14 +353,14 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   ws.times.reserve(largest);
   ws.layer.y.resize(largest * d);
   ws.layer.sa.resize(largest * d);
-  ws.layer.hidden.resize(largest * c.dim_feedforward);
+  const bool ref = options.kernels == kernels::KernelSet::kReference;
+  ws.layer.hidden.resize((ref ? largest : std::min<std::size_t>(largest, kFeedForwardRows)) * c.dim_feedforward);
   ws.layer.mha.qkv.resize(largest * 3 * d);
   ws.layer.mha.ctx.resize(largest * d);
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
       SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], b == 0 ? layers_[l] : channel_layers_[l], t, options,
                                    r.embeddings.data(), &r.attention, &ws));
-  const bool ref = options.kernels == kernels::KernelSet::kReference;
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),
                                                           param("encoder.norm.bias"), c.layer_norm_eps, r.embeddings.data());
