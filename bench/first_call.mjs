@@ -21,6 +21,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+// mulberry32, seeded: the same window and weights in every process and page (its text is sent to the page).
+import { prng } from '../tests/js/prng.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const here = fileURLToPath(import.meta.url);
@@ -42,18 +44,6 @@ const { values: args } = parseArgs({
 });
 const RUNS = Number(args.runs), STEADY = Number(args.steady);
 const CASES = args.case ?? ['demo', 'large'];
-
-// mulberry32, seeded: the same window and weights in every process and page.
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---- inputs (plain data: the same function text builds them in Node and in the page) ----------
 // Returns { model: Uint8Array | null (null: the demo model file), window, forwardOptions }.

@@ -10,25 +10,16 @@ import { availableParallelism } from 'node:os';
 
 import { loadModel, loadModelInWorker } from '../web/src/index.js';
 import { assertSameResults, interleavedCpu } from './lib.mjs';
-import { connectWearable, createSimulatedBluetooth, createVirtualClock, DEVICE_FILTERS, record, windowsFromRecording } from '../web/src/ble/index.js';
+import { windowsFromRecording } from '../web/src/ble/index.js';
+import { recordSession } from '../tests/js/recordings.js';
 
 const ROUNDS = Number(process.argv[2] ?? 7), SECONDS = Number(process.argv[3] ?? 240);
 const MODEL = new URL('../demo/model/demo.safetensors', import.meta.url);
 const cores = availableParallelism();
 
-// A seeded session on a virtual clock: the same windows on every run.
+// A seeded session on a virtual clock (the tests' recording helper): the same windows on every run.
 async function session(seconds) {
-  const clock = createVirtualClock(1764460800);
-  const sim = createSimulatedBluetooth({ seed: 7, clock });
-  const rec = record(sim, { clock });
-  const pending = ['strap', 'thermometer', 'oximeter'].map((k) => connectWearable({ bluetooth: rec.bluetooth, clock, filters: DEVICE_FILTERS[k] }));
-  await clock.advanceAsync(2);
-  const wearables = await Promise.all(pending);
-  await clock.advanceAsync(seconds);
-  for (const w of wearables) await w.close();
-  const text = rec.stop();
-  sim.close();
-  return (await windowsFromRecording(text, { seconds: 10, hop: 1 })).windows;
+  return (await windowsFromRecording(await recordSession({ seed: 7, seconds }), { seconds: 10, hop: 1 })).windows;
 }
 
 const local = await loadModel(MODEL);
