@@ -25,8 +25,8 @@ namespace sf::kernels::detail {
 // them in registers either way.
 extern float kErfP[7];
 extern float kErfcQ[15];
-// 0.5, 1, 1 / sqrt 2, 2
-extern float kGeluK[4];
+// 0.5, 1, 1 / sqrt 2, 2, and erfc_tail's 2.5, 1 / 1.5, 4, 0
+extern float kGeluK[8];
 
 inline fbatch splat(const float& c) { return fbatch(c); }
 
@@ -40,10 +40,10 @@ inline fbatch erf_over_z(const fbatch& s) {
 // erfc(a) for a = |z| >= 1 (Q above; 0 from 4 on). Lanes below 1 get a meaningless value that
 // the callers' select discards.
 inline fbatch erfc_tail(const fbatch& a) {
-  const fbatch u = (a - fbatch(2.5f)) * fbatch(0.6666666666666666f);
-  fbatch q(kErfcQ[0]);
-  for (int i = 1; i < 15; ++i) q = q * u + fbatch(kErfcQ[i]);
-  return xsimd::select(a >= fbatch(4.0f), fbatch(0.0f), q);
+  const fbatch u = (a - splat(kGeluK[4])) * splat(kGeluK[5]);
+  fbatch q = splat(kErfcQ[0]);
+  for (int i = 1; i < 15; ++i) q = q * u + splat(kErfcQ[i]);
+  return xsimd::select(a >= splat(kGeluK[6]), splat(kGeluK[7]), q);
 }
 
 // NaN propagates in both: comparisons with NaN are false, so NaN lanes take a polynomial.
@@ -66,6 +66,14 @@ inline fbatch one_plus_erf_mixed(const fbatch& z, const fbatch& s, const xsimd::
   return xsimd::select(inner, splat(kGeluK[1]) + z * erf_over_z(s), large);
 }
 
+// gelu_batch with z = x / sqrt 2, s = z^2 and inner = (s < 1) already computed.
+inline fbatch gelu_general(const fbatch& x, const fbatch& z, const fbatch& s,
+                           const xsimd::batch_bool<float>& inner) {
+  const fbatch ope = xsimd::all(inner) ? splat(kGeluK[1]) + z * erf_over_z(s)
+                                       : one_plus_erf_mixed(z, s, inner);
+  return splat(kGeluK[0]) * x * ope;
+}
+
 // 0.5 x (1 + erf(x / sqrt 2)), torch's exact GELU. |z| < 1 is tested as z^2 < 1 (the same set of
 // floats: z^2 rounds to at most 1 - 2^-23 for |z| < 1, and to at least 1 for |z| >= 1), which
 // reuses s and saves the abs. A batch whose lanes all lie inside evaluates one polynomial (one
@@ -73,10 +81,7 @@ inline fbatch one_plus_erf_mixed(const fbatch& z, const fbatch& s, const xsimd::
 inline fbatch gelu_batch(const fbatch& x) {
   const fbatch z = x * splat(kGeluK[2]);
   const fbatch s = z * z;
-  const auto inner = s < splat(kGeluK[1]);
-  const fbatch ope = xsimd::all(inner) ? splat(kGeluK[1]) + z * erf_over_z(s)
-                                       : one_plus_erf_mixed(z, s, inner);
-  return splat(kGeluK[0]) * x * ope;
+  return gelu_general(x, z, s, s < splat(kGeluK[1]));
 }
 
 // gelu_batch on two batches: when both lie inside, the two polynomials run interleaved and share
@@ -99,8 +104,8 @@ inline void gelu_batch2(const fbatch& x0, const fbatch& x1, fbatch* y0, fbatch* 
     *y1 = h * x1 * (one + z1 * p1);
     return;
   }
-  *y0 = gelu_batch(x0);
-  *y1 = gelu_batch(x1);
+  *y0 = gelu_general(x0, z0, s0, in0);
+  *y1 = gelu_general(x1, z1, s1, in1);
 }
 
 }  // namespace sf::kernels::detail
