@@ -41,7 +41,7 @@ constexpr int kBlockRows = 4;
 // q / d + eps, 1 / sqrt), so only the summation order differs from the single-row path.
 // With r, x is first replaced by x + r (while summing for the mean, so each row is read once from
 // memory; the second and third passes find it in L1).
-template <int R, bool kGamma, bool kBeta>
+template <int R>
 inline void norm_rows(float* x, const float* r, int d, const float* gamma, const float* beta,
                       float eps, float* y) {
   constexpr bool kVectorStats = R == kFloatLanes;
@@ -100,43 +100,27 @@ inline void norm_rows(float* x, const float* r, int d, const float* gamma, const
     const fbatch vmean(mean[j]), vr(rstd[j]);
     for (int i = 0; i < end; i += kFloatLanes) {
       fbatch v = (fbatch::load_unaligned(xr + i) - vmean) * vr;
-      if (kGamma) v *= fbatch::load_unaligned(gamma + i);
-      if (kBeta) v += fbatch::load_unaligned(beta + i);
+      if (gamma) v *= fbatch::load_unaligned(gamma + i);
+      if (beta) v += fbatch::load_unaligned(beta + i);
       v.store_unaligned(yr + i);
     }
     for (int i = end; i < d; ++i)
-      yr[i] = (xr[i] - mean[j]) * rstd[j] * (kGamma ? gamma[i] : 1.0f) + (kBeta ? beta[i] : 0.0f);
+      yr[i] = (xr[i] - mean[j]) * rstd[j] * (gamma ? gamma[i] : 1.0f) + (beta ? beta[i] : 0.0f);
   }
 }
 
 // y may alias x: a block reads its rows' x completely (passes one and two, and each row's third
 // pass reads x[i] before writing y[i]) before writing them, and touches no other rows.
-// gamma / beta presence is a template parameter so the third pass's loop has no branch in it
-// whichever compiler builds it (the encoder always passes both).
-template <bool kGamma, bool kBeta>
 void norm_all(float* x, const float* r, int rows, int d, const float* gamma, const float* beta,
               float eps, float* y) {
   int i = 0;
   for (; i + kBlockRows <= rows; i += kBlockRows) {
     const size_t o = static_cast<size_t>(i) * d;
-    norm_rows<kBlockRows, kGamma, kBeta>(x + o, r ? r + o : nullptr, d, gamma, beta, eps, y + o);
+    norm_rows<kBlockRows>(x + o, r ? r + o : nullptr, d, gamma, beta, eps, y + o);
   }
   for (; i < rows; ++i) {
     const size_t o = static_cast<size_t>(i) * d;
-    norm_rows<1, kGamma, kBeta>(x + o, r ? r + o : nullptr, d, gamma, beta, eps, y + o);
-  }
-}
-
-void norm_all(float* x, const float* r, int rows, int d, const float* gamma, const float* beta,
-              float eps, float* y) {
-  if (gamma && beta) {
-    norm_all<true, true>(x, r, rows, d, gamma, beta, eps, y);
-  } else if (gamma) {
-    norm_all<true, false>(x, r, rows, d, gamma, beta, eps, y);
-  } else if (beta) {
-    norm_all<false, true>(x, r, rows, d, gamma, beta, eps, y);
-  } else {
-    norm_all<false, false>(x, r, rows, d, gamma, beta, eps, y);
+    norm_rows<1>(x + o, r ? r + o : nullptr, d, gamma, beta, eps, y + o);
   }
 }
 
