@@ -176,16 +176,20 @@ TEST(Softmax, LargeScoresDoNotOverflow) {
   EXPECT_TRUE(AllClose(x.data(), want, 5, 1e-7, 1e-6, "softmax of large scores"));
 }
 
+// Rows: the vector kernel normalises 4 rows at a time and the rest one by one; 3 rows take only
+// the single-row path, 37 = 9 x 4 + 1 both.
+const int kLayerNormRows[] = {3, 37};
+
 TEST(LayerNorm, MatchesTwin) {
-  for (int d : kLengths) {
-    const int rows = 3;
+  for (int rows : kLayerNormRows) for (int d : kLengths) {
     auto x = random_floats(rows * d, 21 + d, -3.0f, 5.0f);
     auto g = random_floats(d, 22), b = random_floats(d, 23);
     std::vector<float> y(rows * d), r(rows * d);
     layer_norm(x.data(), rows, d, g.data(), b.data(), kLayerNormEps, y.data());
     layer_norm_ref(x.data(), rows, d, g.data(), b.data(), kLayerNormEps, r.data());
     // normalised values are O(1); mean and variance summed in another order: 2e-6.
-    ASSERT_TRUE(AllClose(y.data(), r.data(), rows * d, 2e-6, 1e-6, "layer_norm d=" + std::to_string(d)));
+    ASSERT_TRUE(AllClose(y.data(), r.data(), rows * d, 2e-6, 1e-6,
+                         "layer_norm rows=" + std::to_string(rows) + " d=" + std::to_string(d)));
   }
 }
 
@@ -225,14 +229,13 @@ TEST(LayerNorm, AgainstHandComputed) {
 // the same single rounding (bit-exact), y as close as layer_norm's own test; y aliasing x (the
 // post-norm use) gives the same values.
 TEST(LayerNorm, AddLayerNormMatchesTwin) {
-  for (int d : {1, 3, 4, 7, 8, 17, 32, 64, 65}) for (bool alias : {false, true}) {
-    const int rows = 5;
+  for (int rows : {5, 37}) for (int d : {1, 3, 4, 7, 8, 17, 32, 64, 65}) for (bool alias : {false, true}) {
     auto x0 = random_floats(rows * d, 61 + d, -3.0f, 3.0f), r = random_floats(rows * d, 62 + d);
     auto g = random_floats(d, 63 + d), b = random_floats(d, 64 + d);
     std::vector<float> x = x0, xr = x0, y(rows * d), yr(rows * d);
     add_layer_norm(x.data(), r.data(), rows, d, g.data(), b.data(), 1e-5f, alias ? x.data() : y.data());
     add_layer_norm_ref(xr.data(), r.data(), rows, d, g.data(), b.data(), 1e-5f, alias ? xr.data() : yr.data());
-    const std::string tag = "d=" + std::to_string(d) + (alias ? " in place" : "");
+    const std::string tag = "rows=" + std::to_string(rows) + " d=" + std::to_string(d) + (alias ? " in place" : "");
     if (alias) {
       ASSERT_TRUE(AllClose(x.data(), xr.data(), rows * d, 2e-6, 1e-6, "add_layer_norm " + tag));
     } else {
@@ -243,10 +246,12 @@ TEST(LayerNorm, AddLayerNormMatchesTwin) {
 }
 
 TEST(LayerNorm, InPlace) {
-  auto x = random_floats(2 * 33, 5), r = std::vector<float>(2 * 33);
-  layer_norm_ref(x.data(), 2, 33, nullptr, nullptr, kLayerNormEps, r.data());
-  layer_norm(x.data(), 2, 33, nullptr, nullptr, kLayerNormEps, x.data());
-  EXPECT_TRUE(AllClose(x.data(), r.data(), 66, 2e-6, 1e-5, "layer_norm in place"));
+  for (int rows : {2, 37}) {
+    auto x = random_floats(rows * 33, 5), r = std::vector<float>(rows * 33);
+    layer_norm_ref(x.data(), rows, 33, nullptr, nullptr, kLayerNormEps, r.data());
+    layer_norm(x.data(), rows, 33, nullptr, nullptr, kLayerNormEps, x.data());
+    EXPECT_TRUE(AllClose(x.data(), r.data(), rows * 33, 2e-6, 1e-5, "layer_norm in place rows=" + std::to_string(rows)));
+  }
 }
 
 TEST(Activation, GeluMatchesTwinAndErfForm) {
@@ -264,6 +269,34 @@ TEST(Activation, GeluMatchesTwinAndErfForm) {
   gelu(x, 3, y);
   const double want[3] = {0.8413447460685429, -0.15865525393145707, 2.9959502669066};
   EXPECT_TRUE(AllClose(y, want, 3, 1e-6, 1e-6, "gelu hand values (0.5x(1+erf(x/sqrt2)))"));
+}
+
+// gelu runs two batches at a time where both lie inside |x| < sqrt 2 and one batch elsewhere (the
+// tail, mixed pairs): every element must get the same value whichever path it took, i.e. a long
+// call equals calls on one element each (the single-batch padded tail), bit for bit. Values mix
+// inside and outside lanes, NaN and +-inf (GELU(inf) = inf; GELU(-inf) is NaN, 0.5 * -inf * 0, in
+// the std::erf twin as well).
+TEST(Activation, GeluPairedBatchesEqualSingleElementCalls) {
+  auto x = random_floats(4099, 71, -1.3f, 1.3f);  // mostly inside pairs
+  auto wide = random_floats(1000, 72, -6.0f, 6.0f);
+  x.insert(x.end(), wide.begin(), wide.end());
+  x[17] = std::numeric_limits<float>::quiet_NaN();
+  x[40] = std::numeric_limits<float>::infinity();
+  x[41] = -std::numeric_limits<float>::infinity();
+  const int n = static_cast<int>(x.size());
+  std::vector<float> y(n);
+  gelu(x.data(), n, y.data());
+  for (int i = 0; i < n; ++i) {
+    float one;
+    gelu(&x[i], 1, &one);
+    if (std::isnan(one)) {
+      ASSERT_TRUE(std::isnan(y[i])) << i;
+    } else {
+      ASSERT_EQ(y[i], one) << "gelu(" << x[i] << ") at " << i;
+    }
+  }
+  EXPECT_TRUE(std::isnan(y[17]));
+  EXPECT_EQ(y[40], std::numeric_limits<float>::infinity());
 }
 
 // The vector erf over a dense sweep against erf in float64 (the independent reference): |error|
