@@ -27,6 +27,12 @@ val failure(const sf::Status& s) {
   return r;
 }
 
+val ok_object() {
+  val r = val::object();
+  r.set("ok", true);
+  return r;
+}
+
 sf::Status check_length(const std::string& name, size_t got, size_t want) {
   if (got == want) return sf::Status::Ok();
   return {sf::ErrorCode::kShapeMismatch,
@@ -62,37 +68,46 @@ val time_encoding(val times, double t_ref, int d_model, double max_period) {
   return r;
 }
 
-// query: (L, E), kv: (S, E); weightsMode 0 none, 1 per head (H, L, S), 2 averaged (L, S).
-val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_proj_weight,
-                        val in_proj_bias, val out_proj_weight, val out_proj_bias,
-                        val key_padding_mask, bool causal, int weights_mode) {
-  if (L < 0 || S < 0 || E <= 0 || H <= 0 || weights_mode < 0 || weights_mode > 2)
-    return failure({sf::ErrorCode::kInvalidArgument, "multihead attention: bad sizes or weights mode"});
+// The projections' lengths for embed_dim E: in_proj (3E, E) [+ (3E)], out_proj (E, E) [+ (E)].
+sf::Status check_mha_weights(int E, int H, const std::vector<float>& ipw, const std::vector<float>& ipb,
+                             const std::vector<float>& opw, const std::vector<float>& opb) {
+  if (E <= 0 || H <= 0) return {sf::ErrorCode::kInvalidArgument, "multihead attention: bad sizes"};
+  if (E % H != 0)
+    return {sf::ErrorCode::kInvalidArgument, "multihead attention: num_heads (" + std::to_string(H) +
+                                                 ") must divide embed_dim (" + std::to_string(E) + ")"};
   const size_t e = E;
-  const auto q = copy_in<float>(query), x = copy_in<float>(kv), ipw = copy_in<float>(in_proj_weight),
-             ipb = copy_in<float>(in_proj_bias), opw = copy_in<float>(out_proj_weight),
-             opb = copy_in<float>(out_proj_bias);
-  const auto kpm = copy_in<std::uint8_t>(key_padding_mask);
   for (const sf::Status& s :
-       {check_length("query", q.size(), L * e), check_length("key/value", x.size(), S * e),
-        check_length("in_proj_weight", ipw.size(), 3 * e * e),
-        check_length("out_proj_weight", opw.size(), e * e),
+       {check_length("in_proj_weight", ipw.size(), 3 * e * e), check_length("out_proj_weight", opw.size(), e * e),
         ipb.empty() ? sf::Status() : check_length("in_proj_bias", ipb.size(), 3 * e),
-        opb.empty() ? sf::Status() : check_length("out_proj_bias", opb.size(), e),
-        kpm.empty() ? sf::Status() : check_length("key_padding_mask", kpm.size(), S)})
-    if (!s.ok()) return failure(s);
+        opb.empty() ? sf::Status() : check_length("out_proj_bias", opb.size(), e)})
+    if (!s.ok()) return s;
+  return sf::Status::Ok();
+}
 
-  if (const sf::Status s = sf::check_mha_budget(E, H, L, S, static_cast<sf::AttentionWeights>(weights_mode)); !s.ok())
+// One call on weights already checked: query (L, E), kv (S, E); weightsMode 0 none, 1 per head
+// (H, L, S), 2 averaged (L, S).
+val run_mha(const sf::MhaWeights& w, val query, int L, val kv, int S, val key_padding_mask, bool causal,
+            int weights_mode) {
+  if (L < 0 || S < 0 || weights_mode < 0 || weights_mode > 2)
+    return failure({sf::ErrorCode::kInvalidArgument, "multihead attention: bad sizes or weights mode"});
+  const size_t e = w.embed_dim;
+  const auto q = copy_in<float>(query), x = copy_in<float>(kv);
+  const auto kpm = copy_in<std::uint8_t>(key_padding_mask);
+  for (const sf::Status& s : {check_length("query", q.size(), L * e), check_length("key/value", x.size(), S * e),
+                              kpm.empty() ? sf::Status() : check_length("key_padding_mask", kpm.size(), S)})
+    if (!s.ok()) return failure(s);
+  if (const sf::Status s = sf::check_mha_budget(w.embed_dim, w.num_heads, L, S, static_cast<sf::AttentionWeights>(weights_mode)); !s.ok())
     return failure(s);
-  const sf::MhaWeights w{E, H, ipw.data(), ipb.empty() ? nullptr : ipb.data(), opw.data(),
-                         opb.empty() ? nullptr : opb.data()};
   sf::MhaOptions opt;
   opt.key_padding_mask = kpm.empty() ? nullptr : kpm.data();
   opt.causal = causal;
   opt.weights = static_cast<sf::AttentionWeights>(weights_mode);
   std::vector<float> out(L * e);
-  std::vector<float> attn(weights_mode == 0 ? 0 : static_cast<size_t>(weights_mode == 1 ? H : 1) * L * S);
-  const sf::Status s = sf::multihead_attention(w, q.data(), L, x.data(), S, opt, out.data(), attn.data());
+  std::vector<float> attn(weights_mode == 0 ? 0 : static_cast<size_t>(weights_mode == 1 ? w.num_heads : 1) * L * S);
+  // A self-attention call passes the same array twice: one copy, so the core sees query == kv
+  // and computes Q, K and V in one product.
+  const bool self = query.strictlyEquals(kv);
+  const sf::Status s = sf::multihead_attention(w, q.data(), L, self ? q.data() : x.data(), S, opt, out.data(), attn.data());
   if (!s.ok()) return failure(s);
   val r = val::object();
   r.set("ok", true);
@@ -101,16 +116,48 @@ val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_pr
   return r;
 }
 
+// One-shot: the weights are copied (and packed by the core) on every call.
+val multihead_attention(val query, int L, val kv, int S, int E, int H, val in_proj_weight,
+                        val in_proj_bias, val out_proj_weight, val out_proj_bias,
+                        val key_padding_mask, bool causal, int weights_mode) {
+  const auto ipw = copy_in<float>(in_proj_weight), ipb = copy_in<float>(in_proj_bias),
+             opw = copy_in<float>(out_proj_weight), opb = copy_in<float>(out_proj_bias);
+  if (const sf::Status s = check_mha_weights(E, H, ipw, ipb, opw, opb); !s.ok()) return failure(s);
+  const sf::MhaWeights w{E, H, ipw.data(), ipb.empty() ? nullptr : ipb.data(), opw.data(),
+                         opb.empty() ? nullptr : opb.data()};
+  return run_mha(w, query, L, kv, S, key_padding_mask, causal, weights_mode);
+}
+
+// Prepared: the weights are copied and packed for the matrix-product kernel once, at load (the
+// package's prepareMultiheadAttention; delete() frees them).
+class AttentionHandle {
+ public:
+  val load(int E, int H, val in_proj_weight, val in_proj_bias, val out_proj_weight, val out_proj_bias) {
+    ipw_ = copy_in<float>(in_proj_weight), ipb_ = copy_in<float>(in_proj_bias);
+    opw_ = copy_in<float>(out_proj_weight), opb_ = copy_in<float>(out_proj_bias);
+    if (const sf::Status s = check_mha_weights(E, H, ipw_, ipb_, opw_, opb_); !s.ok()) return failure(s);
+    const float* ipb = ipb_.empty() ? nullptr : ipb_.data();
+    const float* opb = opb_.empty() ? nullptr : opb_.data();
+    sf::kernels::pack_weights(ipw_.data(), 3 * E, E, E, ipb, &in_packed_);
+    sf::kernels::pack_weights(opw_.data(), E, E, E, opb, &out_packed_);
+    w_ = {E, H, ipw_.data(), ipb, opw_.data(), opb, &in_packed_, &out_packed_};
+    return ok_object();
+  }
+
+  val forward(val query, int L, val kv, int S, val key_padding_mask, bool causal, int weights_mode) const {
+    return run_mha(w_, query, L, kv, S, key_padding_mask, causal, weights_mode);
+  }
+
+ private:
+  std::vector<float> ipw_, ipb_, opw_, opb_;
+  sf::kernels::PackedWeights in_packed_, out_packed_;
+  sf::MhaWeights w_;
+};
+
 std::string simd_arch() { return sf::kernels::simd_arch_name(); }
 
 // Bytes currently malloc'ed inside the module: what the memory tests watch for leaks.
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }
-
-val ok_object() {
-  val r = val::object();
-  r.set("ok", true);
-  return r;
-}
 
 // Streams arrive normalised by web/src/window.js: typed arrays only (null samples already NaN),
 // sensor ids integers in [0, 2^31 - 1].
@@ -194,6 +241,10 @@ EMSCRIPTEN_BINDINGS(sensorformer) {
   emscripten::function("multiheadAttention", &multihead_attention);
   emscripten::function("simdArch", &simd_arch);
   emscripten::function("heapUsed", &heap_used);
+  emscripten::class_<AttentionHandle>("MultiheadAttention")
+      .constructor<>()
+      .function("load", &AttentionHandle::load)
+      .function("forward", &AttentionHandle::forward);
   emscripten::class_<ModelHandle>("Model")
       .constructor<>()
       .function("load", &ModelHandle::load)

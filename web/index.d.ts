@@ -44,10 +44,14 @@ export interface MhaWeights {
 
 export type AttentionOutput = 'none' | 'per-head' | 'average';
 
-export interface MhaOptions<A extends AttentionOutput = AttentionOutput> {
+export interface MhaConfig {
   embedDim: number;
   numHeads: number;
   weights: MhaWeights;
+}
+
+/** One call's inputs besides the query. */
+export interface MhaCallOptions<A extends AttentionOutput = AttentionOutput> {
   /** (S, E) keys/values; defaults to the query (self-attention). */
   key?: Float32Array;
   /** (S), 1 = ignore that key (torch's key_padding_mask True). */
@@ -55,6 +59,16 @@ export interface MhaOptions<A extends AttentionOutput = AttentionOutput> {
   /** Query i sees keys 0..i only. */
   causal?: boolean;
   attention?: A;
+}
+
+export interface MhaOptions<A extends AttentionOutput = AttentionOutput> extends MhaConfig, MhaCallOptions<A> {}
+
+/** Multi-head attention whose weights the core holds, checked and packed once. */
+export interface PreparedAttention {
+  /** Same results as Core.multiheadAttention with the prepared weights. Throws DISPOSED after dispose(). */
+  forward(query: Float32Array, options?: MhaCallOptions | null): MhaResult;
+  /** Frees the core's copy of the weights. Idempotent. */
+  dispose(): void;
 }
 
 export interface MhaResult {
@@ -73,6 +87,8 @@ export interface Core {
   timeEncoding(times: NumericArray | readonly number[], options: TimeEncodingOptions): { data: Float32Array; dims: [number, number] };
   /** torch.nn.MultiheadAttention forward of one sequence. Every value finite (else NON_FINITE). */
   multiheadAttention(query: Float32Array, options: MhaOptions): MhaResult;
+  /** Copies and packs the weights once, for many calls on them (what an ORT session does at creation). */
+  prepareMultiheadAttention(options: MhaConfig): PreparedAttention;
 }
 
 /** Loads the WebAssembly core once per page or process. */

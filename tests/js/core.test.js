@@ -40,6 +40,7 @@ for (const c of JSON.parse(attn.metadata.cases)) {
     const rows = T('weight_rows'), R = rows.length;
     const weights = { inProjWeight: T('in_proj_weight'), inProjBias: T('in_proj_bias'), outProjWeight: T('out_proj_weight'), outProjBias: T('out_proj_bias') };
     let worst = 0;
+    const prepared = core.prepareMultiheadAttention({ embedDim: E, numHeads: H, weights });
     for (let b = 0; b < c.batch; b++) {
       const x = T('x').subarray(b * N * E, (b + 1) * N * E);
       const keyPaddingMask = c.key_padding ? T('key_padding_mask').subarray(b * N, (b + 1) * N) : null;
@@ -47,6 +48,10 @@ for (const c of JSON.parse(attn.metadata.cases)) {
       for (const attention of ['none', 'per-head', 'average']) {
         const r = core.multiheadAttention(x, { embedDim: E, numHeads: H, weights, keyPaddingMask, causal: c.causal, attention });
         worst = Math.max(worst, assertClose(r.output, want, OUT_ATOL, OUT_RTOL, `${c.name} b${b} ${attention}`));
+        // Prepared weights run the same kernels on the same (packed) weights: bit-identical.
+        const p = prepared.forward(x, { keyPaddingMask, causal: c.causal, attention });
+        assert.deepEqual(p.output, r.output, `${c.name} b${b} ${attention}: prepared output`);
+        assert.deepEqual(p.attention, r.attention, `${c.name} b${b} ${attention}: prepared weights`);
         if (attention === 'none') continue;
         for (let k = 0; k < R; k++) {
           const i = rows[k];
@@ -62,9 +67,37 @@ for (const c of JSON.parse(attn.metadata.cases)) {
         }
       }
     }
+    prepared.dispose();
     console.log(`parity ${c.name}: max|diff| ${worst.toExponential(3)}`);
   });
 }
+
+test('prepared attention: cross-attention, its own copy of the weights, typed errors, dispose', () => {
+  const E = 8, H = 2, L = 3, S = 5;
+  const wave = (n, f) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * f) * 0.3);
+  const weights = { inProjWeight: wave(3 * E * E, 0.7), inProjBias: wave(3 * E, 1.3), outProjWeight: wave(E * E, 0.9), outProjBias: wave(E, 2.1) };
+  const query = wave(L * E, 0.21), key = wave(S * E, 0.43);
+  const opts = { key, keyPaddingMask: Uint8Array.of(0, 1, 0, 0, 1), attention: 'per-head' };
+  const want = core.multiheadAttention(query, { embedDim: E, numHeads: H, weights, ...opts });
+  const p = core.prepareMultiheadAttention({ embedDim: E, numHeads: H, weights });
+  const saved = weights.inProjWeight.slice();
+  weights.inProjWeight.fill(0);  // the prepared copy was taken at prepare time
+  const got = p.forward(query, opts);
+  assert.deepEqual(got.output, want.output);
+  assert.deepEqual(got.attention, want.attention);
+  assert.deepEqual(got.attentionDims, [H, L, S]);
+  weights.inProjWeight.set(saved);
+  assert.equal(code(() => p.forward(new Float32Array(7))), 'SHAPE_MISMATCH');
+  assert.equal(code(() => p.forward(query, { key, keyPaddingMask: Uint8Array.of(1) })), 'SHAPE_MISMATCH');
+  assert.equal(code(() => p.forward(query, 'causal')), 'INVALID_ARGUMENT');
+  assert.equal(code(() => p.forward(Float32Array.of(NaN, ...new Float32Array(E - 1)))), 'NON_FINITE');
+  p.dispose();
+  p.dispose();
+  assert.equal(code(() => p.forward(query)), 'DISPOSED');
+  assert.equal(code(() => core.prepareMultiheadAttention({ embedDim: E, numHeads: 3, weights })), 'INVALID_ARGUMENT');
+  assert.equal(code(() => core.prepareMultiheadAttention({ embedDim: E, numHeads: H, weights: { ...weights, outProjWeight: new Float32Array(3) } })), 'SHAPE_MISMATCH');
+  assert.equal(code(() => core.prepareMultiheadAttention(null)), 'INVALID_ARGUMENT');
+});
 
 test('a query with every key masked gets out_proj_bias and zero weights, not NaN', () => {
   const E = 4, H = 2;
@@ -79,14 +112,16 @@ test('a query with every key masked gets out_proj_bias and zero weights, not NaN
   assert.ok(r.attention.every((w) => w === 0));
 });
 
+// The code of the SensorformerError fn throws (any other outcome fails the test).
+function code(fn) {
+  try { fn(); } catch (e) {
+    assert.ok(e instanceof SensorformerError, `${e}`);
+    return e.code;
+  }
+  assert.fail('no error thrown');
+}
+
 test('bad input is a SensorformerError with a code', () => {
-  const code = (fn) => {
-    try { fn(); } catch (e) {
-      assert.ok(e instanceof SensorformerError, `${e}`);
-      return e.code;
-    }
-    assert.fail('no error thrown');
-  };
   assert.equal(code(() => core.timeEncoding([0, NaN], { dModel: 4 })), 'NON_FINITE');
   assert.equal(code(() => core.timeEncoding([0], { dModel: 3 })), 'INVALID_ARGUMENT');
   assert.equal(code(() => core.timeEncoding([0], { dModel: 4, maxPeriod: -1 })), 'INVALID_ARGUMENT');

@@ -116,6 +116,12 @@ export async function attention(): Promise<Float32Array | undefined> {
   });
   // @ts-expect-error the attention output mode is 'none' | 'per-head' | 'average'
   core.multiheadAttention(data, { embedDim: 8, numHeads: 1, weights, attention: 'all' });
+  const prepared = core.prepareMultiheadAttention({ embedDim: E, numHeads: 2, weights });
+  const map: Float32Array | undefined = prepared.forward(new Float32Array(2 * E), { causal: true, attention: 'per-head' }).attention;
+  // @ts-expect-error weights belong to prepareMultiheadAttention, not to each call
+  prepared.forward(new Float32Array(2 * E), { weights });
+  prepared.dispose();
+  void map;
   return result.attention;
 }
 

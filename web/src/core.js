@@ -68,38 +68,101 @@ class Core {
    * query: Float32Array (L*E); key: Float32Array (S*E), defaults to query (self-attention).
    * weights: { inProjWeight (3E*E), inProjBias? (3E), outProjWeight (E*E), outProjBias? (E) }.
    * keyPaddingMask: Uint8Array (S), 1 = ignore (torch True). attention: 'none' | 'per-head' | 'average'.
-   * Returns { output, dims: [L, E], attention?, attentionDims? }.
+   * Returns { output, dims: [L, E], attention?, attentionDims? }. The weights are checked, copied
+   * and packed on every call: for many calls on the same weights, prepareMultiheadAttention.
    */
   multiheadAttention(query, options) {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `multiheadAttention(query, options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
-    const { embedDim, numHeads, weights, key = query, keyPaddingMask = null, causal = false, attention = 'none' } = options;
-    positiveInt(embedDim, 'embedDim');
-    positiveInt(numHeads, 'numHeads');
-    float32(query, 'query');
-    if (key !== query) float32(key, 'key');
-    need(weights && typeof weights === 'object', 'INVALID_ARGUMENT', 'weights must be an object of Float32Arrays');
-    float32(weights.inProjWeight, 'weights.inProjWeight');
-    float32(weights.outProjWeight, 'weights.outProjWeight');
-    if (weights.inProjBias != null) float32(weights.inProjBias, 'weights.inProjBias');
-    if (weights.outProjBias != null) float32(weights.outProjBias, 'weights.outProjBias');
-    if (keyPaddingMask != null) {
-      need(typedArrayName(keyPaddingMask) === 'Uint8Array', 'INVALID_ARGUMENT', `keyPaddingMask must be a Uint8Array (1 = ignore), got ${describe(keyPaddingMask)}`);
-      const i = keyPaddingMask.findIndex((v) => v > 1);
-      need(i < 0, 'INVALID_ARGUMENT', `keyPaddingMask[${i}] must be 0 or 1 (1 = ignore), got ${keyPaddingMask[i]}`);
+    const { embedDim, numHeads, weights } = options;
+    attentionWeights(embedDim, numHeads, weights);
+    return runAttention(query, options, embedDim, numHeads, (...args) => this.#wasm.multiheadAttention(
+      args[0], args[1], args[2], args[3], embedDim, numHeads, weights.inProjWeight, weights.inProjBias ?? null,
+      weights.outProjWeight, weights.outProjBias ?? null, args[4], args[5], args[6]));
+  }
+
+  /**
+   * The same attention with its weights checked, copied into the core and packed once (what an
+   * ONNX Runtime session does at creation): { embedDim, numHeads, weights } as for
+   * multiheadAttention. Returns a PreparedAttention whose forward(query, { key, keyPaddingMask,
+   * causal, attention }) gives the same results as multiheadAttention; later changes to the
+   * caller's weight arrays are not seen. dispose() frees the copy (garbage collection also does).
+   */
+  prepareMultiheadAttention(options) {
+    need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `prepareMultiheadAttention(options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
+    const { embedDim, numHeads, weights } = options;
+    attentionWeights(embedDim, numHeads, weights);
+    const handle = new this.#wasm.MultiheadAttention();
+    const r = handle.load(embedDim, numHeads, weights.inProjWeight, weights.inProjBias ?? null, weights.outProjWeight, weights.outProjBias ?? null);
+    if (!r.ok) {
+      handle.delete();
+      unwrap(r);
     }
-    need(typeof causal === 'boolean', 'INVALID_ARGUMENT', `causal must be true or false, got ${describe(causal)}`);
-    need(Object.hasOwn(WEIGHTS_MODE, attention), 'INVALID_ARGUMENT', `attention must be one of ${Object.keys(WEIGHTS_MODE).join(', ')}, got ${describe(attention)}`);
-    need(query.length % embedDim === 0 && key.length % embedDim === 0, 'SHAPE_MISMATCH', `query and key lengths must be multiples of embedDim (${embedDim})`);
-    const L = query.length / embedDim, S = key.length / embedDim;
-    const r = unwrap(this.#wasm.multiheadAttention(
-      query, L, key, S, embedDim, numHeads, weights.inProjWeight, weights.inProjBias ?? null,
-      weights.outProjWeight, weights.outProjBias ?? null, keyPaddingMask, causal, WEIGHTS_MODE[attention]));
-    const result = { output: r.output, dims: [L, embedDim] };
-    if (attention !== 'none') {
-      result.attention = r.attention;
-      result.attentionDims = attention === 'per-head' ? [numHeads, L, S] : [L, S];
-    }
-    return result;
+    return new PreparedAttention(handle, embedDim, numHeads);
+  }
+}
+
+// The weights of multiheadAttention / prepareMultiheadAttention, checked before they are copied.
+function attentionWeights(embedDim, numHeads, weights) {
+  positiveInt(embedDim, 'embedDim');
+  positiveInt(numHeads, 'numHeads');
+  need(weights && typeof weights === 'object', 'INVALID_ARGUMENT', 'weights must be an object of Float32Arrays');
+  float32(weights.inProjWeight, 'weights.inProjWeight');
+  float32(weights.outProjWeight, 'weights.outProjWeight');
+  if (weights.inProjBias != null) float32(weights.inProjBias, 'weights.inProjBias');
+  if (weights.outProjBias != null) float32(weights.outProjBias, 'weights.outProjBias');
+}
+
+// One call's inputs checked, then run(query, L, key, S, keyPaddingMask, causal, weightsMode).
+function runAttention(query, options, embedDim, numHeads, run) {
+  const { key = query, keyPaddingMask = null, causal = false, attention = 'none' } = options;
+  float32(query, 'query');
+  if (key !== query) float32(key, 'key');
+  if (keyPaddingMask != null) {
+    need(typedArrayName(keyPaddingMask) === 'Uint8Array', 'INVALID_ARGUMENT', `keyPaddingMask must be a Uint8Array (1 = ignore), got ${describe(keyPaddingMask)}`);
+    const i = keyPaddingMask.findIndex((v) => v > 1);
+    need(i < 0, 'INVALID_ARGUMENT', `keyPaddingMask[${i}] must be 0 or 1 (1 = ignore), got ${keyPaddingMask[i]}`);
+  }
+  need(typeof causal === 'boolean', 'INVALID_ARGUMENT', `causal must be true or false, got ${describe(causal)}`);
+  need(Object.hasOwn(WEIGHTS_MODE, attention), 'INVALID_ARGUMENT', `attention must be one of ${Object.keys(WEIGHTS_MODE).join(', ')}, got ${describe(attention)}`);
+  need(query.length % embedDim === 0 && key.length % embedDim === 0, 'SHAPE_MISMATCH', `query and key lengths must be multiples of embedDim (${embedDim})`);
+  const L = query.length / embedDim, S = key.length / embedDim;
+  const r = unwrap(run(query, L, key, S, keyPaddingMask, causal, WEIGHTS_MODE[attention]));
+  const result = { output: r.output, dims: [L, embedDim] };
+  if (attention !== 'none') {
+    result.attention = r.attention;
+    result.attentionDims = attention === 'per-head' ? [numHeads, L, S] : [L, S];
+  }
+  return result;
+}
+
+const registry = new FinalizationRegistry((handle) => handle.delete());
+
+/** Multi-head attention on weights held by the core (Core.prepareMultiheadAttention). */
+class PreparedAttention {
+  #handle;
+  #embedDim;
+  #numHeads;
+  constructor(handle, embedDim, numHeads) {
+    this.#handle = handle;
+    this.#embedDim = embedDim;
+    this.#numHeads = numHeads;
+    registry.register(this, handle, this);
+  }
+
+  /** query and options ({ key, keyPaddingMask, causal, attention }) as for Core.multiheadAttention. */
+  forward(query, options) {
+    need(this.#handle, 'DISPOSED', 'this prepared attention was disposed');
+    options ??= {};
+    need(typeof options === 'object', 'INVALID_ARGUMENT', `forward(query, options): options must be an object, got ${describe(options)}`);
+    return runAttention(query, options, this.#embedDim, this.#numHeads, (...args) => this.#handle.forward(...args));
+  }
+
+  /** Frees the core's copy of the weights; later calls throw DISPOSED. Idempotent. */
+  dispose() {
+    if (!this.#handle) return;
+    registry.unregister(this);
+    this.#handle.delete();
+    this.#handle = null;
   }
 }
 
