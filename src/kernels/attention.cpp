@@ -103,8 +103,12 @@ struct BlockState {
 
 // s(kRows, nc) = q(kRows, Dh) . kt(Dh, nc), nc a multiple of 2 vectors <= kKeyBlock (s and kt
 // have rows of kKeyBlock), with q stored interleaved as qs[d * kRows + r] so the four broadcasts
-// of step d sit at constant offsets from one pointer.
-void tile_scores(const float* qs, int Dh, const float* kt, int nc, float* s) {
+// of step d sit at constant offsets from one pointer. rmax(r) = max over the tile's row r, taken
+// from the accumulators so an unmasked tile needs no second pass over s for its max (kMax false:
+// a masked tile, whose max is taken after the mask, skips it).
+template <bool kMax>
+void tile_scores(const float* qs, int Dh, const float* kt, int nc, float* s, float* rmax) {
+  fbatch m0(kNegInf), m1(kNegInf), m2(kNegInf), m3(kNegInf);
   for (int j = 0; j < nc; j += 2 * kW) {
     fbatch a00(0.0f), a01(0.0f), a10(0.0f), a11(0.0f), a20(0.0f), a21(0.0f), a30(0.0f), a31(0.0f);
     const float* b = kt + j;
@@ -129,6 +133,23 @@ void tile_scores(const float* qs, int Dh, const float* kt, int nc, float* s) {
     a21.store_aligned(s + 2 * kKeyBlock + j + kW);
     a30.store_aligned(s + 3 * kKeyBlock + j);
     a31.store_aligned(s + 3 * kKeyBlock + j + kW);
+    if (kMax) {
+      m0 = vmax(m0, vmax(a00, a01));
+      m1 = vmax(m1, vmax(a10, a11));
+      m2 = vmax(m2, vmax(a20, a21));
+      m3 = vmax(m3, vmax(a30, a31));
+    }
+  }
+  if (!kMax) return;
+  alignas(64) float lanes[kRows * kW];
+  m0.store_aligned(lanes);
+  m1.store_aligned(lanes + kW);
+  m2.store_aligned(lanes + 2 * kW);
+  m3.store_aligned(lanes + 3 * kW);
+  for (int r = 0; r < kRows; ++r) {
+    float x = lanes[r * kW];
+    for (int u = 1; u < kW; ++u) x = std::max(x, lanes[r * kW + u]);
+    rmax[r] = x;
   }
 }
 
@@ -303,7 +324,13 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
         // of 1-51 tokens) or a causal diagonal tile does not pay for a full tile of 64.
         const int nv = std::min(nk, lim_hi - j0);
         const int nc = std::min(kKeyBlock, (nv + 2 * kW - 1) / (2 * kW) * (2 * kW));
-        tile_scores(qs + r0 * Dh, Dh, kt_t, nc, s);
+        // The fused max holds only when no column of the tile is masked for these rows.
+        const bool unmasked = tile_mask[t] == 0 && lim_lo >= j0 + nc;
+        float rmax[kRows];
+        if (unmasked)
+          tile_scores<true>(qs + r0 * Dh, Dh, kt_t, nc, s, rmax);
+        else
+          tile_scores<false>(qs + r0 * Dh, Dh, kt_t, nc, s, rmax);
         float corr[kRows];
         for (int rr = 0; rr < kRows; ++rr) {
           float* sr = s + rr * kKeyBlock;
@@ -314,7 +341,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           if (lim_lo < j0 + nc)
             for (int j = std::max(0, lim[rr] - j0); j < nc; ++j) sr[j] = kNegInf;
           const int r = r0 + rr;
-          const float mt = hmax(sr, nc);
+          const float mt = unmasked ? rmax[rr] : hmax(sr, nc);
           const float m_new = std::max(blk.m[r], mt);
           // Rows that have seen no unmasked key keep m = -inf; exponentiating against 0 instead
           // keeps their probabilities at exactly 0 (never -inf - -inf = NaN).

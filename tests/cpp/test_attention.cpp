@@ -363,6 +363,22 @@ TEST(TiledAttention, NanInAQueryIsNotHidden) {
   }
 }
 
+// A NaN in one key, inside a whole unmasked tile (whose max is taken from the score GEMM's
+// registers, not from a second pass) and in a partial masked one, reaches every query's output
+// as NaN (as in torch: each row's softmax sees a NaN score). Lane-wise max may drop a NaN lane,
+// so this holds only if the exponential keeps it.
+TEST(TiledAttention, NanInAKeyIsNotHidden) {
+  const int L = 9, S = 100, Dh = 64;
+  for (int bad : {5, 63, 70}) {  // first tile (unmasked), its last column, second tile (masked past S)
+    auto q = random_floats(L * Dh, 3), k = random_floats(S * Dh, 4), v = random_floats(S * Dh, 5);
+    k[bad * Dh + 7] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> out(L * Dh);
+    kernels::attention_head(L, S, Dh, 0.125f, q.data(), Dh, k.data(), Dh, v.data(), Dh, nullptr,
+                            nullptr, out.data(), Dh, nullptr);
+    for (int i = 0; i < L * Dh; ++i) ASSERT_TRUE(std::isnan(out[i])) << "key " << bad << " at " << i;
+  }
+}
+
 // The softmax's exponential against std::exp2 in double: relative error <= 2e-7 (the polynomial's
 // 9.5e-8 bound with margin for the final scaling) over [-126, 0] (a 1/1024 grid and 100000
 // random points), exactly 1 at 0, and exactly 0 below -126.5 and for -inf.
