@@ -2,36 +2,9 @@
 // interleaved timing with medians, FLOP counts and markdown tables.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-
-/** safetensors file -> { metadata, tensors: name -> { dtype, shape, data } } (F64/F32/F16 read as
- * Float64Array/Float32Array; F16 widened). The format: u64 LE header length, JSON header, bytes. */
-export function readSafetensors(path) {
-  const buf = readFileSync(path);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
-  const base = 8 + n;
-  const tensors = {};
-  for (const [name, info] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const [begin, end] = info.data_offsets;
-    const bytes = buf.subarray(base + begin, base + end);
-    const copy = new Uint8Array(bytes).buffer;  // aligned copy
-    let data;
-    if (info.dtype === 'F32') data = new Float32Array(copy);
-    else if (info.dtype === 'F64') data = new Float64Array(copy);
-    else if (info.dtype === 'F16') data = Float32Array.from(new Uint16Array(copy), halfToFloat);
-    else throw new Error(`${path}: ${name} has dtype ${info.dtype}, not read by the bench`);
-    tensors[name] = { dtype: info.dtype, shape: info.shape, data };
-  }
-  return { metadata: header.__metadata__ ?? {}, tensors };
-}
-
-function halfToFloat(h) {
-  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
-  if (e === 0) return s * f * 2 ** -24;
-  if (e === 31) return f ? NaN : s * Infinity;
-  return s * (1 + f / 1024) * 2 ** (e - 15);
-}
+// The tests' safetensors reader (F32 / F64 / I32 / U8): the bench's weight files are F32 and F64.
+export { readSafetensors } from '../tests/js/safetensors.js';
+import { prng } from '../tests/js/prng.js';
 
 export function readF32(path) {
   const b = readFileSync(path);
@@ -41,14 +14,7 @@ export function readF32(path) {
 /** Seeded standard-normal Float32Array (mulberry32 + Box-Muller): the bench's inputs past the
  * committed reference cases; every runtime gets the same array. */
 export function normals(n, seed) {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = prng(seed);
   const out = new Float32Array(n);
   for (let i = 0; i < n; i += 2) {
     const u = 1 - uniform(), v = uniform();

@@ -75,9 +75,9 @@ class Core {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `multiheadAttention(query, options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
     const { embedDim, numHeads, weights } = options;
     attentionWeights(embedDim, numHeads, weights);
-    return runAttention(query, options, embedDim, numHeads, (...args) => this.#wasm.multiheadAttention(
-      args[0], args[1], args[2], args[3], embedDim, numHeads, weights.inProjWeight, weights.inProjBias ?? null,
-      weights.outProjWeight, weights.outProjBias ?? null, args[4], args[5], args[6]));
+    return runAttention(query, options, embedDim, numHeads, (q, L, key, S, mask, causal, mode) => this.#wasm.multiheadAttention(
+      q, L, key, S, embedDim, numHeads, weights.inProjWeight, weights.inProjBias ?? null,
+      weights.outProjWeight, weights.outProjBias ?? null, mask, causal, mode));
   }
 
   /**
