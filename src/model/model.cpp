@@ -243,26 +243,23 @@ const kernels::PackedWeights* Model::pack(const std::string& weight, const std::
   return &p;
 }
 
-Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
-                        const Tokens& t, const ForwardOptions& options, float* x,
-                        std::vector<AttentionMap>* maps, Workspace* ws) const {
+Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups,
+                        const std::vector<std::vector<int>>& limits, const EncoderLayerWeights& w, const Tokens& t,
+                        const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const {
   const int d = config_.d_model, H = config_.n_heads;
   const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int>& members = groups[g];
     const int n = static_cast<int>(members.size());
     // Gathered into the forward's buffers (sized for the largest group before the first layer).
-    ws->times.resize(n);  // time_causal_limits reads its size; within the capacity reserved
     float* buf = ws->group.data();
     for (int i = 0; i < n; ++i) {
       std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
       ws->ignore[i] = !t.present[members[i]];
-      ws->times[i] = t.time[members[i]];
     }
-    const std::vector<int> limits = config_.causal ? time_causal_limits(ws->times) : std::vector<int>();
     AttentionMap map;
     if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
-    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits.data(),
+    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits[g].data(),
                                      options.attention_maps ? map.weights.data() : nullptr, &ws->layer));
     for (int i = 0; i < n; ++i)
       std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
@@ -350,17 +347,25 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   Workspace ws;
   ws.group.resize(largest * d);
   ws.ignore.resize(largest);
-  ws.times.reserve(largest);
   ws.layer.y.resize(largest * d);
   ws.layer.sa.resize(largest * d);
   const bool ref = options.kernels == kernels::KernelSet::kReference;
   ws.layer.hidden.resize((ref ? largest : std::min<std::size_t>(largest, kFeedForwardRows)) * c.dim_feedforward);
   ws.layer.mha.qkv.resize(largest * 3 * d);
   ws.layer.mha.ctx.resize(largest * d);
+  // A causal model's key limits per block and group: the same for every layer.
+  std::vector<std::vector<std::vector<int>>> limits(blocks.size());
+  if (c.causal)
+    for (size_t b = 0; b < blocks.size(); ++b)
+      for (const std::vector<int>& members : groups[b]) {
+        std::vector<double> times(members.size());
+        for (size_t i = 0; i < members.size(); ++i) times[i] = t.time[members[i]];
+        limits[b].push_back(time_causal_limits(times));
+      }
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
-      SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], b == 0 ? layers_[l] : channel_layers_[l], t, options,
-                                   r.embeddings.data(), &r.attention, &ws));
+      SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], limits[b], b == 0 ? layers_[l] : channel_layers_[l], t,
+                                   options, r.embeddings.data(), &r.attention, &ws));
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),
                                                           param("encoder.norm.bias"), c.layer_norm_eps, r.embeddings.data());

@@ -91,11 +91,12 @@ class Model {
     LayerWorkspace layer;
     std::vector<float> group;          // (g, d) the group's rows, gathered
     std::vector<std::uint8_t> ignore;  // (g)
-    std::vector<double> times;         // (g)
   };
-  Status run_block(int layer, AttentionBlock block, const TokenGroups& groups, const EncoderLayerWeights& w,
-                   const Tokens& t, const ForwardOptions& options, float* x,
-                   std::vector<AttentionMap>* maps, Workspace* ws) const;
+  // limits: per group, its time-causal key limits (causal models; empty otherwise), computed once
+  // per forward since every layer sees the same groups.
+  Status run_block(int layer, AttentionBlock block, const TokenGroups& groups,
+                   const std::vector<std::vector<int>>& limits, const EncoderLayerWeights& w, const Tokens& t,
+                   const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const;
 
   ModelConfig config_;
   std::string config_json_;
