@@ -9,7 +9,10 @@
 //                                          the emitted JavaScript is run with Node
 //   <!-- test: sh [files=...] [id=...] --> run with bash -euo pipefail (`npx sensorformer` included)
 //   <!-- test: stdout -->                  above a ```text block right after a runnable block: what
-//                                          that block prints, compared line by line, exactly
+//                                          that block prints, compared line by line, exactly (the
+//                                          .wasm computes the same bits on every engine: no relaxed
+//                                          SIMD; snippets print rounded numbers and counts, never
+//                                          times of day)
 //   <!-- test: skip (why) -->              not run, with the reason: a fragment, an install, a
 //                                          job that takes minutes or needs PyTorch
 // A js / ts / sh / python block without a marker fails this test, so a new snippet is either run
@@ -51,7 +54,7 @@ const CODE = new Map([
 // A snippet runs in a few seconds (the Bluetooth one streams ~6 s of simulated ECG in real time;
 // npx alone takes ~1-3 s on a busy 2-core machine); a hang is caught well before node:test's own.
 const BLOCK_TIMEOUT_MS = 90_000;
-const TEST_TIMEOUT_MS = 10 * BLOCK_TIMEOUT_MS;
+const TEST_TIMEOUT_MS = 3 * BLOCK_TIMEOUT_MS;  // tsc, then the run; npm pack --dry-run
 const tmp = mkdtempSync(join(tmpdir(), 'sf-readme-'));
 after(() => { if (!process.env.SENSORFORMER_KEEP_TMP) rmSync(tmp, { recursive: true, force: true }); });
 
