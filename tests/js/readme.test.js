@@ -216,6 +216,22 @@ for (const block of runnable) {
   });
 }
 
+test('parseBlocks reads fences, their markers and their files; a bad marker is an error naming the line', () => {
+  const md = [
+    'Intro', '<!-- test: node files=model.safetensors:demo/model/demo.safetensors,examples/window.json id=x -->', '```js', 'a();', '```',
+    '', '```sh', 'b', '```', '<!-- test: skip (takes an hour) -->', '  ~~~python', '  c', '  ~~~', '```', 'tree', '```',
+  ].join('\n');
+  const blocks = parseBlocks(md, 'x.md');
+  assert.deepEqual(blocks.map((b) => [b.line, b.lang, b.code, b.marker?.kind ?? null]),
+    [[3, 'js', 'a();', 'node'], [7, 'sh', 'b', null], [11, 'python', 'c', 'skip'], [14, '', 'tree', null]]);
+  assert.deepEqual(blocks[0].marker.files, [{ as: 'model.safetensors', from: 'demo/model/demo.safetensors' }, { as: 'examples/window.json', from: 'examples/window.json' }]);
+  assert.equal(blocks[0].marker.id, 'x');
+  assert.equal(blocks[2].marker.reason, 'takes an hour');
+  assert.throws(() => parseBlocks('<!-- test: skip -->\n```sh\nx\n```', 'y.md'), /y\.md:1: unknown marker "skip"/);
+  assert.throws(() => parseBlocks('<!-- test: node file=a -->\n```js\nx\n```', 'y.md'), /y\.md:1: unknown marker attribute "file=a"/);
+  assert.throws(() => parseBlocks('```js\nx', 'y.md'), /y\.md:1: a fence that is never closed/);
+});
+
 test('every stdout block follows a runnable block', () => {
   for (const [i, b] of allBlocks.entries()) {
     if (b.marker?.kind !== 'stdout') continue;
