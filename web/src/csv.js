@@ -44,10 +44,10 @@ const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 // "1.5e-3" -> 1e-4. Rounded text is off by up to half of it; truncated text by up to all of it.
 function quantum(text) {
   const m = NUMBER.exec(text);
-  if (!m) return 0;
+  if (!m) return 1;  // "0x10": Number() reads hex, an integer
   const dot = m[1].indexOf('.');
   const decimals = (dot < 0 ? 0 : m[1].length - dot - 1) - (m[2] ? Number(m[2].slice(1)) : 0);
-  return 10 ** -decimals;
+  return Number(`1e${-decimals}`);  // not 10 ** -4, which is 0.00009999999999999999
 }
 
 // Spacing of float64 values near x: epoch seconds (1.7e9) are stored to about 2.4e-7 s.
@@ -68,15 +68,26 @@ function fitLine(n, t) {
   return { period: b, start: t0 + a, worst };
 }
 
-// Sample numbers for timestamps t at a period p: each step is a whole number of periods, so a
-// missing sample (a gap of two periods) keeps the rest in place. null when a step rounds to 0
-// periods (two values closer than half a period cannot be samples of one rate).
-function sampleNumbers(t, p) {
-  const n = [0];
-  for (let i = 1; i < t.length; i++) {
-    const steps = Math.round((t[i] - t[i - 1]) / p);
-    if (steps < 1) return null;
-    n.push(n[i - 1] + steps);
+// Sample numbers for timestamps t: each timestamp goes to the sample of the line fitted to those
+// before it (the first step at the period p0), so a missing sample (a gap of two periods) keeps the
+// rest in place, and a long gap (a disconnect) is measured with the rate of all the data before
+// it, not one step's. null when two timestamps fall on one sample (they are closer than half a
+// period: not samples of one rate).
+function sampleNumbers(t, p0) {
+  const k = t.length, n = new Array(k);
+  n[0] = 0;
+  let sn = 0, st = 0, snn = 0, snt = 0;  // running sums for the least-squares line, t relative to t[0]
+  for (let i = 1; i < k; i++) {
+    const d = t[i - 1] - t[0];
+    sn += n[i - 1]; st += d; snn += n[i - 1] ** 2; snt += n[i - 1] * d;
+    let next;
+    if (i === 1) next = Math.round((t[1] - t[0]) / p0);
+    else {
+      const b = (i * snt - sn * st) / (i * snn - sn * sn), a = (st - b * sn) / i;
+      next = Math.round((t[i] - t[0] - a) / b);
+    }
+    if (!(next > n[i - 1])) return null;
+    n[i] = next;
   }
   return n;
 }
@@ -105,17 +116,15 @@ function classify(name, t, q) {
       return { ...regular(fit, n), warning: `CSV column "${name}": its timestamps (to ${q} s) are too coarse to show its sample interval; read as regular at ${hz(1 / fit.period)} Hz assuming no sample is missing. Pass --rate ${name}=<Hz> to set the rate, or --rate ${name}=events to read it as event-driven` };
     return asEvents(`its timestamps (to ${q} s) are too coarse to show a sample interval and do not fit one rate`);
   }
-  let n = sampleNumbers(t, median), fit = n && fitLine(n, t);
-  // Refit once with the fitted period: the median step is off by up to a quantum.
-  const again = fit && sampleNumbers(t, fit.period);
-  if (again) { n = again; fit = fitLine(n, t); }
-  if (!fit) return asEvents('two of its values are less than half a sample interval apart');
+  const n = sampleNumbers(t, median);
+  if (!n) return asEvents('two of its values are less than half a sample interval apart');
+  const fit = fitLine(n, t);
+  if (n[k - 1] + 1 - k > MAX_MISSING_PER_VALUE * k)
+    return asEvents(`read as regular at ${hz(1 / fit.period)} Hz it would be ${n[k - 1] + 1 - k} missing samples for ${k} values`);
   if (fit.worst > tolerance)
     return fit.worst < NEARLY_REGULAR * fit.period
       ? asEvents(`its timestamps are nearly regular (${hz(1 / fit.period)} Hz) but miss that rate by up to ${Number(fit.worst.toPrecision(2))} s, more than their printed precision (${q} s) allows`)
       : { events: true };
-  if (n[k - 1] + 1 - k > MAX_MISSING_PER_VALUE * k)
-    return asEvents(`read as regular at ${hz(1 / fit.period)} Hz it would be ${n[k - 1] + 1 - k} missing samples for ${k} values`);
   return regular(fit, n);
 }
 
@@ -156,8 +165,8 @@ export function readCsv(text, { placement, firstSensor = 0, rates = {}, onWarnin
     if (!m) throw bad(`column "${h}" is not modality[@placement][#sensor]`);
     return { name: h, stream: { modality: m[1], placement: m[2] ?? placement, sensor: m[3] !== undefined ? Number(m[3]) : firstSensor + i } };
   });
-  // Per column: the times, the quantum of their text and the values of its non-empty cells.
-  const cols = columns.map(() => ({ t: [], q: 0, v: [] }));
+  // Per column: the times, the finest quantum of their text and the values of its non-empty cells.
+  const cols = columns.map(() => ({ t: [], q: Infinity, v: [] }));
   let last = -Infinity;
   for (let r = 1; r < lines.length; r++) {
     const { line, n } = lines[r];
@@ -176,7 +185,7 @@ export function readCsv(text, { placement, firstSensor = 0, rates = {}, onWarnin
       if (!Number.isFinite(v))
         throw new SensorformerError('NON_FINITE', `CSV: line ${n}, column "${name}": ${cell} is not finite (leave the cell empty for a missing sample)`);
       cols[c].t.push(t);
-      cols[c].q = Math.max(cols[c].q, quantum(timeText));
+      cols[c].q = Math.min(cols[c].q, quantum(timeText));  // "10.5" next to "10.4375": trailing zeros trimmed
       cols[c].v.push(v);
     });
   }
