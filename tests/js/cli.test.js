@@ -450,6 +450,12 @@ test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => 
     assert.match(r.stderr, pattern);
     assert.equal(r.stderr.split('\n').length, 2, `one line: ${r.stderr}`);
   }
+  // The input is read and checked before the model is loaded: its error comes first.
+  const badCsv = join(tmp, 'bad-first.csv');
+  writeFileSync(badCsv, 'time,hr\n1,60\n2,sixty\n');
+  const r = await run('run', '--model', join(tmp, 'nope.safetensors'), '--input', badCsv);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV: line 3, column "hr": "sixty" is not a number (leave the cell empty or write NaN for a missing sample)\n');
   // 0: --help and a normal run (and a reader that closes stdout early, in the test above)
   assert.equal((await run('--help')).status, 0);
   assert.equal((await run('run', '--model', modelPath, '--input', json)).status, 0);

@@ -198,3 +198,9 @@ test('one wild timestamp does not build a huge regular stream of nulls', () => {
   assert.equal(streams[0].timestamps.length, rows.length);
   assert.match(warnings[0], /read as regular at 130(\.\d+)? Hz it would be \d+ missing samples for 261 values; read as event-driven/);
 });
+
+test('a spreadsheet byte-order mark and CRLF line ends are read as any other CSV', () => {
+  const { streams, warnings } = read('\uFEFFtime,hr#1\r\n1.0,60\r\n2.0,61\r\n3.0,62\r\n');
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(streams, [{ modality: 'hr', placement: 'chest', sensor: 1, rateHz: 1, startTime: 1, samples: [60, 61, 62] }]);
+});

@@ -187,21 +187,19 @@ async function openInput(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
   const text = path === '-' ? await readStream(process.stdin) : await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
   const kind = inputKind(text, name, values.format);
-  const unused = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
+  const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
+  const unused = misplaced.filter((o) => ONLY[o] === ONLY[misplaced[0]]);  // one kind per message
   if (unused.length)
     throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${KIND_NAMES[ONLY[unused[0]]]} only; ${name} is ${KIND_NAMES[kind]}`);
   if (kind === 'csv') {
-    const rates = csvRates(values.rate, text);
-    let columns;
+    // Parsed before the model loads: a bad row or --rate fails fast, the warnings come first.
+    // Columns that name no placement get --placement, else the model's first (known only then).
+    const { window, columns } = readCsv(text, { ...options, rates: csvRates(values.rate, text), placement: values.placement, onWarning: note });
     return {
       kind,
       count: 1,
       single: true,
-      windows: (config) => {
-        const csv = readCsv(text, { ...options, rates, placement: values.placement ?? config.placements[0], onWarning: note });
-        columns = csv.columns;
-        return [csv.window];
-      },
+      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }],
       label: (j) => `CSV column "${columns[j]}"`,
     };
   }

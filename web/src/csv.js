@@ -144,14 +144,15 @@ function atRate(name, t, rateHz) {
 /** The header's column names after "time", as written (the keys options.rates accepts). */
 export function csvColumns(text) {
   if (typeof text !== 'string') throw bad(`expected the CSV text (a string), got ${describe(text)}`);
-  const first = text.split(/\r?\n/).find((line) => line.trim() !== '') ?? '';
+  const first = text.replace(/^\uFEFF/, '').split(/\r?\n/).find((line) => line.trim() !== '') ?? '';
   return first.split(',').slice(1).map((h) => h.trim());
 }
 
 /** The window (see parseCsv) and, for each of its streams, the CSV column it came from. */
 export function readCsv(text, { placement, firstSensor = 0, rates = {}, onWarning = () => {} } = {}) {
   if (typeof text !== 'string') throw bad(`expected the CSV text (a string), got ${describe(text)}`);
-  const lines = text.split(/\r?\n/).map((line, i) => ({ line, n: i + 1 })).filter(({ line }) => line.trim() !== '');
+  // A byte-order mark (spreadsheet programs write one) is not part of the first column's name.
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/).map((line, i) => ({ line, n: i + 1 })).filter(({ line }) => line.trim() !== '');
   if (lines.length < 2) throw bad('needs a header and at least one row');
   const header = lines[0].line.split(',').map((h) => h.trim());
   if (header[0].toLowerCase() !== 'time') throw bad(`first column must be "time", got "${header[0]}"`);
