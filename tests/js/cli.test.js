@@ -470,6 +470,10 @@ test('output: no embeddings by default, --embeddings adds them (tokens x d_model
   for (const r of [plain, withEmbeddings, pretty, prettyAttention]) assert.equal(r.status, 0, r.stderr);
   assert.ok(plain.stdout.length * 3 < withEmbeddings.stdout.length, `${plain.stdout.length} vs ${withEmbeddings.stdout.length} bytes`);
   assert.equal(pretty.stdout, `${JSON.stringify(JSON.parse(prettyAttention.stdout), null, 2)}\n`);
+  // --output - is stdout
+  const dash = await run('run', '--model', modelPath, '--input', json, '--output', '-');
+  assert.equal(dash.status, 0, dash.stderr);
+  assert.equal(dash.stdout, plain.stdout);
   const model = await loadModel(modelPath);
   const { windows } = JSON.parse(readFileSync(json, 'utf8'));
   JSON.parse(withEmbeddings.stdout).windows.forEach((w, i) => {

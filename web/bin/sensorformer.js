@@ -50,7 +50,7 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                        replayed through the device layer into windows of --window seconds every --hop
                -: read standard input. Examples: examples/window.json, examples/device.csv
   --format     what the input is, when neither its name (.json, .csv, .sfrec) nor its start tells
-  --output     write the JSON there instead of stdout (the folder must exist)
+  --output     write the JSON there instead of stdout (the folder must exist; - is stdout)
   --pretty     indent the JSON (2 spaces)
   --embeddings include each window's token embeddings (tokens x d_model; large: left out by default)
   --attention  include attention maps (per layer, block, group: token indices and H x g x g weights)
@@ -268,8 +268,8 @@ function toJson(r, { embeddings }) {
     head: r.head ? f32(r.head) : null,
   };
   // From models whose config has labels (computed by the model; passed through as they are).
-  if (r.probabilities) out.probabilities = f32(r.probabilities);
-  if (r.label !== undefined) out.label = r.label;
+  if (r.probabilities != null) out.probabilities = f32(r.probabilities);
+  if (r.label != null) out.label = r.label;
   if (embeddings) out.embeddings = rows(r.embeddings, r.dims[1]);
   if (r.attention)
     out.attention = r.attention.map((m) => ({
@@ -352,7 +352,7 @@ async function main() {
   const windows = input.windows(model.config);
   // Opened once the model and the input are known good (no empty file for a typo in --model), and
   // before the windows are computed (a missing folder is reported before the work, not after).
-  const sink = values.output ? await fileSink(values.output) : stdoutSink();
+  const sink = values.output && values.output !== '-' ? await fileSink(values.output) : stdoutSink();
   const layout = values.pretty ? LAYOUT.pretty : LAYOUT.compact;
   const forwardOptions = { attention: values.attention, maxGflop: options.maxGflop };
 
