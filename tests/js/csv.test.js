@@ -2,8 +2,9 @@
 // issue's two failure cases rebuilt from a seeded generator (issue 11, item 6).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 
-import { loadModel } from '../../web/src/index.js';
+import { loadModel, SensorformerError } from '../../web/src/index.js';
 import { parseCsv, readCsv } from '../../web/src/csv.js';
 import { prng } from './prng.js';
 import { fixturePath } from './safetensors.js';
@@ -203,4 +204,71 @@ test('a spreadsheet byte-order mark and CRLF line ends are read as any other CSV
   const { streams, warnings } = read('\uFEFFtime,hr#1\r\n1.0,60\r\n2.0,61\r\n3.0,62\r\n');
   assert.deepEqual(warnings, []);
   assert.deepEqual(streams, [{ modality: 'hr', placement: 'chest', sensor: 1, rateHz: 1, startTime: 1, samples: [60, 61, 62] }]);
+});
+
+test('steps of one or two printed units are resolved: 1 Hz in whole seconds, 100 and 60 Hz to 0.01 s, no warning', () => {
+  let r = read('time,hr#1\n1764460800,60\n1764460801,61\n1764460802,62\n1764460803,63\n');
+  assert.deepEqual(r.warnings, []);
+  assert.equal(r.streams[0].rateHz, 1);
+  const rows = Array.from({ length: 300 }, (_, i) => ({ t: T0 + i / 100, cells: { acc_x: i } }));
+  r = read(csv(['acc_x'], rows, 2));
+  assert.deepEqual(r.warnings, []);
+  assert.ok(Math.abs(r.streams[0].rateHz - 100) <= rateBound(0.01, 100, 300) / 100, `${r.streams[0].rateHz}`);  // exact steps: float64 error only
+  // 60 Hz to 0.01 s (steps of 0.01 and 0.02, never 0): each step still rounds to one sample, and
+  // the line fits within the precision: regular, no warning (130 Hz, with steps of 0, is above).
+  const sixty = Array.from({ length: 300 }, (_, i) => ({ t: T0 + i / 60, cells: { acc_x: i } }));
+  r = read(csv(['acc_x'], sixty, 2));
+  assert.deepEqual(r.warnings, []);
+  assert.ok(Math.abs(r.streams[0].rateHz - 60) <= rateBound(0.01, 60, 300), `${r.streams[0].rateHz}`);
+  assert.equal(r.streams[0].samples.length, 300);
+});
+
+// fast-check (seeded): any CSV of numeric cells on non-decreasing times either reads, with every
+// value the file holds in the window exactly once and every time where the file put it, or fails
+// with a SensorformerError; nothing else (no other exception, no NaN rate, no lost value).
+test('property: every value of any CSV is in the window once, at its time, or the CSV is refused with a SensorformerError', () => {
+  const cell = fc.oneof(fc.constant(''), fc.constant('NaN'), fc.integer({ min: -1000, max: 1000 }).map(String), fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((v) => String(v)));
+  const csvCase = fc.record({
+    base: fc.constantFrom(0, 1.5, T0),
+    decimals: fc.integer({ min: 0, max: 7 }),
+    steps: fc.array(fc.oneof(fc.constant(0), fc.double({ min: 0, max: 3, noNaN: true }), fc.constantFrom(1 / 130, 1 / 50, 1)), { minLength: 1, maxLength: 60 }),
+    columns: fc.integer({ min: 1, max: 3 }),
+    cells: fc.array(cell, { minLength: 180, maxLength: 180 }),
+  });
+  let regular = 0, events = 0, refused = 0;
+  fc.assert(fc.property(csvCase, ({ base, decimals, steps, columns, cells }) => {
+    let t = base;
+    const times = steps.map((d) => (t += d).toFixed(decimals));
+    const names = ['ecg@chest#0', 'acc_x@wrist#1', 'hr#2'].slice(0, columns);
+    const rows = times.map((time, r) => [time, ...names.map((_, c) => cells[(r * columns + c) % cells.length])]);
+    const text = [`time,${names.join(',')}`, ...rows.map((r) => r.join(','))].join('\n');
+    let out;
+    try {
+      out = readCsv(text, { placement: 'chest', onWarning: (m) => assert.equal(typeof m, 'string') });
+    } catch (e) {
+      assert.ok(e instanceof SensorformerError, `${e?.name}: ${e?.message}\n${text}`);
+      refused++;
+      return;
+    }
+    names.forEach((name, c) => {
+      const given = rows.flatMap((r) => (r[c + 1] === '' || r[c + 1] === 'NaN' ? [] : [[Number(r[0]), Number(r[c + 1])]]));
+      const j = out.columns.indexOf(name);
+      if (!given.length) return assert.equal(j, -1, `${name} has no value and is left out`);
+      const s = out.window.streams[j];
+      if (s.timestamps) {
+        events++;
+        assert.deepEqual(s.timestamps.map((x, i) => [x, s.samples[i]]), given);
+      } else {
+        regular++;
+        assert.ok(Number.isFinite(s.rateHz) && s.rateHz > 0 && Number.isFinite(s.startTime), `${s.rateHz} ${s.startTime}`);
+        const kept = s.samples.flatMap((v, i) => (v === null ? [] : [[i, v]]));
+        assert.deepEqual(kept.map(([, v]) => v), given.map(([, v]) => v));
+        // each value at its sample time, within the tolerance the classifier allowed (one printed
+        // unit, plus float64 spacing at these times)
+        const q = 10 ** -decimals + 1e-6;
+        kept.forEach(([i], k) => assert.ok(Math.abs(s.startTime + i / s.rateHz - given[k][0]) <= q, `${name}: sample ${i} at ${s.startTime + i / s.rateHz}, given ${given[k][0]}`));
+      }
+    });
+  }), { seed: 11, numRuns: 3000 });
+  assert.ok(regular > 100 && events > 100, `the properties reach both readings: ${regular} regular, ${events} event-driven, ${refused} refused`);
 });

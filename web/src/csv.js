@@ -107,18 +107,16 @@ function classify(name, t, q) {
   const steps = t.slice(1).map((v, i) => v - t[i]).sort((x, y) => x - y);
   const median = steps[Math.floor(steps.length / 2)];
   const regular = (fit, n) => ({ regular: { rateHz: 1 / fit.period, startTime: fit.start, n } });
-  if (median + float < 2 * q) {
-    // The printed precision cannot resolve one sample interval (130 Hz with 2 decimals): steps
-    // of 0 and 0.01 s. Assume every row of the column is the next sample, and check that fits.
-    const n = t.map((_, i) => i);
-    const fit = fitLine(n, t);
-    if (fit.period > 0 && fit.worst <= tolerance)
-      return { ...regular(fit, n), warning: `CSV column "${name}": its timestamps (to ${q} s) are too coarse to show its sample interval; read as regular at ${hz(1 / fit.period)} Hz assuming no sample is missing. Pass --rate ${name}=<Hz> to set the rate, or --rate ${name}=events to read it as event-driven` };
-    return asEvents(`its timestamps (to ${q} s) are too coarse to show a sample interval and do not fit one rate`);
+  const n = sampleNumbers(t, median), fit = n && fitLine(n, t);
+  if (!(fit?.worst <= tolerance) && steps[0] + float < 2 * q) {
+    // Steps of one or two quanta: the printed precision cannot show one sample interval (130 Hz
+    // to 0.01 s gives steps of 0 and 0.01 s). Assume every value is the next sample, and check
+    // that this fits one rate.
+    const every = t.map((_, i) => i), line = fitLine(every, t);
+    if (line.period > 0 && line.worst <= tolerance)
+      return { ...regular(line, every), warning: `CSV column "${name}": its timestamps (to ${q} s) are too coarse to show its sample interval; read as regular at ${hz(1 / line.period)} Hz assuming no sample is missing. Pass --rate ${name}=<Hz> to set the rate, or --rate ${name}=events to read it as event-driven` };
   }
-  const n = sampleNumbers(t, median);
   if (!n) return asEvents('two of its values are less than half a sample interval apart');
-  const fit = fitLine(n, t);
   if (n[k - 1] + 1 - k > MAX_MISSING_PER_VALUE * k)
     return asEvents(`read as regular at ${hz(1 / fit.period)} Hz it would be ${n[k - 1] + 1 - k} missing samples for ${k} values`);
   if (fit.worst > tolerance)
