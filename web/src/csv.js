@@ -1,10 +1,11 @@
-// One device's recording as CSV -> a window (README "Input").
+// One device's recording as CSV -> a window (README "Input format").
 //
 //   time,ecg@chest,acc_x@wrist#1,rr
 //   1764460800.000,512,,0.81
 //
 // First column: time in float64 seconds. Every other column is a stream named
-// modality[@placement][#sensor]; placement defaults to options.placement, sensor to
+// modality[@placement][#sensor]; placement defaults to options.placement (left undefined when that
+// is not given: the caller knows the model's placements), sensor to
 // options.firstSensor + (column - 1). An empty cell, `NaN` or `nan` is a missing sample.
 //
 // Regular or event-driven is decided per column, from that column's own timestamps (the rows where
