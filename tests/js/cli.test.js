@@ -11,10 +11,14 @@ import { fileURLToPath } from 'node:url';
 import { loadModel } from '../../web/src/index.js';
 import { parseCsv } from '../../web/src/csv.js';
 import { allClose, fixturePath, readSafetensors } from './safetensors.js';
+import { prng } from './prng.js';
 
 const cli = fileURLToPath(new URL('../../web/bin/sensorformer.js', import.meta.url));
 const modelPath = fixturePath('model/factorized.safetensors');
 const tmp = mkdtempSync(join(tmpdir(), 'sf-cli-'));
+// The CLI prints float32 outputs at float32 precision: read back through Math.fround they are the
+// API's values exactly (the shortest-decimal property itself is tested below).
+const asFloat32 = (a) => a.map((v) => Math.fround(v));
 
 // A CLI that hangs must fail its test, not block the suite: the child is killed after
 // CHILD_TIMEOUT_MS (then status is null and signal SIGKILL), and every test in this file has a
@@ -36,8 +40,7 @@ test('run on a batch JSON file reproduces the reference outputs', async () => {
     const want = expected.tensors[`factorized.w${i}.pooled`].data;
     assert.ok(allClose(w.pooled, want, 1e-5, 0).ok, `window ${i} pooled`);  // as in model.test.js
     assert.ok(allClose(w.head, expected.tensors[`factorized.w${i}.head`].data, 1e-5, 0).ok);
-    assert.equal(w.embeddings.length, w.tokens.length);
-    assert.equal(w.embeddings[0].length, 16);
+    assert.equal(w.embeddings, undefined, 'embeddings only with --embeddings');
     assert.equal(w.attention, undefined);
   });
 });
@@ -61,8 +64,8 @@ test('a single window and the example file run', async () => {
   const r = await run('run', '--model', modelPath, '--input', new URL('../../examples/window.json', import.meta.url).pathname);
   assert.equal(r.status, 0, r.stderr);
   const w = JSON.parse(r.stdout).windows[0];
-  assert.deepEqual([...new Set(w.tokens.map((t) => t.modality))], ['ecg', 'acc_x', 'rr']);
-  assert.ok(w.tokens.some((t) => !t.present), 'the example has an absent ECG patch');
+  assert.deepEqual([...new Set(w.tokens.modality)], ['ecg', 'acc_x', 'rr']);
+  assert.ok(w.tokens.present.includes(0), 'the example has an absent ECG patch');
 });
 
 test('CSV: regular rows become regular streams, the same as the API on the equivalent window', async () => {
@@ -78,7 +81,7 @@ test('CSV: regular rows become regular streams, the same as the API on the equiv
   assert.equal(window.streams[0].samples[3], null);
   const model = await loadModel(modelPath);
   const api = model.forward(window);
-  assert.deepEqual(JSON.parse(r.stdout).windows[0].pooled, Array.from(api.pooled));
+  assert.deepEqual(asFloat32(JSON.parse(r.stdout).windows[0].pooled), Array.from(api.pooled));
   model.dispose();
 });
 
@@ -131,7 +134,7 @@ test('a recorded Bluetooth session runs through the CLI as hop windows', async (
   const known = new Set(model.config.modalities.map((m) => m.name));
   windows.forEach((w, i) => {
     const api = model.forward({ ...w, streams: w.streams.filter((s) => known.has(s.modality) && model.config.placements.includes(s.placement) && s.sensor < model.config.n_sensors) });
-    assert.deepEqual(out[i].pooled, Array.from(api.pooled), `window ${i}`);
+    assert.deepEqual(asFloat32(out[i].pooled), Array.from(api.pooled), `window ${i}`);
   });
   model.dispose();
 });
@@ -182,7 +185,7 @@ test('a recording with 1e8 s of silence runs in seconds: both sides in windows, 
   assert.equal(before.length + after.length, windows.length);
   assert.ok(before.length >= 3 && after.length >= 3, `${before.length} windows before, ${after.length} after`);
   // The data just before the silence (ECG up to ~20 s after the start) is in a window.
-  const lastEcg = Math.max(...before.flatMap((w) => w.tokens.filter((t) => t.modality === 'ecg').map((t) => t.time)));
+  const lastEcg = Math.max(...before.flatMap((w) => w.tokens.time.filter((_, i) => w.tokens.modality[i] === 'ecg')));
   assert.ok(lastEcg > T0 + 18.5, `last ECG token before the silence at ${lastEcg - T0} s`);
   const skipped = /sensorformer: ([\d,]+) windows with no sample at all/.exec(r.stderr);
   assert.ok(skipped, r.stderr);
@@ -202,7 +205,7 @@ test('two notifications 1e8 s apart (the reported hang) finish in seconds', asyn
   const windows = JSON.parse(r.stdout).windows;
   assert.equal(windows.length, 1);
   assert.equal(windows[0].referenceTime, T0 + 1);
-  assert.deepEqual(windows[0].tokens.map((t) => [t.modality, t.time, t.present]), [['hr', T0 + 1, true]]);
+  assert.deepEqual(windows[0].tokens, { stream: [0], modality: ['hr'], time: [T0 + 1], present: [1] });
 });
 
 test('more windows than the maximum: refused before any work, naming the count and a --hop that fits', async () => {
@@ -239,7 +242,7 @@ test('results are written as they are computed: an error in window 2 leaves wind
   const done = JSON.parse(`${written}]}`).windows;
   assert.equal(done.length, 2);
   const model = await loadModel(modelPath);
-  done.forEach((w, i) => assert.deepEqual(w.pooled, Array.from(model.forward(windows[i]).pooled)));
+  done.forEach((w, i) => assert.deepEqual(asFloat32(w.pooled), Array.from(model.forward(windows[i]).pooled)));
   model.dispose();
 });
 
@@ -276,8 +279,8 @@ test('CSV rows must have as many cells as the header', async () => {
   e = err('time,hr,spo2\n1,60,98\n\n2,61,97,\n');  // a trailing comma is one more (empty) cell; line 4 after a blank line
   assert.equal(e.message, 'CSV: line 4 has 4 cells, the header has 3');
   assert.equal(err('time,hr\n1,Infinity\n').code, 'NON_FINITE');
-  // Empty cells written as commas are fine (missing samples).
-  assert.deepEqual(parseCsv('time,hr,spo2\n1,60,\n2,,97\n', { placement: 'finger' }).streams.map((s) => s.samples), [[60, null], [null, 97]]);
+  // Empty cells written as commas are fine (missing samples; one value per column: events).
+  assert.deepEqual(parseCsv('time,hr,spo2\n1,60,\n2,,97\n', { placement: 'finger' }).streams.map((s) => [s.timestamps, s.samples]), [[[1], [60]], [[2], [97]]]);
   const file = join(tmp, 'short-row.csv');
   writeFileSync(file, 'time,ecg@chest#0\n0,1\n0.01\n');
   const r = await run('run', '--model', modelPath, '--input', file);
@@ -324,7 +327,7 @@ test('--workers: the output is byte-identical for 1, 2 and 3 workers (a recordin
   }
   assert.ok(files[1] === files[0], 'file output differs from --workers 1');
   const model = await loadModel(modelPath);
-  JSON.parse(files[1]).windows.forEach((w, i) => assert.deepEqual(w.pooled, Array.from(model.forward(windows[i % windows.length]).pooled), `window ${i}`));
+  JSON.parse(files[1]).windows.forEach((w, i) => assert.deepEqual(asFloat32(w.pooled), Array.from(model.forward(windows[i % windows.length]).pooled), `window ${i}`));
   model.dispose();
 });
 
@@ -339,4 +342,259 @@ test('--workers must be an integer from 1 to 64: anything else is a usage error'
   const r = await run('run', '--model', modelPath, '--input', new URL('../../examples/window.json', import.meta.url).pathname, '--workers', '64');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).windows.length, 1);
+});
+
+// ---- issue 11, item 5 -------------------------------------------------------------------------
+
+// run() with `input` written to the child's stdin.
+const runWithStdin = (input, ...args) => new Promise((resolve) => {
+  const child = execFile(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: CHILD_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1 << 30 },
+    (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, signal: error?.signal ?? null, stdout, stderr }));
+  child.stdin.end(input);
+});
+const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+const exampleCsv = new URL('../../examples/device.csv', import.meta.url).pathname;
+const exampleWindow = new URL('../../examples/window.json', import.meta.url).pathname;
+
+test('--version prints the package version and exits 0', async () => {
+  for (const args of [['--version'], ['run', '--version']]) {
+    const r = await run(...args);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, `${packageJson.version}\n`);
+    assert.equal(r.stderr, '');
+  }
+});
+
+test('--input - reads JSON, CSV or a recording from stdin, the same as from a file', async () => {
+  const recording = join(tmp, 'stdin.sfrec');
+  writeFileSync(recording, await recordSession({ seed: 13, seconds: 25 }));
+  for (const file of [fixturePath('model/windows.json'), exampleCsv, recording]) {
+    const fromFile = await run('run', '--model', modelPath, '--input', file);
+    assert.equal(fromFile.status, 0, fromFile.stderr);
+    const fromStdin = await runWithStdin(readFileSync(file, 'utf8'), 'run', '--model', modelPath, '--input', '-');
+    assert.equal(fromStdin.status, 0, fromStdin.stderr);
+    assert.ok(fromStdin.stdout === fromFile.stdout, `${file}: stdin output differs`);
+    assert.equal(fromStdin.stderr, fromFile.stderr);
+    assert.ok(JSON.parse(fromStdin.stdout).windows.length >= 1);
+  }
+  // Content that is none of the three: exit 1 naming stdin and --format.
+  let r = await runWithStdin('ecg,time\n1,2\n', 'run', '--model', modelPath, '--input', '-');
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: cannot tell what standard input is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv or sfrec\n');
+  // --format overrides the name and the content.
+  const csvAsTxt = join(tmp, 'device.txt');
+  writeFileSync(csvAsTxt, readFileSync(exampleCsv, 'utf8'));
+  r = await run('run', '--model', modelPath, '--input', csvAsTxt, '--format', 'csv');
+  assert.equal(r.status, 0, r.stderr);
+  r = await run('run', '--model', modelPath, '--input', exampleCsv, '--format', 'json');
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /^sensorformer: BAD_FORMAT: .*device\.csv is not valid JSON/);
+  r = await run('run', '--model', modelPath, '--input', exampleCsv, '--format', 'xml');
+  assert.equal(r.status, 2);
+  assert.ok(r.stderr.startsWith('sensorformer: --format must be json, csv or sfrec, got "xml"\n'), r.stderr);
+});
+
+test('options an input kind has no use for are usage errors (exit 2), not silently ignored', async () => {
+  const recording = join(tmp, 'kinds.sfrec');
+  writeFileSync(recording, await recordSession({ seed: 14, seconds: 12 }));
+  const json = fixturePath('model/windows.json');
+  const cases = [
+    [json, ['--window', '5'], `--window applies to recordings (.sfrec) only; ${json} is JSON windows`],
+    [json, ['--hop', '5', '--window', '5'], `--window, --hop apply to recordings (.sfrec) only; ${json} is JSON windows`],
+    [exampleCsv, ['--hop', '2'], `--hop applies to recordings (.sfrec) only; ${exampleCsv} is CSV input`],
+    [json, ['--placement', 'wrist'], `--placement applies to CSV input only; ${json} is JSON windows`],
+    [recording, ['--sensor', '2'], `--sensor applies to CSV input only; ${recording} is recordings (.sfrec)`],
+    [recording, ['--rate', 'ecg=130'], `--rate applies to CSV input only; ${recording} is recordings (.sfrec)`],
+  ];
+  for (const [file, args, message] of cases) {
+    const r = await run('run', '--model', modelPath, '--input', file, ...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.ok(r.stderr.startsWith(`sensorformer: ${message}\n`), r.stderr);
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => {
+  const json = fixturePath('model/windows.json');
+  const usage = [
+    [[], ''],
+    [['run'], 'run needs --model'],
+    [['run', '--model', modelPath], 'run needs --input'],
+    [['predict', '--model', modelPath, '--input', json], 'unknown command "predict" (the command is "run")'],
+    [['run', 'extra', '--model', modelPath, '--input', json], 'unexpected argument "extra"'],
+    [['run', '--model', modelPath, '--input', json, '--colour'], "Unknown option '--colour'"],
+    [['run', '--model', modelPath, '--input'], "Option '--input <value>' argument missing"],
+    [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1'], '--rate must be <column>=<Hz> or <column>=events, got "acc_x@wrist#1"'],
+    [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x=50'], '--rate acc_x=50: the CSV has no column "acc_x" (its columns: acc_x@wrist#1, temperature@wrist#3)'],
+    [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1=fast'], '--rate acc_x@wrist#1=fast: the rate must be a number of Hz > 0 or "events", got "fast"'],
+    [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1=0'], '--rate acc_x@wrist#1=0: the rate must be a number of Hz > 0 or "events", got "0"'],
+    [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1=50', '--rate', 'acc_x@wrist#1=events'], '--rate is given twice for column "acc_x@wrist#1"'],
+  ];
+  for (const [args, message] of usage) {
+    const r = await run(...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.ok(r.stderr.startsWith(`sensorformer: ${message}${message ? '\n' : ''}usage: sensorformer run`) || r.stderr.startsWith(`sensorformer: ${message}`), r.stderr);
+    assert.match(r.stderr, /usage: sensorformer run/);
+    assert.equal(r.stdout, '');
+  }
+  // 1: each failure is one line "sensorformer: CODE: message" (or a file's path and why)
+  const failures = [
+    [['--model', join(tmp, 'nope.safetensors'), '--input', json], /^sensorformer: IO: /],
+    [['--model', json, '--input', json], /^sensorformer: BAD_FORMAT: /],
+    [['--model', modelPath, '--input', join(tmp, 'nope.json')], /^sensorformer: cannot read /],
+    [['--model', modelPath, '--input', json, '--output', join(tmp, 'nope', 'out.json')], /^sensorformer: cannot write /],
+  ];
+  for (const [args, pattern] of failures) {
+    const r = await run('run', ...args);
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, pattern);
+    assert.equal(r.stderr.split('\n').length, 2, `one line: ${r.stderr}`);
+  }
+  // The input is read and checked before the model is loaded: its error comes first.
+  const badCsv = join(tmp, 'bad-first.csv');
+  writeFileSync(badCsv, 'time,hr\n1,60\n2,sixty\n');
+  const r = await run('run', '--model', join(tmp, 'nope.safetensors'), '--input', badCsv);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV: line 3, column "hr": "sixty" is not a number (leave the cell empty or write NaN for a missing sample)\n');
+  // 0: --help and a normal run (and a reader that closes stdout early, in the test above)
+  assert.equal((await run('--help')).status, 0);
+  assert.equal((await run('run', '--model', modelPath, '--input', json)).status, 0);
+});
+
+test('output: no embeddings by default, --embeddings adds them (tokens x d_model), --pretty indents the same document', async () => {
+  const json = fixturePath('model/windows.json');
+  const plain = await run('run', '--model', modelPath, '--input', json);
+  const withEmbeddings = await run('run', '--model', modelPath, '--input', json, '--embeddings');
+  const pretty = await run('run', '--model', modelPath, '--input', json, '--embeddings', '--pretty', '--attention');
+  const prettyAttention = await run('run', '--model', modelPath, '--input', json, '--embeddings', '--attention');
+  for (const r of [plain, withEmbeddings, pretty, prettyAttention]) assert.equal(r.status, 0, r.stderr);
+  assert.ok(plain.stdout.length * 3 < withEmbeddings.stdout.length, `${plain.stdout.length} vs ${withEmbeddings.stdout.length} bytes`);
+  assert.equal(pretty.stdout, `${JSON.stringify(JSON.parse(prettyAttention.stdout), null, 2)}\n`);
+  // --output - is stdout
+  const dash = await run('run', '--model', modelPath, '--input', json, '--output', '-');
+  assert.equal(dash.status, 0, dash.stderr);
+  assert.equal(dash.stdout, plain.stdout);
+  const model = await loadModel(modelPath);
+  const { windows } = JSON.parse(readFileSync(json, 'utf8'));
+  JSON.parse(withEmbeddings.stdout).windows.forEach((w, i) => {
+    const api = model.forward(windows[i]);
+    assert.equal(JSON.parse(plain.stdout).windows[i].embeddings, undefined);
+    assert.equal(w.embeddings.length, api.dims[0]);
+    assert.deepEqual(w.embeddings.flat().map((v) => Math.fround(v)), Array.from(api.embeddings));
+    // tokens: the API's four arrays, as arrays
+    assert.deepEqual(w.tokens, { stream: Array.from(api.tokens.stream), modality: api.tokens.modality, time: Array.from(api.tokens.time), present: Array.from(api.tokens.present) });
+    assert.deepEqual(Object.keys(w), ['referenceTime', 'tokens', 'pooled', 'head', 'embeddings']);
+  });
+  model.dispose();
+});
+
+// The decimal of p significant digits one unit in the last place away from `text` (any notation).
+function neighbours(v, p) {
+  const [mantissa, exponent] = v.toExponential(p - 1).split('e');
+  const digits = BigInt(mantissa.replace('.', '').replace('-', ''));
+  const sign = v < 0 ? '-' : '';
+  return [digits - 1n, digits, digits + 1n].map((d) => `${sign}${d}e${Number(exponent) - (p - 1)}`);
+}
+const significantDigits = (text) => text.replace(/^-/, '').replace(/e.*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length || 1;
+
+test('float32 values print as the shortest decimal that reads back as the same float32', async () => {
+  const { shortestFloat32 } = await import('../../web/src/float32.js');
+  // Known values (their float32 and its shortest decimal, as in IEEE 754 binary32 tables).
+  const known = [[0.1, '0.1'], [1 / 3, '0.33333334'], [16777217, '16777216'], [2 ** -149, '1e-45'], [3.4028234663852886e38, '3.4028235e+38'],
+    [1.1754943508222875e-38, '1.1754944e-38'], [-2.5, '-2.5'], [100, '100'], [2 ** 100, '1.2676506e+30'], [0, '0'], [0.3, '0.3'], [1e-40, '1e-40']];
+  for (const [v, text] of known) assert.equal(JSON.stringify(shortestFloat32(v)), text, String(v));
+  // Random float32 bit patterns (seeded): normal, subnormal, both signs.
+  const random = prng(21);
+  const bits = new Uint32Array(1), asFloat = new Float32Array(bits.buffer);
+  let subnormals = 0;
+  for (let i = 0; i < 20000; i++) {
+    bits[0] = i % 4 === 0 ? Math.floor(random() * 0x800000) | (random() < 0.5 ? 0x80000000 : 0) : Math.floor(random() * 2 ** 32);
+    const v = asFloat[0];
+    if (!Number.isFinite(v) || v === 0) continue;
+    if (Math.abs(v) < 2 ** -126) subnormals++;
+    const text = JSON.stringify(shortestFloat32(v));
+    assert.equal(Math.fround(parseFloat(text)), v, `${v} printed ${text}`);
+    const p = significantDigits(text);
+    assert.ok(p <= 9, text);
+    // No decimal with fewer digits reads back: the nearest ones at p - 1 digits all fail.
+    if (p > 1) for (const shorter of neighbours(v, p - 1)) assert.notEqual(Math.fround(Number(shorter)), v, `${text}: ${shorter} is shorter`);
+  }
+  assert.ok(subnormals > 3000, `${subnormals} subnormals`);
+  // The CLI's output uses it: every number in pooled and head has at most 9 significant digits.
+  const r = await run('run', '--model', modelPath, '--input', exampleWindow);
+  const w = JSON.parse(r.stdout).windows[0];
+  const texts = r.stdout.match(/"pooled":\[([^\]]*)\]/)[1].split(',');
+  assert.equal(texts.length, 16);
+  for (const [i, t] of texts.entries()) {
+    assert.ok(significantDigits(t) <= 9, t);
+    assert.equal(t, JSON.stringify(shortestFloat32(w.pooled[i])));
+  }
+});
+
+test('errors from the core use the API names (rateHz, not rate_hz)', async () => {
+  const file = join(tmp, 'empty-events.json');
+  writeFileSync(file, JSON.stringify({ streams: [{ sensor: 0, modality: 'hr', placement: 'chest', timestamps: [], samples: [] }] }));
+  const r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 1);
+  assert.doesNotMatch(r.stderr, /rate_hz|start_time|reference_time/);
+  assert.match(r.stderr, /^sensorformer: INVALID_ARGUMENT: window\.streams\[0\]: .*rateHz/);
+});
+
+test('an unknown modality or placement names the CSV column (or the stream) and lists what the model knows', async () => {
+  const file = join(tmp, 'unknown.csv');
+  writeFileSync(file, 'time,ecg@chest#0,eda@wrist#1\n0.000,1,2\n0.010,2,3\n0.020,3,4\n');
+  let r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV column "eda@wrist#1": modality "eda" is not one the model knows (ecg, acc_x, hr, rr, temperature)\n');
+  writeFileSync(file, 'time,ecg@ankle\n0.000,1\n0.010,2\n0.020,3\n');
+  r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: CSV column "ecg@ankle": placement "ankle" is not one the model knows (chest, wrist, finger)\n');
+  writeFileSync(file, 'time,ecg@chest#9\n0.000,1\n0.010,2\n0.020,3\n');
+  r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.stderr, 'sensorformer: INDEX_OUT_OF_RANGE: CSV column "ecg@chest#9": sensor 9 is outside the model\'s 4 sensors\n');
+  const json = join(tmp, 'unknown.json');
+  writeFileSync(json, JSON.stringify({ streams: [{ sensor: 0, modality: 'ECG', placement: 'chest', rateHz: 100, startTime: 0, samples: [1] }] }));
+  r = await run('run', '--model', modelPath, '--input', json);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'sensorformer: INVALID_ARGUMENT: window.streams[0]: modality "ECG" is not one the model knows (ecg, acc_x, hr, rr, temperature)\n');
+});
+
+test('CSV through the CLI: per-column warnings on stderr, --rate overrides them', async () => {
+  const file = join(tmp, 'hr-grid.csv');
+  const lines = ['time,ecg@chest#0,hr@chest#1'];
+  const random = prng(22);
+  let next = 0.5;
+  for (let i = 0; i < 1300; i++) {
+    const t = i / 130;
+    let hr = '';
+    if (t >= next) { hr = String(60 + Math.round(10 * random())); next += 1 + 0.01 * (random() - 0.5); }
+    lines.push(`${(1764460800 + t).toFixed(6)},${Math.round(500 * Math.sin(i / 7))},${hr}`);
+  }
+  writeFileSync(file, lines.join('\n'));
+  let r = await run('run', '--model', modelPath, '--input', file);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /^sensorformer: CSV column "hr@chest#1": its timestamps are nearly regular \(1(\.\d+)? Hz\).*--rate hr@chest#1=events to keep this and silence the warning\n$/);
+  r = await run('run', '--model', modelPath, '--input', file, '--rate', 'hr@chest#1=events');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  const events = JSON.parse(r.stdout).windows[0];
+  r = await run('run', '--model', modelPath, '--input', file, '--rate', 'hr@chest#1=1');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  assert.notDeepEqual(JSON.parse(r.stdout).windows[0].pooled, events.pooled, 'read at 1 Hz it is a different window');
+});
+
+test('--help names only files that are in the npm package', async () => {
+  const help = await run('--help');
+  assert.equal(help.status, 0);
+  const paths = [...new Set(help.stdout.match(/\b[\w.-]+\/[\w./-]*\.[a-z]+\b/g) ?? [])];
+  assert.ok(paths.includes('examples/window.json') && paths.includes('examples/device.csv'), paths.join(' '));
+  const shipped = (path) => packageJson.files.some((f) => (f.endsWith('/') ? path.startsWith(f) : path === f));
+  for (const path of paths) {
+    assert.ok(shipped(path), `--help names ${path}, which is not in package.json "files"`);
+    readFileSync(new URL(`../../${path}`, import.meta.url));  // and it exists
+  }
+  // README sections it names exist in README.md (npm always packs the README)
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  for (const [, section] of help.stdout.matchAll(/README "([^"]+)"/g)) assert.match(readme, new RegExp(`^#+ ${section.replace(/[()`]/g, '.')}`, 'm'), section);
 });

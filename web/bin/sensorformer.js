@@ -1,17 +1,23 @@
 #!/usr/bin/env node
 // sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
+// Exit codes: 0 done (also --help, --version, and a reader that closed stdout early); 1 the model,
+// the input, a file or a window failed (one line, the error's code and message); 2 the arguments
+// are wrong (unknown or missing options, bad values, an option the input kind has no use for).
 // Results are written window by window as they are computed (one JSON document, {"windows":[...]}),
 // so a long recording shows progress; neither its windows nor the output are ever held whole.
 // The windows are computed by a pool of worker threads (--workers) and written in input order.
+import { readFileSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
+import { text as readStream } from 'node:stream/consumers';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 
 import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js';
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
-import { parseCsv } from '../src/csv.js';
+import { csvColumns, readCsv } from '../src/csv.js';
+import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
 import { MAX_WINDOWS, recordingWindows } from '../src/ble/session.js';
 
@@ -26,30 +32,47 @@ setFlagsFromString('--no-concurrent-recompilation');
 // ECG, is 130 Hz: 7.7 ms); they only multiply the window count.
 const MIN_SECONDS = 0.001;
 
-const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec>
-                       [--attention] [--output <out.json>] [--placement <name>] [--sensor <id>]
-                       [--window <seconds>] [--hop <seconds>] [--max-gflop <GFLOP>]
-                       [--workers <n>]
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+const FORMATS = ['json', 'csv', 'sfrec'];
 
-  --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input")
-               CSV:  one device; first column "time" (seconds), one column per stream
-               .sfrec: a recorded Bluetooth session (docs/bluetooth.md), replayed through the
-                       device layer into windows of --window seconds every --hop seconds
+// Points only at files in the npm package: README.md (npm always packs it) and examples/.
+const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|->
+                       [--format json|csv|sfrec] [--output <out.json>] [--pretty]
+                       [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>]
+                       CSV only:        [--placement <name>] [--sensor <id>] [--rate <column>=<Hz|events>]...
+                       recordings only: [--window <seconds>] [--hop <seconds>]
+       sensorformer --help | --version
+
+  --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input format")
+               CSV:  one device; first column "time" (seconds), one column per stream named
+                     modality[@placement][#sensor]; an empty or NaN cell is a missing sample
+               .sfrec: a recorded Bluetooth session (README "Wearables over Web Bluetooth"),
+                       replayed through the device layer into windows of --window seconds every --hop
+               -: read standard input. Examples: examples/window.json, examples/device.csv
+  --format     what the input is, when neither its name (.json, .csv, .sfrec) nor its start tells
+  --output     write the JSON there instead of stdout (the folder must exist; - is stdout)
+  --pretty     indent the JSON (2 spaces)
+  --embeddings include each window's token embeddings (tokens x d_model; large: left out by default)
   --attention  include attention maps (per layer, block, group: token indices and H x g x g weights)
-  --output     write the JSON there instead of stdout (the folder must exist)
-  --placement  CSV only: placement of columns that do not name one (default: the model's first)
-  --sensor     CSV only: sensor id of the first data column, an integer >= 0 (default 0; next
-               columns count up)
-  --window     recordings only: window length in seconds, a number >= ${MIN_SECONDS} (default 10)
-  --hop        recordings only: seconds between window ends, a number >= ${MIN_SECONDS} (default 5)
   --max-gflop  compute limit per window in GFLOP, estimated before it runs (default 10; "Infinity"
                lifts it); a window over it fails with RESOURCE_EXHAUSTED
   --workers    threads computing windows in parallel, an integer from 1 to ${MAX_WORKERS} (default: one
                per core, at most 8); never more than the input has windows; 1 computes on the
                main thread. The output is the same, byte for byte, for any count
+  --placement  placement of columns that do not name one (default: the model's first)
+  --sensor     sensor id of the first data column, an integer >= 0 (default 0; next columns count up)
+  --rate       a column's rate in Hz (regular stream) or "events" (event-driven), overriding what
+               its timestamps suggest; repeat for more columns. Otherwise each column is regular
+               when its own timestamps fit one rate to their printed precision, else event-driven;
+               any decision short of certain is explained on stderr
+  --window     window length in seconds, a number >= ${MIN_SECONDS} (default 10)
+  --hop        seconds between window ends, a number >= ${MIN_SECONDS} (default 5)
 
-Output: {"windows": [...]}, each window written as soon as it is computed. A recording gives at
-most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
+Output: {"windows": [...]}, each window written as soon as it is computed: referenceTime, tokens
+({stream, modality, time, present}: one array each, as model.forward returns them), pooled, head,
+probabilities and label (models whose config has labels), embeddings and attention when asked for.
+Model outputs are float32, printed with the fewest digits that read back as the same float32.
+A recording gives at most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
 with no sample at all (the recording was silent) are left out and counted on stderr.
 Exit codes: 0 done; 1 the model, the input or a file failed (the message says which; output
 already written stays, but the JSON is then unterminated); 2 usage error (arguments).`;
@@ -121,17 +144,70 @@ function streamFilter(config) {
   };
 }
 
+// What the input is: --format if given, else a recording by its first bytes (they are fixed), else
+// the file name's extension, else its first character ("{" JSON) or a first line starting with a
+// "time" column (CSV). Standard input has no name: only its content tells.
+function inputKind(text, name, format) {
+  if (format) return format;
+  if (text.startsWith(`{"format":"${RECORDING_FORMAT}"`)) return 'sfrec';
+  const extension = /\.(json|csv|sfrec)$/i.exec(name)?.[1].toLowerCase();
+  if (extension) return extension;
+  const start = text.replace(/^\uFEFF/, '').trimStart();
+  if (start.startsWith('{')) return 'json';
+  if (/^time\s*,/i.test(start)) return 'csv';
+  throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv or sfrec`);
+}
+
+// The options each input kind has a use for: any other is a usage error, not silently ignored.
+const ONLY = { window: 'sfrec', hop: 'sfrec', placement: 'csv', sensor: 'csv', rate: 'csv' };
+const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)' };
+
+// --rate column=Hz or column=events, repeatable, checked against the CSV's header.
+function csvRates(list, text) {
+  const rates = {}, columns = csvColumns(text);
+  for (const item of list ?? []) {
+    const at = item.lastIndexOf('=');
+    const column = item.slice(0, at), value = item.slice(at + 1);
+    if (at < 1) throw new UsageError(`--rate must be <column>=<Hz> or <column>=events, got "${item}"`);
+    if (!columns.includes(column)) throw new UsageError(`--rate ${item}: the CSV has no column "${column}" (its columns: ${columns.join(', ')})`);
+    const hz = Number(value);
+    if (value !== 'events' && (value.trim() === '' || !Number.isFinite(hz) || hz <= 0))
+      throw new UsageError(`--rate ${item}: the rate must be a number of Hz > 0 or "events", got "${value}"`);
+    if (column in rates) throw new UsageError(`--rate is given twice for column "${column}"`);
+    rates[column] = value === 'events' ? 'events' : hz;
+  }
+  return rates;
+}
+
 // The input as { kind, count (of windows; for a recording the estimate made before replay),
-// windows(config) (an array, or an async iterable for a recording), finish?(count) }. Read and
-// checked before the model is loaded: the window count sets the number of workers.
-async function openInput(path, options) {
-  const text = await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
-  if (/\.csv$/i.test(path)) return { kind: 'csv', count: 1, windows: (config) => [parseCsv(text, { ...options, placement: options.placement ?? config.placements[0] })] };
-  if (/\.sfrec$/i.test(path) || text.startsWith(`{"format":"${RECORDING_FORMAT}"`)) {
+// windows(config) (an array, or an async iterable for a recording), label(j) (what to call
+// stream j of a window in a message), finish?(count) }. Read and checked before the model is
+// loaded: the window count sets the number of workers.
+async function openInput(values, options) {
+  const path = values.input, name = path === '-' ? 'standard input' : path;
+  const text = path === '-' ? await readStream(process.stdin) : await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
+  const kind = inputKind(text, name, values.format);
+  const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
+  const unused = misplaced.filter((o) => ONLY[o] === ONLY[misplaced[0]]);  // one kind per message
+  if (unused.length)
+    throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${KIND_NAMES[ONLY[unused[0]]]} only; ${name} is ${KIND_NAMES[kind]}`);
+  if (kind === 'csv') {
+    // Parsed before the model loads: a bad row or --rate fails fast, the warnings come first.
+    // Columns that name no placement get --placement, else the model's first (known only then).
+    const { window, columns } = readCsv(text, { ...options, rates: csvRates(values.rate, text), placement: values.placement, onWarning: note });
+    return {
+      kind,
+      count: 1,
+      single: true,
+      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }],
+      label: (j) => `CSV column "${columns[j]}"`,
+    };
+  }
+  if (kind === 'sfrec') {
     const recording = recordingWindows(text, { seconds: options.seconds, hop: options.hop });
     let filter;
     return {
-      kind: 'recording',
+      kind,
       count: recording.estimate,
       windows: (config) => {
         filter = streamFilter(config);
@@ -139,6 +215,7 @@ async function openInput(path, options) {
           for await (const { window } of recording) yield filter.apply(window);
         })();
       },
+      label: (j) => `window.streams[${j}]`,
       finish(count) {
         if (filter?.dropped.size) note(`the model has no use for ${[...filter.dropped].join(', ')}: left out`);
         if (recording.skipped) note(`${recording.skipped.toLocaleString('en-US')} windows with no sample at all (silent stretches of the recording) were left out`);
@@ -150,32 +227,65 @@ async function openInput(path, options) {
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new SensorformerError('BAD_FORMAT', `${path} is not valid JSON: ${e.message}`);
+    throw new SensorformerError('BAD_FORMAT', `${name} is not valid JSON: ${e.message}`);
   }
-  if (Array.isArray(json?.windows)) return { kind: 'batch', count: json.windows.length, windows: () => json.windows };
-  if (Array.isArray(json?.streams)) return { kind: 'window', count: 1, windows: () => [json] };
-  throw new SensorformerError('BAD_FORMAT', `${path}: expected {"streams": [...]} or {"windows": [...]}`);
+  const label = (j) => `window.streams[${j}]`;
+  if (Array.isArray(json?.windows)) return { kind, count: json.windows.length, windows: () => json.windows, label };
+  if (Array.isArray(json?.streams)) return { kind, count: 1, single: true, windows: () => [json], label };
+  throw new SensorformerError('BAD_FORMAT', `${name}: expected {"streams": [...]} or {"windows": [...]}`);
 }
 
-// Typed arrays become plain arrays; NaN (JSON has none) becomes null.
-const plain = (a) => Array.from(a, (v) => (Number.isNaN(v) ? null : v));
-const rows = (a, width) => Array.from({ length: a.length / width }, (_, i) => plain(a.subarray(i * width, (i + 1) * width)));
+// An unknown modality or placement named as the user wrote it (a CSV column, a JSON stream) with
+// the ones the model knows; the core's own message says only "stream j".
+function checkKnown(window, config, label) {
+  if (!Array.isArray(window?.streams)) return;
+  const modalities = config.modalities.map((m) => m.name);
+  window.streams.forEach((s, j) => {
+    if (typeof s?.modality === 'string' && !modalities.includes(s.modality))
+      throw new SensorformerError('INVALID_ARGUMENT', `${label(j)}: modality "${s.modality}" is not one the model knows (${modalities.join(', ')})`);
+    if (typeof s?.placement === 'string' && !config.placements.includes(s.placement))
+      throw new SensorformerError('INVALID_ARGUMENT', `${label(j)}: placement "${s.placement}" is not one the model knows (${config.placements.join(', ')})`);
+  });
+}
 
-function toJson(r) {
+// The core's messages name a window's fields as its C++ struct does; say them as the JS API does.
+const API_NAMES = { rate_hz: 'rateHz', start_time: 'startTime', reference_time: 'referenceTime', max_gflop: 'maxGflop' };
+const apiWording = (message, label) => message
+  .replace(/\b(rate_hz|start_time|reference_time|max_gflop)\b/g, (w) => API_NAMES[w])
+  .replace(/^stream (\d+):/, (_, j) => `${label(Number(j))}:`);
+
+// Float32 outputs at float32 precision; NaN (JSON has none) becomes null.
+const f32 = (a) => Array.from(a, (v) => (Number.isNaN(v) ? null : shortestFloat32(v)));
+const rows = (a, width) => Array.from({ length: a.length / width }, (_, i) => f32(a.subarray(i * width, (i + 1) * width)));
+
+// One window's result as JSON: the API's fields and shapes, flat typed arrays as JSON arrays
+// (embeddings and attention weights as nested rows, as a JSON reader expects). Times are float64.
+function toJson(r, { embeddings }) {
   const out = {
     referenceTime: r.referenceTime,
-    tokens: Array.from(r.tokens.time, (t, i) => ({ stream: r.tokens.stream[i], modality: r.tokens.modality[i], time: t, present: r.tokens.present[i] === 1 })),
-    embeddings: rows(r.embeddings, r.dims[1]),
-    pooled: plain(r.pooled),
-    head: r.head ? plain(r.head) : null,
+    tokens: { stream: Array.from(r.tokens.stream), modality: r.tokens.modality, time: Array.from(r.tokens.time), present: Array.from(r.tokens.present) },
+    pooled: f32(r.pooled),
+    head: r.head ? f32(r.head) : null,
   };
+  // From models whose config has labels (computed by the model; passed through as they are).
+  if (r.probabilities != null) out.probabilities = f32(r.probabilities);
+  if (r.label != null) out.label = r.label;
+  if (embeddings) out.embeddings = rows(r.embeddings, r.dims[1]);
   if (r.attention)
     out.attention = r.attention.map((m) => ({
-      layer: m.layer, block: m.block, group: m.group, tokens: plain(m.tokens),
+      layer: m.layer, block: m.block, group: m.group, tokens: Array.from(m.tokens),
       weights: Array.from({ length: m.dims[0] }, (_, h) => rows(m.weights.subarray(h * m.dims[1] * m.dims[2], (h + 1) * m.dims[1] * m.dims[2]), m.dims[2])),
     }));
   return out;
 }
+
+// The document is written window by window, its start before the first window is computed (an
+// error in window 0 leaves `{"windows":[`). --pretty gives JSON.stringify(doc, null, 2) exactly,
+// except that no window at all is written "[\n  ]", not "[]".
+const LAYOUT = {
+  compact: { open: '{"windows":[', sep: ',', close: ']}\n', closeEmpty: ']}\n', window: (w) => JSON.stringify(w) },
+  pretty: { open: '{\n  "windows": [\n', sep: ',\n', close: '\n  ]\n}\n', closeEmpty: '  ]\n}\n', window: (w) => JSON.stringify(w, null, 2).replace(/^/gm, '    ') },
+};
 
 // {"windows":[ ... ]} written piece by piece, waiting for the stream to drain (bounded memory).
 function stdoutSink() {
@@ -196,42 +306,55 @@ async function fileSink(path) {
 // `sensorformer run ... | head` closes stdout early: that is not an error.
 process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : fail(e.message, 1)));
 
+function parseArguments() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' }, format: { type: 'string' },
+      attention: { type: 'boolean', default: false }, embeddings: { type: 'boolean', default: false }, pretty: { type: 'boolean', default: false },
+      placement: { type: 'string' }, sensor: { type: 'string' }, rate: { type: 'string', multiple: true },
+      window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' },
+      help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
+    },
+  });
+  if (values.help || values.version) return { values };
+  if (positionals[0] !== 'run') throw new UsageError(positionals.length ? `unknown command "${positionals[0]}" (the command is "run")` : '');
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+  if (!values.model || !values.input) throw new UsageError(`run needs ${!values.model ? '--model' : '--input'}`);
+  if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv or sfrec, got "${values.format}"`);
+  const options = {
+    firstSensor: sensorId(values.sensor),
+    seconds: seconds(values.window, '--window', 10),
+    hop: seconds(values.hop, '--hop', 5),
+    maxGflop: gflop(values['max-gflop']),
+    workers: workers(values.workers),
+  };
+  return { values, options };
+}
+
 async function main() {
-  let values, positionals, options;
+  let values, options, input;
   try {
-    ({ values, positionals } = parseArgs({
-      allowPositionals: true,
-      options: {
-        model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' },
-        attention: { type: 'boolean', default: false }, placement: { type: 'string' }, sensor: { type: 'string' },
-        window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
+    ({ values, options } = parseArguments());
     if (values.help) return void process.stdout.write(`${USAGE}\n`);
-    if (positionals[0] !== 'run' || positionals.length !== 1 || !values.model || !values.input) throw new UsageError('');
-    options = {
-      firstSensor: sensorId(values.sensor),
-      seconds: seconds(values.window, '--window', 10),
-      hop: seconds(values.hop, '--hop', 5),
-      maxGflop: gflop(values['max-gflop']),
-      workers: workers(values.workers),
-    };
+    if (values.version) return void process.stdout.write(`${version}\n`);
+    input = await openInput(values, options);
   } catch (e) {
-    fail(`${e.message ? `${e.message}\n` : ''}${USAGE}`, 2);
+    // parseArgs' own errors (an unknown option, a missing value) are usage errors too
+    if (e instanceof UsageError || e?.code?.startsWith?.('ERR_PARSE_ARGS')) fail(`${e.message ? `${e.message}\n` : ''}${USAGE}`, 2);
+    throw e;
   }
 
-  const input = await openInput(values.input, { ...options, placement: values.placement });
   // One worker means this thread: a worker thread would only add its start-up and a copy of
   // every window and result (the same .wasm computes the same bytes either way).
   const count = Math.max(1, Math.min(await workerCount(options.workers), input.count));
   const model = count === 1 ? await loadModel(values.model) : await loadModelInWorker(values.model, { workers: count });
   const windows = input.windows(model.config);
-  if (input.kind !== 'recording' && (values.window !== undefined || values.hop !== undefined)) note('--window and --hop apply to recordings only: ignored');
-  if (input.kind !== 'csv' && (values.placement !== undefined || values.sensor !== undefined)) note('--placement and --sensor apply to CSV input only: ignored');
   // Opened once the model and the input are known good (no empty file for a typo in --model), and
   // before the windows are computed (a missing folder is reported before the work, not after).
-  const sink = values.output ? await fileSink(values.output) : stdoutSink();
+  const sink = values.output && values.output !== '-' ? await fileSink(values.output) : stdoutSink();
+  const layout = values.pretty ? LAYOUT.pretty : LAYOUT.compact;
+  const forwardOptions = { attention: values.attention, maxGflop: options.maxGflop };
 
   // Windows in flight, oldest first: two per worker, so each has its next window queued while
   // the results are written in input order (this also bounds the memory they take).
@@ -242,13 +365,16 @@ async function main() {
     try {
       result = await inFlight.shift();
     } catch (e) {
-      if (input.kind !== 'window' && e instanceof SensorformerError) e.message = `input window ${written}: ${e.message}`;
+      if (e instanceof SensorformerError) {
+        e.message = apiWording(e.message, input.label);
+        if (!input.single) e.message = `input window ${written}: ${e.message}`;
+      }
       throw e;
     }
-    await sink.write(`${written ? ',' : ''}${JSON.stringify(toJson(result))}`);
+    await sink.write(`${written ? layout.sep : ''}${layout.window(toJson(result, values))}`);
     written++;
   };
-  await sink.write('{"windows":[');
+  await sink.write(layout.open);
   const source = windows[Symbol.asyncIterator]?.() ?? windows[Symbol.iterator]();
   for (;;) {
     let next;
@@ -262,14 +388,16 @@ async function main() {
     }
     if (next.done) break;
     const window = next.value;
-    const pending = count === 1 ? Promise.resolve().then(() => model.forward(window, { attention: values.attention, maxGflop: options.maxGflop }))
-      : model.forward(window, { attention: values.attention, maxGflop: options.maxGflop });
+    const pending = Promise.resolve().then(() => {
+      checkKnown(window, model.config, input.label);
+      return model.forward(window, forwardOptions);
+    });
     pending.catch(() => {});  // awaited in order by writeNext: an error after a failing window is never reported
     inFlight.push(pending);
     if (inFlight.length >= lookahead) await writeNext();
   }
   while (inFlight.length) await writeNext();
-  await sink.write(']}\n');
+  await sink.write(written ? layout.close : layout.closeEmpty);
   await sink.close();
   input.finish?.(written);
   await model.dispose();
