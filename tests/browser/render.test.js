@@ -97,8 +97,8 @@ test('reorderMap permutes rows and columns of every head; headWeights and cellAt
   assert.equal(max, 17);
   // fakeContext measures 6 px per character: labels "0".."2" are 6 px, the bar's "17.00" 30 px.
   // left = 4 + 6 (strips) + 6 + 2 = 18; right = 8 + 10 + 4 + 30 + 2 = 54; top = 6;
-  // bottom = ceil(10 + (6 + 10) / sqrt 2 + 2 + 16) = 40 (axis title on). CSS px: 150 x 140.
-  assert.deepEqual([layout.x0, layout.y0, layout.width, layout.height], [18, 6, 150 - 18 - 54, 140 - 6 - 40], 'the layout is in CSS pixels and fills the canvas');
+  // bottom = ceil(10 + (6 + 10) / sqrt 2 + 2 + 12) = 36 (axis title on). CSS px: 150 x 140.
+  assert.deepEqual([layout.x0, layout.y0, layout.width, layout.height], [18, 6, 150 - 18 - 54, 140 - 6 - 36], 'the layout is in CSS pixels and fills the canvas');
   assert.deepEqual(cellAt(layout, layout.x0 + 0.5, layout.y0 + 0.5), { query: 0, key: 0 });
   assert.deepEqual(cellAt(layout, layout.x0 + layout.width - 0.5, layout.y0 + layout.height - 0.5), { query: 2, key: 2 });
   assert.equal(cellAt(layout, layout.x0 + layout.width + 0.5, layout.y0), null);
@@ -295,10 +295,14 @@ test('drawAttentionMap in Chromium: map, labels and colour bar fill the canvas (
       // the longest run of rows and of columns that hold background only
       const rowEmpty = (y) => { for (let x = 0; x < w; x++) { const i = 4 * (y * w + x); if (Math.abs(d[i] - bg[0]) + Math.abs(d[i + 1] - bg[1]) + Math.abs(d[i + 2] - bg[2]) > 24) return false; } return true; };
       const colEmpty = (x) => { for (let y = 0; y < hgt; y++) { const i = 4 * (y * w + x); if (Math.abs(d[i] - bg[0]) + Math.abs(d[i + 1] - bg[1]) + Math.abs(d[i + 2] - bg[2]) > 24) return false; } return true; };
-      let lastRow = -1, lastCol = -1;
-      for (let y = 0; y < hgt; y++) if (!rowEmpty(y)) lastRow = y;
-      for (let x = 0; x < w; x++) if (!colEmpty(x)) lastCol = x;
-      return { bg, lastRow, lastCol, layout: { x0: layout.x0, y0: layout.y0, width: layout.width, height: layout.height } };
+      let lastRow = -1, lastCol = -1, emptyRows = 0, emptyCols = 0;
+      for (let y = 0, run = 0; y < hgt; y++) {
+        if (!rowEmpty(y)) { lastRow = y; run = 0; } else emptyRows = Math.max(emptyRows, ++run);
+      }
+      for (let x = 0, run = 0; x < w; x++) {
+        if (!colEmpty(x)) { lastCol = x; run = 0; } else emptyCols = Math.max(emptyCols, ++run);
+      }
+      return { bg, lastRow, lastCol, emptyRows, emptyCols, layout: { x0: layout.x0, y0: layout.y0, width: layout.width, height: layout.height } };
     }, { w, hgt });
     assert.deepEqual(r.bg, hex(THEMES.light.background));
     // The lowest drawn pixels (the rotated key labels) and the rightmost (the colour bar's "0.xx")
@@ -306,6 +310,9 @@ test('drawAttentionMap in Chromium: map, labels and colour bar fill the canvas (
     // descender and antialiasing of 10 px text.
     assert.ok(r.lastRow >= hgt - 7, `${w}x${hgt}: the bottom ${hgt - 1 - r.lastRow} px of the canvas are empty: ${JSON.stringify(r)}`);
     assert.ok(r.lastCol >= w - 7, `${w}x${hgt}: the right ${w - 1 - r.lastCol} px of the canvas are empty: ${JSON.stringify(r)}`);
+    // No band of empty rows or columns anywhere (the old fixed margins left 76 px and more under
+    // the labels of a square canvas, 360 px in a tall one): at most the 6 px top margin.
+    assert.ok(r.emptyRows <= 8 && r.emptyCols <= 8, `${w}x${hgt}: an empty band of ${r.emptyRows} rows / ${r.emptyCols} columns: ${JSON.stringify(r)}`);
     assert.ok(r.layout.y0 <= 7 && r.layout.x0 <= 80, `${w}x${hgt}: the cells start far from the top-left: ${JSON.stringify(r.layout)}`);
   }
   assert.deepEqual(await browserCtx.watch.problems(), []);

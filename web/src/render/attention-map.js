@@ -145,7 +145,7 @@ export function drawAttentionMap(ctx, map, { head = 0, labels = [], absent = [],
   for (let i = 0; i < g; i++) widest = Math.max(widest, ctx.measureText(labelOf(i)).width);
   const pad = LABEL_GAP + (colors ? STRIP : 0);
   const barText = Math.max(ctx.measureText(max.toFixed(2)).width, ctx.measureText('0').width);
-  const titleRoom = axisTitle ? fontPx + 6 : 0;
+  const titleRoom = axisTitle ? fontPx + 2 : 0;
   const margins = {
     left: Math.ceil(pad + widest + 2),
     top: Math.ceil(Math.max(TOP, fontPx / 2 + 1)),
