@@ -9,7 +9,12 @@ import {
   THEMES, autoRange, cellAt, drawAttentionMap, drawTimeAxis, drawTrace, formatTick, headWeights, mapLayout, reorderMap,
   resolveTheme, seriesFromStream, tickStep, tokenLabels, valueTicks,
 } from '../../web/src/render/index.js';
-import { demoServer, launchChromium, watch } from './helpers.js';
+import * as renderModule from '../../web/src/render/index.js';
+import { demoServer, launchChromium, repo, watch } from './helpers.js';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 // A 2D context that records calls and draws nothing.
 function fakeContext(width = 400, height = 60) {
@@ -185,6 +190,25 @@ test('mapLayout: fill reaches the margins, square keeps square cells centred', (
   const sq = mapLayout(400, 300, 10, { margins, fit: 'square' });
   assert.deepEqual([sq.x0, sq.y0, sq.width, sq.height, sq.cell], [40 + (330 - 244) / 2, 6, 244, 244, 24.4]);
   assert.throws(() => mapLayout(400, 300, 10, { fit: 'cover' }), RangeError);
+});
+
+test('web/render.d.ts declares what the module exports, and a strict TypeScript consumer compiles', () => {
+  const dts = readFileSync(join(repo, 'web/render.d.ts'), 'utf8');
+  const declared = [...dts.matchAll(/^export (?:function|const) (\w+)/gm)].map((m) => m[1]);
+  assert.deepEqual([...new Set(declared)].sort(), Object.keys(renderModule).sort(), 'web/render.d.ts and web/src/render/index.js disagree');
+  // tsc --strict on tests/browser/fixtures/render-consumer.ts: every new option is used, two
+  // @ts-expect-error lines (an unknown theme, a misspelt option) must be errors.
+  const dir = mkdtempSync(join(tmpdir(), 'render-tsc-'));
+  try {
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: [] },
+      files: [join(repo, 'tests/browser/fixtures/render-consumer.ts')],
+    }));
+    const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `tsc --strict failed on the render consumer:\n${r.stdout}${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // --- pictures, in Chromium ------------------------------------------------------------------
