@@ -16,7 +16,7 @@ export interface ThemeColors {
 export type ThemeName = 'dark' | 'light' | 'auto';
 export type Theme = ThemeName | (Partial<ThemeColors> & { base?: ThemeName });
 export const THEMES: Readonly<{ dark: Readonly<ThemeColors>; light: Readonly<ThemeColors> }>;
-/** Throws RangeError for an unknown theme name. */
+/** SensorformerError INVALID_ARGUMENT for an unknown theme name. */
 export function resolveTheme(theme?: Theme): ThemeColors;
 
 // --- attention maps (attention-map.js) ---------------------------------------------------------
@@ -31,7 +31,7 @@ export interface MapLayout {
   cell: number; size: number;
 }
 export interface MapMargins { left: number; top: number; right: number; bottom: number }
-/** fit 'fill' (default): cells fill the canvas inside the margins; 'square': square cells, centred. RangeError otherwise. */
+/** fit 'fill' (default): cells fill the canvas inside the margins; 'square': square cells, centred. SensorformerError INVALID_ARGUMENT otherwise. */
 export function mapLayout(width: number, height: number, g: number, options?: { margins?: MapMargins; fit?: 'fill' | 'square' }): MapLayout;
 export function cellAt(layout: MapLayout, x: number, y: number): { query: number; key: number } | null;
 export function headWeights(map: Pick<AttentionMap, 'weights' | 'dims'>, head: number | 'mean'): Float32Array;
@@ -42,7 +42,8 @@ export function reorderMap<M extends Pick<AttentionMap, 'weights' | 'dims'> & { 
  * Axis labels for a map's rows and columns: "<modality> <t> s", t in seconds after `reference`
  * (default: the earliest token's time). group: an AttentionMap (its tokens), token indices, or
  * null for all tokens. A modality fed by several streams gets "#<stream>".
- * TypeError when tokens is not a forward result's tokens; RangeError for an index out of range.
+ * SensorformerError: INVALID_ARGUMENT when tokens is not a forward result's tokens,
+ * INDEX_OUT_OF_RANGE for an index out of range.
  */
 export function tokenLabels(
   tokens: ForwardResult['tokens'],
@@ -184,6 +185,10 @@ export interface TraceResult {
 export function seriesFromStream(stream: Stream | Series | null | undefined): { times: Float64Array; values: Float64Array };
 export function autoRange(series: Series, options?: { t0?: number; t1?: number; minSpan?: number; pad?: number }): [number, number] | null;
 export function traceLayout(width: number, height: number, options: { t0: number; t1: number; range: [number, number]; padding?: TracePadding }): TraceLayout;
+/**
+ * Draws a trace into the whole canvas. SensorformerError INVALID_ARGUMENT (nothing drawn) unless
+ * t0 < t1 are finite, for a range that is not finite lo < hi, and for an unknown theme.
+ */
 export function drawTrace(
   ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D,
   series: Series | Stream,
@@ -191,7 +196,8 @@ export function drawTrace(
 ): TraceResult;
 /**
  * Tick labels in seconds relative to `reference` (default t1), or by format(t), for traces drawn
- * with the same t0, t1, valueAxis and axisWidth (so the ticks line up). RangeError unless t0 < t1.
+ * with the same t0, t1, valueAxis and axisWidth (so the ticks line up). SensorformerError
+ * INVALID_ARGUMENT unless t0 < t1 (finite).
  */
 export function drawTimeAxis(
   ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D,

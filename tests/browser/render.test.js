@@ -9,12 +9,16 @@ import {
   THEMES, autoRange, cellAt, drawAttentionMap, drawTimeAxis, drawTrace, formatTick, headWeights, mapLayout, reorderMap,
   resolveTheme, seriesFromStream, tickStep, tokenLabels, valueTicks,
 } from '../../web/src/render/index.js';
+import { SensorformerError } from '../../web/src/errors.js';
 import * as renderModule from '../../web/src/render/index.js';
 import { demoServer, launchChromium, repo, watch } from './helpers.js';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+// A SensorformerError with this code and a message matching re (for assert.throws).
+const code = (c, re) => (e) => e instanceof SensorformerError && e.code === c && re.test(e.message);
 
 // A 2D context that records calls and draws nothing.
 function fakeContext(width = 400, height = 60) {
@@ -67,7 +71,10 @@ test('drawTrace: counts visible gaps and drawn samples, breaks lines at gaps and
   ctx2.fillText = (t) => labels.push(t);
   drawTrace(ctx2, { times, values }, { t0: 2, t1: 9, gaps: [[4, 5, true]] });
   assert.ok(labels.includes('gap…'), `an ongoing gap is labelled: ${labels}`);
-  assert.throws(() => drawTrace(ctx, { times, values }, { t0: 5, t1: 5 }), RangeError);
+  assert.throws(() => drawTrace(ctx, { times, values }, { t0: 5, t1: 5 }), code('INVALID_ARGUMENT', /t0 < t1/));
+  for (const range of [[1, 1], [2, 1], [NaN, 1], [0, Infinity], 'auto']) {
+    assert.throws(() => drawTrace(ctx, { times, values }, { t0: 2, t1: 9, range }), code('INVALID_ARGUMENT', /range must be/), JSON.stringify(range));
+  }
 });
 
 test('drawTimeAxis: ticks relative to the reference', () => {
@@ -92,7 +99,8 @@ test('reorderMap permutes rows and columns of every head; headWeights and cellAt
       for (let j = 0; j < g; j++) assert.equal(r.weights[h * g * g + i * g + j], weights[h * g * g + order[i] * g + order[j]]);
   const mean = headWeights(r, 'mean');
   assert.equal(mean[0], (r.weights[0] + r.weights[9]) / 2);
-  assert.throws(() => reorderMap(map, [0, 1]), RangeError);
+  assert.throws(() => reorderMap(map, [0, 1]), code('SHAPE_MISMATCH', /order has 2 entries/));
+  assert.throws(() => headWeights(map, 2), code('INDEX_OUT_OF_RANGE', /head must be 0..1/));
 
   // Node has neither ImageData nor OffscreenCanvas: minimal stand-ins for the cell image.
   globalThis.ImageData ??= class { constructor(w, h) { this.data = new Uint8ClampedArray(w * h * 4); } };
@@ -162,8 +170,8 @@ test('resolveTheme: auto follows prefers-color-scheme; objects over a base; bad 
     if (saved) globalThis.matchMedia = saved; else delete globalThis.matchMedia;
   }
   assert.deepEqual(resolveTheme({ base: 'dark', color: '#123456' }), { ...THEMES.dark, color: '#123456' });
-  assert.throws(() => resolveTheme('solarized'), RangeError);
-  assert.throws(() => drawTrace(fakeContext(), { times: [0, 1], values: [0, 1] }, { t0: 0, t1: 1, theme: 'blue' }), RangeError);
+  assert.throws(() => resolveTheme('solarized'), code('INVALID_ARGUMENT', /solarized/));
+  assert.throws(() => drawTrace(fakeContext(), { times: [0, 1], values: [0, 1] }, { t0: 0, t1: 1, theme: 'blue' }), code('INVALID_ARGUMENT', /blue/));
 });
 
 test('tokenLabels: modality and seconds after the first token, per map group', () => {
@@ -179,8 +187,8 @@ test('tokenLabels: modality and seconds after the first token, per map group', (
   // two streams of one modality are told apart
   const two = { stream: Int32Array.of(0, 1), modality: ['acc_x', 'acc_x'], time: Float64Array.of(0, 0), present: Uint8Array.of(1, 1) };
   assert.deepEqual(tokenLabels(two), ['acc_x #0 0.0 s', 'acc_x #1 0.0 s']);
-  assert.throws(() => tokenLabels(tokens, [5]), RangeError);
-  assert.throws(() => tokenLabels({ time: [] }), TypeError);
+  assert.throws(() => tokenLabels(tokens, [5]), code('INDEX_OUT_OF_RANGE', /token index 5 is not in 0..4/));
+  assert.throws(() => tokenLabels({ time: [] }), code('INVALID_ARGUMENT', /forward result/));
 });
 
 test('mapLayout: fill reaches the margins, square keeps square cells centred', () => {
@@ -189,7 +197,7 @@ test('mapLayout: fill reaches the margins, square keeps square cells centred', (
   assert.deepEqual([f.x0, f.y0, f.width, f.height, f.cellWidth, f.cellHeight], [40, 6, 330, 244, 33, 24.4]);
   const sq = mapLayout(400, 300, 10, { margins, fit: 'square' });
   assert.deepEqual([sq.x0, sq.y0, sq.width, sq.height, sq.cell], [40 + (330 - 244) / 2, 6, 244, 244, 24.4]);
-  assert.throws(() => mapLayout(400, 300, 10, { fit: 'cover' }), RangeError);
+  assert.throws(() => mapLayout(400, 300, 10, { fit: 'cover' }), code('INVALID_ARGUMENT', /cover/));
 });
 
 test('web/render.d.ts declares what the module exports, and a strict TypeScript consumer compiles', () => {

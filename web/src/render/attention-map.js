@@ -1,6 +1,7 @@
 // Canvas rendering of one attention map (a group's H x g x g weights, as Model.forward returns
 // them) with labelled axes and a colour scale, plus the hit-testing a page needs for hover and
 // selection. No DOM beyond the canvas it is given; works with OffscreenCanvas too.
+import { SensorformerError } from '../errors.js';
 import { viridis } from './colormap.js';
 
 import { resolveTheme } from './traces.js';
@@ -22,7 +23,7 @@ const STRIP = 6;       // colour strip (4 px) + 2 px
  * cell's and the map's smaller side (square maps: the cell and the map side).
  */
 export function mapLayout(width, height, g, { margins = { left: 56, top: TOP, right: 46, bottom: 44 }, fit = 'fill' } = {}) {
-  if (fit !== 'fill' && fit !== 'square') throw new RangeError(`mapLayout: fit must be 'fill' or 'square', got ${fit}`);
+  if (fit !== 'fill' && fit !== 'square') throw new SensorformerError('INVALID_ARGUMENT', `mapLayout: fit must be 'fill' or 'square', got ${fit}`);
   let w = Math.max(1, width - margins.left - margins.right), h = Math.max(1, height - margins.top - margins.bottom);
   let x0 = margins.left, y0 = margins.top;
   if (fit === 'square') {
@@ -47,7 +48,7 @@ export function headWeights(map, head) {
   const [H, g] = map.dims;
   if (head !== 'mean') {
     const h = Number(head);  // a <select>'s "1" too: "1" + 1 would be "11"
-    if (!(Number.isInteger(h) && h >= 0 && h < H)) throw new RangeError(`headWeights: head must be 0..${H - 1} or 'mean', got ${head}`);
+    if (!(Number.isInteger(h) && h >= 0 && h < H)) throw new SensorformerError('INDEX_OUT_OF_RANGE', `headWeights: head must be 0..${H - 1} or 'mean', got ${head}`);
     return map.weights.subarray(h * g * g, (h + 1) * g * g);
   }
   const out = new Float32Array(g * g);
@@ -62,7 +63,7 @@ export function headWeights(map, head) {
  */
 export function reorderMap(map, order) {
   const [H, g] = map.dims;
-  if (order.length !== g) throw new RangeError(`reorderMap: order has ${order.length} entries, the map ${g}`);
+  if (order.length !== g) throw new SensorformerError('SHAPE_MISMATCH', `reorderMap: order has ${order.length} entries, the map ${g}`);
   const weights = new Float32Array(H * g * g);
   for (let h = 0; h < H; h++) {
     const base = h * g * g;
@@ -84,10 +85,10 @@ export function reorderMap(map, order) {
  * labels tell them apart. digits: decimals of the time (default 1).
  */
 export function tokenLabels(tokens, group = null, { reference, names = {}, digits = 1 } = {}) {
-  if (!tokens || !tokens.time || !tokens.modality || !tokens.stream) throw new TypeError('tokenLabels: tokens must be a forward result\'s tokens ({ stream, modality, time, present })');
+  if (!tokens || !tokens.time || !tokens.modality || !tokens.stream) throw new SensorformerError('INVALID_ARGUMENT', 'tokenLabels: tokens must be a forward result\'s tokens ({ stream, modality, time, present })');
   const n = tokens.time.length;
   const idx = group === null || group === undefined ? Array.from({ length: n }, (_, i) => i) : Array.from(group.tokens ?? group);
-  for (const i of idx) if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new RangeError(`tokenLabels: token index ${i} is not in 0..${n - 1}`);
+  for (const i of idx) if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new SensorformerError('INDEX_OUT_OF_RANGE', `tokenLabels: token index ${i} is not in 0..${n - 1}`);
   let ref = reference;
   if (ref === undefined || ref === null) {
     ref = Infinity;

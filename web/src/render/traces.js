@@ -11,6 +11,7 @@
 // present samples are further apart than `maxStep`. Marked gaps (a disconnect: StreamBuffer.gaps)
 // are a hatched band labelled "gap"; shorter runs of missing samples (lost notifications) are a
 // faint band when longer than `missingBand` seconds.
+import { SensorformerError } from '../errors.js';
 
 // Colour themes. 'dark' suits a dark page (the demo's), 'light' a light one; 'auto' picks one from
 // the page's prefers-color-scheme, as uPlot users do with a media query. Contrast of text on
@@ -51,7 +52,7 @@ export const THEMES = Object.freeze({
 export function resolveTheme(theme = 'auto') {
   if (theme && typeof theme === 'object') {
     const { base = 'auto', ...colors } = theme;
-    if (base && typeof base === 'object') throw new TypeError('resolveTheme: base must be a theme name');
+    if (base && typeof base === 'object') throw new SensorformerError('INVALID_ARGUMENT', 'resolveTheme: base must be a theme name');
     return { ...resolveTheme(base), ...colors };
   }
   if (theme === 'dark' || theme === 'light') return THEMES[theme];
@@ -59,7 +60,7 @@ export function resolveTheme(theme = 'auto') {
     const dark = typeof globalThis.matchMedia === 'function' && globalThis.matchMedia('(prefers-color-scheme: dark)').matches;
     return THEMES[dark ? 'dark' : 'light'];
   }
-  throw new RangeError(`theme must be 'dark', 'light', 'auto' or an object of colours, got ${String(theme)}`);
+  throw new SensorformerError('INVALID_ARGUMENT', `theme must be 'dark', 'light', 'auto' or an object of colours, got ${String(theme)}`);
 }
 
 /** Plot-area padding in CSS pixels (top, right, bottom, left) of a trace drawn without axes. */
@@ -246,6 +247,8 @@ function missingRuns(series, t0, t1) {
  *                   column of traces sharing one drawTimeAxis canvas
  *   padding         { top, right, bottom, left } (default tracePadding(options))
  *   pixelRatio      canvas pixels per CSS pixel (devicePixelRatio); sizes and layout in CSS pixels
+ * Bad options (t0 >= t1 or not finite, a range that is not finite lo < hi, an unknown theme):
+ * SensorformerError INVALID_ARGUMENT, before anything is drawn.
  * Returns { layout, range, gaps: number of marked gaps visible, missing: faint bands drawn,
  * points: samples drawn, last: the newest present sample { t, v } or null, ticks: the value
  * ticks drawn, theme: the colours used }.
@@ -258,8 +261,11 @@ export function drawTrace(ctx, series, options) {
   const pr = o.pixelRatio ?? 1;
   const width = ctx.canvas.width / pr, height = ctx.canvas.height / pr;
   const { t0, t1 } = o;
-  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new RangeError(`drawTrace: need finite t0 < t1, got ${t0}, ${t1}`);
+  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: need finite t0 < t1, got ${t0}, ${t1}`);
   const data = series && series.times && series.values ? series : seriesFromStream(series);
+  if (o.range !== undefined && o.range !== null && !(Array.isArray(o.range) && Number.isFinite(o.range[0]) && Number.isFinite(o.range[1]) && o.range[1] > o.range[0])) {
+    throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: range must be [lo, hi] with finite lo < hi, got ${JSON.stringify(o.range)}`);
+  }
   const range = o.range ?? autoRange(data, { t0, t1, minSpan: o.minSpan ?? 0 }) ?? [0, 1];
   const valueAxis = o.valueAxis ?? true, timeAxis = o.timeAxis ?? true;
   const padding = o.padding ?? tracePadding({ valueAxis, timeAxis, axisWidth: o.axisWidth });
@@ -475,7 +481,7 @@ function timeTickLabels(ctx, L, { reference, format, unit, color, axis = color, 
  * the traces' grid lines. Colours from `theme` ('auto' by default), `color` for the text.
  */
 export function drawTimeAxis(ctx, { t0, t1, reference = t1, valueAxis = true, axisWidth, padding = tracePadding({ valueAxis, timeAxis: false, axisWidth }), theme = 'auto', color, background = null, format = null, unit = 's', pixelRatio = 1 }) {
-  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new RangeError(`drawTimeAxis: need finite t0 < t1, got ${t0}, ${t1}`);
+  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTimeAxis: need finite t0 < t1, got ${t0}, ${t1}`);
   const colors = resolveTheme(theme);
   const width = ctx.canvas.width / pixelRatio, height = ctx.canvas.height / pixelRatio;
   const L = traceLayout(width, height, { t0, t1, range: [0, 1], padding });
