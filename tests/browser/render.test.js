@@ -154,6 +154,12 @@ test('drawTrace: value-axis labels carry the units on the top tick; no axis, no 
   const out2 = drawTrace(ctx2, series, { t0: 0, t1: 2, range: [-450, 450], valueAxis: false, timeAxis: false, theme: 'dark' });
   assert.deepEqual(none, []);
   assert.equal(out2.layout.x0, 8);
+  // nothing in view and no range: no made-up scale on the axis
+  const empty = [];
+  const ctx3 = fakeContext(300, 100);
+  ctx3.fillText = (t) => empty.push(t);
+  const out3 = drawTrace(ctx3, { times: [0, 1], values: [NaN, null] }, { t0: 0, t1: 2, units: 'µV', timeAxis: false, theme: 'dark' });
+  assert.deepEqual([empty, out3.ticks, out3.range], [[], [], [0, 1]]);
 });
 
 test('resolveTheme: auto follows prefers-color-scheme; objects over a base; bad names are errors', () => {

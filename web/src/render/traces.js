@@ -240,7 +240,8 @@ function missingRuns(series, t0, t1) {
  *   color, background, grid, axis, text, gapFill, gapStroke, gapText, missingFill, windowFill
  *                   single colours over the theme's
  *   valueAxis       true (default): a value axis in a left gutter of `axisWidth` CSS px (default
- *                   VALUE_AXIS_WIDTH), ticks at 1/2/5 x 10^k (valueTicks) with grid lines
+ *                   VALUE_AXIS_WIDTH), ticks at 1/2/5 x 10^k (valueTicks) with grid lines; no
+ *                   ticks when nothing is in view and no range is given
  *   units           text after the top tick's value (e.g. 'µV'); none by default
  *   timeAxis        true (default): time ticks under the plot, labelled like drawTimeAxis (seconds
  *                   relative to `reference`, or `format(t)`, `unit` after the 0); false for a
@@ -266,11 +267,15 @@ export function drawTrace(ctx, series, options) {
   if (o.range !== undefined && o.range !== null && !(Array.isArray(o.range) && Number.isFinite(o.range[0]) && Number.isFinite(o.range[1]) && o.range[1] > o.range[0])) {
     throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: range must be [lo, hi] with finite lo < hi, got ${JSON.stringify(o.range)}`);
   }
-  const range = o.range ?? autoRange(data, { t0, t1, minSpan: o.minSpan ?? 0 }) ?? [0, 1];
+  const auto = o.range ? null : autoRange(data, { t0, t1, minSpan: o.minSpan ?? 0 });
+  // No value in view and no range given: a [0, 1] placeholder, whose ticks would be a made-up
+  // scale, so the value axis is drawn without them.
+  const placeholder = !o.range && !auto;
+  const range = o.range ?? auto ?? [0, 1];
   const valueAxis = o.valueAxis ?? true, timeAxis = o.timeAxis ?? true;
   const padding = o.padding ?? tracePadding({ valueAxis, timeAxis, axisWidth: o.axisWidth });
   const L = traceLayout(width, height, { t0, t1, range, padding });
-  const vt = valueAxis ? valueTicks(L.lo, L.hi, L.y1 - L.y0) : { ticks: [], decimals: 0 };
+  const vt = valueAxis && !placeholder ? valueTicks(L.lo, L.hi, L.y1 - L.y0) : { ticks: [], decimals: 0 };
 
   ctx.save();
   ctx.scale(pr, pr);
