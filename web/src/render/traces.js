@@ -47,7 +47,8 @@ export const THEMES = Object.freeze({
  * A theme option -> a full colour set. 'dark' | 'light'; 'auto' (the default of every drawing
  * function): 'dark' when the page prefers a dark colour scheme (matchMedia), else 'light' (also
  * where there is no matchMedia, e.g. in a Worker with OffscreenCanvas: pass the theme there); an
- * object: its colours over the theme named by its `base` ('auto' unless given).
+ * object: its colours over the theme named by its `base` ('auto' unless given). 'auto' is looked
+ * up on every draw, so a page that redraws (a live trace) follows a switch of the colour scheme.
  */
 export function resolveTheme(theme = 'auto') {
   if (theme && typeof theme === 'object') {
