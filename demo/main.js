@@ -69,7 +69,7 @@ if (badParams.length) showNotice(`Ignored ${badParams.join('; ')}: using the def
 const traces = new TracesPanel($('#traces'), $('#time-axis'), $('#gap-indicator'));
 const prediction = new PredictionPanel({
   predicted: $('#predicted'), confidence: $('#confidence'), probs: $('#probs'), latency: $('#latency'), rate: $('#rate'),
-  updates: $('#updates'), tokens: $('#tokens'), truth: $('#truth'), history: $('#history'), legend: $('#history-legend'),
+  updates: $('#updates'), tokens: $('#tokens'), truth: $('#truth'), history: $('#history'), legend: $('#history-legend'), announce: $('#announce'),
 });
 const attention = new AttentionPanel($('#maps'), {
   controls: $('#attention-controls'),

@@ -1,7 +1,9 @@
 // The attention maps: one panel per kind of block the model's layout has (time: within a stream,
 // channel: across streams in a time bin, flattened: all tokens), selectable by layer and head
 // (or the mean over heads) and by group; hover names the query and key tokens and the weight;
-// a click selects a cell and points at both patches on the traces.
+// a click selects a cell and points at both patches on the traces. By keyboard: a map takes focus,
+// the arrow keys move the highlighted cell (as hover does), Enter or Space pins it, Escape unpins;
+// its aria-label says what it shows and which cell is highlighted.
 import { cellAt, drawAttentionMap, headWeights, reorderMap } from '../../web/src/render/index.js';
 import { fitCanvas, h, relTime } from './dom.js';
 import { describeTokens, sameToken } from './tokens.js';
@@ -64,7 +66,7 @@ export class AttentionPanel {
   #makePanel(block) {
     const info = BLOCK_INFO[block];
     const select = h('select', { id: `group-${block}`, 'aria-label': block === 'time' ? 'Stream' : 'Time bin', class: 'group-select' });
-    const canvas = h('canvas', { id: `map-${block}`, class: 'map-canvas', dataset: { block, draws: '0' }, 'aria-label': `${info.kind} attention map` });
+    const canvas = h('canvas', { id: `map-${block}`, class: 'map-canvas', tabindex: '0', role: 'img', dataset: { block, draws: '0' }, 'aria-label': `${info.title} (${info.kind}) attention map, waiting for the first window` });
     const tooltip = h('div', { class: 'tooltip', role: 'tooltip', hidden: true });
     const caption = h('div', { class: 'map-caption' });
     const figure = h('figure', { class: `map map-${block}`, dataset: { block } },
@@ -82,6 +84,8 @@ export class AttentionPanel {
     canvas.addEventListener('mousemove', (e) => this.#onHover(panel, e));
     canvas.addEventListener('mouseleave', () => { panel.hover = null; panel.tooltip.hidden = true; this.#draw(panel); });
     canvas.addEventListener('click', (e) => this.#onClick(panel, e));
+    canvas.addEventListener('keydown', (e) => this.#onKey(panel, e));
+    canvas.addEventListener('blur', () => { if (panel.keyboard) { panel.keyboard = false; panel.hover = null; panel.tooltip.hidden = true; this.#draw(panel); } });
     return panel;
   }
 
@@ -157,6 +161,7 @@ export class AttentionPanel {
       ctx.fillText(last ? 'no tokens in this block yet' : 'waiting for the first window…', width / 2, height / 2);
       panel.view = null;
       panel.caption.textContent = '';
+      panel.canvas.setAttribute('aria-label', `${BLOCK_INFO[panel.block].title} (${BLOCK_INFO[panel.block].kind}) attention map, ${last ? 'no tokens in this block yet' : 'waiting for the first window'}`);
       return;
     }
     if (panel.select.value !== group.value && panel.choice !== 'latest') panel.select.value = group.value;
@@ -173,9 +178,13 @@ export class AttentionPanel {
     const rows = Array.from(map.tokens, (t) => tokens[t]);
     const labels = rows.map((t) => (panel.block === 'time' ? relTime(t.rel) : `${t.short} ${relTime(t.rel).replace(' s', '')}`));
     const selected = this.#selectedCell(rows);
+    // a new window can have fewer tokens: the keyboard's cell stays on the map
+    if (panel.hover && (panel.hover.query >= rows.length || panel.hover.key >= rows.length)) {
+      panel.hover = { query: Math.min(panel.hover.query, rows.length - 1), key: Math.min(panel.hover.key, rows.length - 1) };
+    }
     const { layout, max } = drawAttentionMap(ctx, map, {
       head: this.head, labels, absent: rows.map((t) => !t.present), colors: rows.map((t) => t.color),
-      selected, hover: panel.hover, pixelRatio: panel.fit.pixelRatio, background: BACKGROUND, text: TEXT,
+      selected, hover: panel.hover, pixelRatio: panel.fit.pixelRatio, theme: 'dark', background: BACKGROUND, text: TEXT,
       font: '10px system-ui, sans-serif', axisTitle: '',
     });
     panel.view = { map, rows, layout, max, weights: headWeights(map, this.head), group };
@@ -186,9 +195,57 @@ export class AttentionPanel {
     ds.group = group.value;
     ds.size = String(rows.length);
     // where the cells are (CSS px: left, top, cell size, cells per side), for pointing at one
-    ds.cells = [layout.x0, layout.y0, layout.cell, layout.g].map((v) => +v.toFixed(3)).join(' ');
+    ds.cells = [layout.x0, layout.y0, layout.cellWidth, layout.cellHeight, layout.g].map((v) => +v.toFixed(3)).join(' ');
+    ds.hover = panel.hover ? `${panel.hover.query} ${panel.hover.key}` : '';
+    panel.canvas.setAttribute('aria-label', this.#describe(panel, rows, group, selected));
     const absent = rows.filter((t) => !t.present).length;
     panel.caption.textContent = `${rows.length} tokens${absent ? `, ${absent} masked (missing data, hatched)` : ''} · layer ${this.layer + 1} · ${this.head === 'mean' ? `mean of ${map.dims[0]} heads` : `head ${this.head + 1}`} · colour scale 0 – ${max.toFixed(2)}`;
+  }
+
+  // What a screen reader says for a map: block, layer, head, group, the highlighted and pinned cells.
+  // No weights: they change every second and a focused element's label is re-read when it changes.
+  #describe(panel, rows, group, selected) {
+    const info = BLOCK_INFO[panel.block];
+    const head = this.head === 'mean' ? 'mean over heads' : `head ${this.head + 1}`;
+    const cell = (c) => `query ${rows[c.query].title} ${relTime(rows[c.query].rel)}, key ${rows[c.key].title} ${relTime(rows[c.key].rel)}`;
+    const parts = [`${info.title} (${info.kind}) attention map, layer ${this.layer + 1}, ${head}, ${group.label}`];
+    if (panel.hover) parts.push(`highlighted ${cell(panel.hover)}`);
+    if (selected) parts.push(`pinned ${cell(selected)}`);
+    if (!panel.hover && !selected) parts.push('arrow keys move a highlighted cell, Enter pins it');
+    return parts.join('; ');
+  }
+
+  // Arrow keys move the highlighted cell (rows: query, columns: key), Home/End jump to the first /
+  // last key, Enter or Space pins it (or unpins it when it is the pinned one), Escape unpins.
+  #onKey(panel, e) {
+    if (!panel.view) return;
+    const g = panel.view.rows.length;
+    const cur = panel.hover ?? this.#selectedCell(panel.view.rows) ?? { query: 0, key: 0 };
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    let next = null;
+    if (moves[e.key]) {
+      // the first arrow press shows the cell it starts from
+      const [dq, dk] = panel.hover ? moves[e.key] : [0, 0];
+      next = { query: clamp(cur.query + dq, 0, g - 1), key: clamp(cur.key + dk, 0, g - 1) };
+    } else if (e.key === 'Home' || e.key === 'End') {
+      next = { query: cur.query, key: e.key === 'Home' ? 0 : g - 1 };
+    } else if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      this.#pin(panel, cur.query, cur.key);
+      return;
+    } else if (e.key === 'Escape') {
+      if (this.selection) { e.preventDefault(); e.stopPropagation(); this.clearSelection(); }
+      return;
+    } else {
+      return;
+    }
+    e.preventDefault();  // arrows would scroll the page
+    panel.keyboard = true;
+    panel.hover = next;
+    const c = this.#cellInfo(panel, next.query, next.key);
+    const { layout } = panel.view;
+    this.#showTooltip(panel, c, layout.x0 + (next.key + 1) * layout.cellWidth, layout.y0 + (next.query + 1) * layout.cellHeight);
+    this.#draw(panel);
   }
 
   #selectedCell(rows) {
@@ -203,21 +260,32 @@ export class AttentionPanel {
     if (!panel.view) return null;
     const r = panel.canvas.getBoundingClientRect();
     const cell = cellAt(panel.view.layout, e.clientX - r.left, e.clientY - r.top);
-    if (!cell) return null;
+    return cell ? this.#cellInfo(panel, cell.query, cell.key) : null;
+  }
+
+  #cellInfo(panel, query, key) {
     const { rows, weights, map } = panel.view;
     const g = map.dims[1];
-    return { ...cell, q: rows[cell.query], k: rows[cell.key], weight: weights[cell.query * g + cell.key] };
+    return { query, key, q: rows[query], k: rows[key], weight: weights[query * g + key] };
   }
 
   #onHover(panel, e) {
     const c = this.#cell(panel, e);
     const before = panel.hover;
+    panel.keyboard = false;
     panel.hover = c ? { query: c.query, key: c.key } : null;
     if (!c) {
       panel.tooltip.hidden = true;
       if (before) this.#draw(panel);
       return;
     }
+    const frame = panel.tooltip.parentElement.getBoundingClientRect();
+    this.#showTooltip(panel, c, e.clientX - frame.left, e.clientY - frame.top);
+    if (!before || before.query !== c.query || before.key !== c.key) this.#draw(panel);
+  }
+
+  // The tooltip of cell c near (x, y) (CSS px in the map's frame), kept inside the frame.
+  #showTooltip(panel, c, x, y) {
     const head = this.head === 'mean' ? `mean of ${panel.view.map.dims[0]} heads` : `head ${this.head + 1}`;
     panel.tooltip.replaceChildren(...[
       tokenLine('query', c.q), tokenLine('key', c.k),
@@ -226,17 +294,20 @@ export class AttentionPanel {
     ].filter(Boolean));
     panel.tooltip.hidden = false;
     const frame = panel.tooltip.parentElement.getBoundingClientRect();
-    const x = e.clientX - frame.left, y = e.clientY - frame.top;
     const tw = panel.tooltip.offsetWidth, th = panel.tooltip.offsetHeight;
     const left = x + 16 + tw > frame.width ? Math.max(0, x - 16 - tw) : x + 16;
     const top = y + 16 + th > frame.height ? Math.max(0, y - 16 - th) : y + 16;
     panel.tooltip.style.transform = `translate(${Math.round(left)}px, ${Math.round(top)}px)`;
-    if (!before || before.query !== c.query || before.key !== c.key) this.#draw(panel);
   }
 
   #onClick(panel, e) {
     const c = this.#cell(panel, e);
-    if (!c) return;
+    if (c) this.#pin(panel, c.query, c.key);
+  }
+
+  // Pins cell (query, key) of a panel, or unpins it when it is the pinned cell.
+  #pin(panel, query, key) {
+    const c = this.#cellInfo(panel, query, key);
     const current = this.selection;
     if (current && sameToken(c.q, current.query) && sameToken(c.k, current.key)) this.selection = null;
     else this.selection = { query: c.q, key: c.k, weight: c.weight, block: panel.block, layer: this.layer, head: this.head };
@@ -248,7 +319,7 @@ export class AttentionPanel {
     const el = this.#selectionEl;
     const s = this.selection;
     if (!s) {
-      el.replaceChildren(h('span', { class: 'muted' }, 'Hover a cell to read it; click to pin it and see both patches highlighted on the traces.'));
+      el.replaceChildren(h('span', { class: 'muted' }, 'Hover a cell to read it (or focus a map and use the arrow keys); click or press Enter to pin it and see both patches highlighted on the traces.'));
       el.dataset.selected = 'false';
       return;
     }
@@ -269,6 +340,8 @@ function tokenLine(role, t) {
     h('span', { class: 'swatch', dataset: { stream: t.id } }), h('b', {}, t.title), ` · ${t.placement} · ${relTime(t.rel)} `,
     h('span', { class: 'muted' }, `(${span})`));
 }
+
+const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
 
 function syncOptions(select, options, choice) {
   const sig = options.map((o) => `${o.value}=${o.label}`).join('|');

@@ -11,8 +11,8 @@ export class PredictionPanel {
   #bars = [];
   #strip;
 
-  constructor({ predicted, confidence, probs, latency, rate, updates, tokens, truth, history, legend }) {
-    Object.assign(this, { predicted, confidence, probs, latency, rate, updates, tokens, truth, legend });
+  constructor({ predicted, confidence, probs, latency, rate, updates, tokens, truth, history, legend, announce = null }) {
+    Object.assign(this, { predicted, confidence, probs, latency, rate, updates, tokens, truth, legend, announce });
     this.labels = [];
     this.#strip = { canvas: history, fit: fitCanvas(history, () => this.drawHistory()) };
   }
@@ -48,6 +48,12 @@ export class PredictionPanel {
     const name = this.labels[best] ?? `class ${best}`;
     this.predicted.textContent = name;
     this.predicted.dataset.cls = name;
+    // Announced (a polite live region) only when the class changes: a screen reader hearing the
+    // same word every second could not use the page for anything else.
+    if (this.announce && this.announce.dataset.label !== name) {
+      this.announce.dataset.label = name;
+      this.announce.textContent = `Predicted activity: ${name}`;
+    }
     this.confidence.textContent = `${(100 * p[best]).toFixed(0)} %`;
     this.#bars.forEach((b, i) => {
       b.fill.style.setProperty('--p', p[i].toFixed(4));

@@ -8,6 +8,9 @@ import { STREAM_VIEW } from './streams.js';
 export const VIEW_SECONDS = 15;
 const VIEW_LAG = 0.6;  // s: the newest ECG frame (73 samples, ~0.56 s) has arrived by then
 const BACKGROUND = '#0f141b';
+// The value axis's gutter (CSS px), the same for every trace and the shared time axis so their
+// plot areas line up: "−1000 µV" (ACC, ECG) fits at 10 px.
+const AXIS_WIDTH = 52;
 
 export class TracesPanel {
   #rows = [];
@@ -24,7 +27,7 @@ export class TracesPanel {
     for (const view of STREAM_VIEW) {
       const value = h('span', { class: 'value' }, '–');
       const source = h('span', { class: 'src' }, '');
-      const canvas = h('canvas', { class: 'trace', dataset: { stream: view.id, gaps: '0', gapsTotal: '0', points: '0' }, 'aria-label': `${view.title} trace` });
+      const canvas = h('canvas', { class: 'trace', dataset: { stream: view.id, gaps: '0', gapsTotal: '0', points: '0' }, role: 'img', 'aria-label': `${view.title} trace in ${view.unit}, the last ${VIEW_SECONDS} s, with disconnect gaps marked` });
       const row = h('div', { class: `trace-row${view.tall ? ' tall' : ''}`, dataset: { stream: view.id } },
         h('div', { class: 'trace-meta' },
           h('div', { class: 'trace-name' }, h('span', { class: 'dot', dataset: { stream: view.id } }), view.title),
@@ -70,7 +73,8 @@ export class TracesPanel {
       const highlights = this.highlights.filter((x) => x.id === r.view.id);
       const out = drawTrace(ctx, series, {
         t0, t1, reference: now, range: r.range ?? undefined, minSpan: r.view.minSpan, style: r.view.style, maxStep: r.view.maxStep,
-        gaps, window: this.window, highlights, color: r.view.color, background: BACKGROUND,
+        gaps, window: this.window, highlights, color: r.view.color, theme: 'dark', background: BACKGROUND,
+        valueAxis: true, axisWidth: AXIS_WIDTH, units: r.view.unit, timeAxis: false,
         pixelRatio: r.fit.pixelRatio, lineWidth: r.view.tall ? 1.4 : 1.25,
       });
       gapsInView += out.gaps;
@@ -88,7 +92,7 @@ export class TracesPanel {
     }
     const axis = this.#axis.canvas.getContext('2d');
     axis.clearRect(0, 0, this.#axis.canvas.width, this.#axis.canvas.height);
-    drawTimeAxis(axis, { t0, t1, reference: now, pixelRatio: this.#axis.fit.pixelRatio, color: '#7d8896', unit: 's' });
+    drawTimeAxis(axis, { t0, t1, reference: now, valueAxis: true, axisWidth: AXIS_WIDTH, pixelRatio: this.#axis.fit.pixelRatio, theme: 'dark', color: '#7d8896', unit: 's' });
     if (this.gapBadge) {
       this.gapBadge.hidden = gapsInView === 0;
       this.gapBadge.dataset.count = String(gapsInView);

@@ -56,9 +56,9 @@ function simulatorIds(seed) {
 
 /** The middle of cell (query q, key k) of an attention map, as a position on its canvas; g: cells per side. */
 async function cellPosition(page, selector, pick) {
-  const [x0, y0, cell, g] = (await page.getAttribute(selector, 'data-cells')).split(' ').map(Number);
+  const [x0, y0, cw, ch, g] = (await page.getAttribute(selector, 'data-cells')).split(' ').map(Number);
   const [q, k] = pick(g);
-  return { position: { x: x0 + (k + 0.5) * cell, y: y0 + (q + 0.5) * cell }, q, k, g };
+  return { position: { x: x0 + (k + 0.5) * cw, y: y0 + (q + 0.5) * ch }, q, k, g };
 }
 
 const pageIds = (page) => page.$$eval('#devices .device', (els) => Object.fromEntries(els.map((e) => [e.dataset.kind, e.dataset.id ?? null])));
@@ -246,6 +246,146 @@ test('a simulated disconnect shows a gap and the stream recovers', async () => {
   const updates = await count('#updates', 'count');
   await waitFor(page, 'inference going on after the reconnect', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 1, updates);
   log('demo', `${elapsed()}: disconnect -> reconnect at ${back.toFixed(2)}, "${gapText}", gaps per stream ${JSON.stringify(gaps)}, strap ${states.join(' -> ')}, inference continues`);
+});
+
+test('keyboard: a map takes focus, arrows move the highlighted cell, Enter pins, Escape unpins; roles and labels', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'both attention maps drawn from a window', () => ['map-time', 'map-channel'].every((id) => Number(document.getElementById(id)?.dataset.size) > 0));
+  // Every canvas that shows something is an image with a description; the maps are focusable.
+  const roles = await page.$$eval('canvas', (els) => els.map((e) => ({ id: e.id || e.dataset.stream, role: e.getAttribute('role'), label: e.getAttribute('aria-label') ?? '', hidden: e.getAttribute('aria-hidden'), tabindex: e.getAttribute('tabindex') })));
+  for (const c of roles.filter((r) => r.hidden !== 'true')) {
+    assert.equal(c.role, 'img', `canvas ${c.id} has no role="img": ${JSON.stringify(c)}`);
+    assert.ok(c.label.length >= 12, `canvas ${c.id} has no description: ${JSON.stringify(c)}`);
+  }
+  for (const id of ['map-time', 'map-channel']) assert.equal(roles.find((r) => r.id === id).tabindex, '0', `#${id} cannot take focus`);
+  // Pause: the window stays, so the cell the keys move is the same token from key to key.
+  await page.click('#pause');
+  try {
+    await waitFor(page, 'Pause with no window in the Worker', () => document.querySelector('#pause').dataset.inflight === '0' && document.querySelector('#pause').getAttribute('aria-pressed') === 'true');
+    const map = '#map-time';
+    const label = () => page.getAttribute(map, 'aria-label');
+    assert.match(await label(), /layer 1, mean over heads, ECG \(chest\)/, 'the map\'s label names layer, head and stream');
+    // Tab order reaches the map (from the head control before it); then the keys.
+    await page.focus('#group-time');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'map-time', 'Tab from the stream select does not reach the map');
+    await page.keyboard.press('ArrowDown');   // the first press shows the starting cell
+    await waitFor(page, 'the highlighted cell at 0 0', () => document.querySelector('#map-time').dataset.hover === '0 0');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowDown');
+    await waitFor(page, 'the highlighted cell at query 1, key 2', () => document.querySelector('#map-time').dataset.hover === '1 2');
+    const rows = await page.$eval(map, (c) => Number(c.dataset.size));
+    const text = await label();
+    assert.match(text, /highlighted query ECG −?\d+\.\d s, key ECG −?\d+\.\d s/, `label: ${text}`);
+    assert.match(await page.textContent('.map-time .tooltip'), /query.*key.*weight/s, 'the keyboard\'s cell has no tooltip');
+    // Arrows stop at the edges.
+    for (let i = 0; i < rows + 2; i++) await page.keyboard.press('ArrowUp');
+    await waitFor(page, 'the top row', () => document.querySelector('#map-time').dataset.hover === '0 2');
+    await page.keyboard.press('End');
+    await waitFor(page, 'the last key', (g) => document.querySelector('#map-time').dataset.hover === `0 ${g - 1}`, rows);
+    await page.keyboard.press('Enter');
+    await waitFor(page, 'Enter to pin the cell', () => document.querySelector('#selection').dataset.selected === 'true');
+    assert.match(await label(), /pinned query ECG/, 'the label does not say which cell is pinned');
+    await waitFor(page, 'the pinned patches on the ECG trace', () => Number(document.querySelector('canvas.trace[data-stream="ecg"]').dataset.highlights) >= 1);
+    await page.keyboard.press('Escape');
+    await waitFor(page, 'Escape to unpin', () => document.querySelector('#selection').dataset.selected === 'false');
+    await page.keyboard.press(' ');
+    await waitFor(page, 'Space to pin', () => document.querySelector('#selection').dataset.selected === 'true');
+    await page.keyboard.press('Escape');
+    await waitFor(page, 'Escape to unpin again', () => document.querySelector('#selection').dataset.selected === 'false');
+    // Leaving the map drops the keyboard's highlight.
+    await page.keyboard.press('Shift+Tab');
+    await waitFor(page, 'no highlighted cell after blur', () => document.querySelector('#map-time').dataset.hover === '');
+    log('demo', `${elapsed()}: keyboard on #map-time (${rows} tokens): ${text}`);
+  } finally {
+    if (await page.getAttribute('#pause', 'aria-pressed') === 'true') await page.click('#pause');
+  }
+});
+
+test('the prediction is a polite live region, announced when the class changes, not every update', async () => {
+  const page = ctx.page;
+  const region = await page.$eval('#announce', (e) => ({ live: e.getAttribute('aria-live'), atomic: e.getAttribute('aria-atomic'), role: e.getAttribute('role') }));
+  assert.deepEqual(region, { live: 'polite', atomic: 'true', role: 'status' });
+  // Count the region's changes and the class changes from here on.
+  await page.evaluate(() => {
+    window.__announce = { writes: 0, classes: [document.querySelector('#predicted').textContent] };
+    new MutationObserver(() => { window.__announce.writes++; }).observe(document.querySelector('#announce'), { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => {
+      const now = document.querySelector('#predicted').textContent;
+      if (now !== window.__announce.classes.at(-1)) window.__announce.classes.push(now);
+    }).observe(document.querySelector('#predicted'), { childList: true, characterData: true, subtree: true });
+  });
+  const updates = await count('#updates', 'count');
+  await waitFor(page, 'four more inference updates', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 4, updates);
+  const seen = await page.evaluate(() => window.__announce);
+  assert.match(await page.textContent('#announce'), /^Predicted activity: (rest|walk|run)$/);
+  assert.equal(await page.textContent('#announce'), `Predicted activity: ${await page.textContent('#predicted')}`);
+  // textContent replaces the text node: one mutation record batch per write.
+  assert.equal(seen.writes, seen.classes.length - 1, `announced ${seen.writes} times for class changes ${JSON.stringify(seen.classes)}`);
+});
+
+test('desktop 1440x900: the events card ends with its list', async () => {
+  const page = ctx.page;
+  const box = await page.evaluate(() => {
+    const card = document.querySelector('.card.log').getBoundingClientRect();
+    const items = document.querySelectorAll('#log li');
+    const list = document.querySelector('#log').getBoundingClientRect();
+    return { cardBottom: card.bottom, lastBottom: items[items.length - 1].getBoundingClientRect().bottom, listBottom: list.bottom, items: items.length };
+  });
+  // card padding (14 px) + border (1 px) + rounding
+  assert.ok(box.cardBottom - Math.min(box.lastBottom, box.listBottom) <= 18, `an empty area under the events list: ${JSON.stringify(box)}`);
+});
+
+test('phone 390x844: traces take the card\'s width with names above them, selects show their text, no console error', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  try {
+    await page.addInitScript({ content: CSP_HOOK });
+    const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+    await page.goto(ctx.url);
+    await waitFor(page, 'both attention maps drawn from a window', () => ['map-time', 'map-channel'].every((id) => Number(document.getElementById(id)?.dataset.size) > 0));
+    const layout = await page.evaluate(() => {
+      const card = document.querySelector('.card.signals');
+      const cs = getComputedStyle(card);
+      const content = card.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      const rows = [...document.querySelectorAll('.trace-row')].map((row) => {
+        const meta = row.querySelector('.trace-meta').getBoundingClientRect();
+        const canvas = row.querySelector('canvas').getBoundingClientRect();
+        return { id: row.dataset.stream, width: canvas.width, metaBottom: meta.bottom, canvasTop: canvas.top };
+      });
+      const axis = document.querySelector('#time-axis').getBoundingClientRect();
+      return { viewport: innerWidth, page: document.documentElement.scrollWidth, content, rows, axis: { left: axis.left, width: axis.width }, trace: document.querySelector('canvas.trace').getBoundingClientRect().left };
+    });
+    assert.ok(layout.page <= layout.viewport, `the page scrolls sideways: ${layout.page} > ${layout.viewport}`);
+    for (const r of layout.rows) {
+      assert.ok(r.width >= 0.9 * layout.content, `${r.id}: the trace is ${r.width} px of the card's ${layout.content} px`);
+      assert.ok(r.metaBottom <= r.canvasTop + 0.5, `${r.id}: the name is beside the trace, not above it: ${JSON.stringify(r)}`);
+    }
+    assert.ok(Math.abs(layout.axis.left - layout.trace) < 1 && Math.abs(layout.axis.width - layout.rows[0].width) < 1, `the time axis does not line up with the traces: ${JSON.stringify(layout)}`);
+    // A select shows its chosen option whole: the text (measured in the select's font) fits
+    // inside its padding and the 20 px Chromium keeps for the arrow.
+    const selects = await page.$$eval('select', (els) => els.map((e) => {
+      const cs = getComputedStyle(e);
+      const ctx2 = document.createElement('canvas').getContext('2d');
+      ctx2.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const text = e.options[e.selectedIndex]?.text ?? '';
+      return { id: e.id, text, textWidth: ctx2.measureText(text).width, room: e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20, clientWidth: e.clientWidth, scrollWidth: e.scrollWidth };
+    }));
+    assert.ok(selects.length >= 2, `selects: ${JSON.stringify(selects)}`);
+    for (const s of selects) {
+      assert.ok(s.scrollWidth <= s.clientWidth, `#${s.id} overflows: ${JSON.stringify(s)}`);
+      assert.ok(s.textWidth <= s.room, `#${s.id} cuts "${s.text}" off: ${JSON.stringify(s)}`);
+    }
+    // The keyboard works here too (a phone with a keyboard, or a screen reader's arrows).
+    await page.focus('#map-channel');
+    await page.keyboard.press('ArrowRight');
+    await waitFor(page, 'a highlighted cell on the phone', () => document.querySelector('#map-channel').dataset.hover === '0 0');
+    await page.screenshot({ path: join(ensureArtifacts(), 'demo-phone.png'), fullPage: true });
+    assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations at 390x844');
+    log('demo', `${elapsed()}: 390x844: traces ${layout.rows[0].width} of ${layout.content} px; selects ${selects.map((s) => `"${s.text}" ${Math.round(s.textWidth)}/${Math.round(s.room)} px`).join(', ')}`);
+  } finally {
+    await page.close();
+  }
 });
 
 test('CSP: every response carries the header, nothing violates it, no console errors; screenshot', async () => {

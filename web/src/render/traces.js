@@ -11,21 +11,121 @@
 // present samples are further apart than `maxStep`. Marked gaps (a disconnect: StreamBuffer.gaps)
 // are a hatched band labelled "gap"; shorter runs of missing samples (lost notifications) are a
 // faint band when longer than `missingBand` seconds.
+import { SensorformerError } from '../errors.js';
 
-const DEFAULTS = {
-  color: '#58a6ff',
-  background: '#0d1117',
-  grid: 'rgba(240,246,252,0.06)',
-  text: '#8b949e',
-  gapFill: 'rgba(248,81,73,0.13)',
-  gapStroke: 'rgba(248,81,73,0.55)',
-  gapText: '#ff7b72',
-  missingFill: 'rgba(240,246,252,0.05)',
-  windowFill: 'rgba(88,166,255,0.045)',
-};
+// Colour themes. 'dark' suits a dark page (the demo's), 'light' a light one; 'auto' picks one from
+// the page's prefers-color-scheme, as uPlot users do with a media query. Contrast of text on
+// background is at least 4.5:1 (WCAG 2.x AA for small text) in both.
+export const THEMES = Object.freeze({
+  dark: Object.freeze({
+    color: '#58a6ff',
+    background: '#0d1117',
+    grid: 'rgba(240,246,252,0.08)',
+    axis: 'rgba(240,246,252,0.28)',
+    text: '#8b949e',
+    gapFill: 'rgba(248,81,73,0.13)',
+    gapStroke: 'rgba(248,81,73,0.55)',
+    gapText: '#ff7b72',
+    missingFill: 'rgba(240,246,252,0.05)',
+    windowFill: 'rgba(88,166,255,0.045)',
+  }),
+  light: Object.freeze({
+    color: '#0969da',
+    background: '#ffffff',
+    grid: 'rgba(31,35,40,0.09)',
+    axis: 'rgba(31,35,40,0.35)',
+    text: '#57606a',
+    gapFill: 'rgba(207,34,46,0.10)',
+    gapStroke: 'rgba(207,34,46,0.55)',
+    gapText: '#cf222e',
+    missingFill: 'rgba(31,35,40,0.05)',
+    windowFill: 'rgba(9,105,218,0.06)',
+  }),
+});
 
-/** Plot-area padding in canvas pixels (top, right, bottom, left). */
+/**
+ * A theme option -> a full colour set. 'dark' | 'light'; 'auto' (the default of every drawing
+ * function): 'dark' when the page prefers a dark colour scheme (matchMedia), else 'light' (also
+ * where there is no matchMedia, e.g. in a Worker with OffscreenCanvas: pass the theme there); an
+ * object: its colours over the theme named by its `base` ('auto' unless given). 'auto' is looked
+ * up on every draw, so a page that redraws (a live trace) follows a switch of the colour scheme.
+ */
+export function resolveTheme(theme = 'auto') {
+  if (theme && typeof theme === 'object') {
+    const { base = 'auto', ...colors } = theme;
+    if (base && typeof base === 'object') throw new SensorformerError('INVALID_ARGUMENT', 'resolveTheme: base must be a theme name');
+    return { ...resolveTheme(base), ...colors };
+  }
+  if (theme === 'dark' || theme === 'light') return THEMES[theme];
+  if (theme === 'auto') {
+    const dark = typeof globalThis.matchMedia === 'function' && globalThis.matchMedia('(prefers-color-scheme: dark)').matches;
+    return THEMES[dark ? 'dark' : 'light'];
+  }
+  throw new SensorformerError('INVALID_ARGUMENT', `theme must be 'dark', 'light', 'auto' or an object of colours, got ${String(theme)}`);
+}
+
+/** Plot-area padding in CSS pixels (top, right, bottom, left) of a trace drawn without axes. */
 export const TRACE_PADDING = Object.freeze({ top: 4, right: 8, bottom: 4, left: 8 });
+/** Default width of the value-axis gutter (CSS px): "−1000 µV" in 10 px system-ui fits. */
+export const VALUE_AXIS_WIDTH = 50;
+/** Height of the time-axis strip under a trace that draws its own (CSS px). */
+export const TIME_AXIS_HEIGHT = 16;
+
+/**
+ * The plot-area padding drawTrace uses by default: room on the left for the value axis and at the
+ * bottom for the time axis when they are drawn. drawTimeAxis takes the same options so that a
+ * separate time-axis canvas under a column of traces lines up with them.
+ */
+export function tracePadding({ valueAxis = true, timeAxis = true, axisWidth = VALUE_AXIS_WIDTH } = {}) {
+  return {
+    top: TRACE_PADDING.top,
+    right: TRACE_PADDING.right,
+    bottom: TRACE_PADDING.bottom + (timeAxis ? TIME_AXIS_HEIGHT : 0),
+    left: valueAxis ? axisWidth : TRACE_PADDING.left,
+  };
+}
+
+/**
+ * Ticks of a value axis over [lo, hi] drawn `pixels` tall: multiples of a 1/2/5 x 10^k step at
+ * least `minPixels` apart (uPlot's rule too). When that leaves fewer than two ticks (a short
+ * canvas), smaller steps are tried as long as ticks stay `minPixels * 0.6` apart (one line of
+ * 10 px text). Returns { step, decimals (enough to tell ticks apart), ticks (ascending) };
+ * no ticks for an empty or non-finite range.
+ */
+export function valueTicks(lo, hi, pixels, minPixels = 20) {
+  if (!(Number.isFinite(lo) && Number.isFinite(hi) && hi > lo && pixels > 0)) return { step: NaN, decimals: 0, ticks: [] };
+  const span = hi - lo;
+  let step = tickStep(span, pixels, minPixels);
+  let ticks = ticksOf(lo, hi, step);
+  while (ticks.length < 2) {
+    const smaller = stepBelow(step);
+    if (smaller * pixels / span < minPixels * 0.6) break;
+    step = smaller;
+    ticks = ticksOf(lo, hi, step);
+  }
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  return { step, decimals, ticks: ticks.map((v) => +v.toFixed(decimals)) };
+}
+
+/** A tick value as text: `decimals` digits, a true minus sign (U+2212), no "−0". */
+export function formatTick(v, decimals = 0) {
+  const text = Math.abs(v).toFixed(decimals);
+  return Number(text) === 0 ? text : `${v < 0 ? '−' : ''}${text}`;
+}
+
+function ticksOf(lo, hi, step) {
+  const out = [];
+  // the 1e-9 margins keep a tick that lands on lo or hi within rounding
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(k * step);
+  return out;
+}
+
+// The next smaller step of the 1/2/5 ladder: 5 -> 2 -> 1 -> 0.5 ...
+function stepBelow(step) {
+  const p = 10 ** Math.floor(Math.log10(step) + 1e-9);
+  const m = Math.round(step / p);
+  return m >= 5 ? 2 * p : m >= 2 ? p : p / 2;
+}
 
 /**
  * A model stream object (regular or event-driven) or { times, values } -> { times: Float64Array,
@@ -136,21 +236,47 @@ function missingRuns(series, t0, t1) {
  *   missingBand     seconds: runs of missing samples at least this long get a faint band (0.25)
  *   window          { t0, t1 }: the model's input window, a faint band
  *   highlights      [{ t0, t1, color, label? }]: patches to point at (e.g. a selected token)
- *   color, background, grid, text, gapFill, gapStroke, gapText, missingFill, windowFill
- *   padding         { top, right, bottom, left }
+ *   theme           'auto' (default: follows the page's prefers-color-scheme) | 'dark' | 'light' |
+ *                   { base?, ...colours } (see resolveTheme)
+ *   color, background, grid, axis, text, gapFill, gapStroke, gapText, missingFill, windowFill
+ *                   single colours over the theme's
+ *   valueAxis       true (default): a value axis in a left gutter of `axisWidth` CSS px (default
+ *                   VALUE_AXIS_WIDTH), ticks at 1/2/5 x 10^k (valueTicks) with grid lines; no
+ *                   ticks when nothing is in view and no range is given
+ *   units           text after the top tick's value (e.g. 'µV'); none by default
+ *   timeAxis        true (default): time ticks under the plot, labelled like drawTimeAxis (seconds
+ *                   relative to `reference`, or `format(t)`, `unit` after the 0); false for a
+ *                   column of traces sharing one drawTimeAxis canvas
+ *   padding         { top, right, bottom, left } (default tracePadding(options))
  *   pixelRatio      canvas pixels per CSS pixel (devicePixelRatio); sizes and layout in CSS pixels
+ * Bad options (t0 >= t1 or not finite, a range that is not finite lo < hi, an unknown theme):
+ * SensorformerError INVALID_ARGUMENT, before anything is drawn.
  * Returns { layout, range, gaps: number of marked gaps visible, missing: faint bands drawn,
- * points: samples drawn, last: the newest present sample { t, v } or null }.
+ * points: samples drawn, last: the newest present sample { t, v } or null, ticks: the value
+ * ticks drawn, theme: the colours used }.
  */
 export function drawTrace(ctx, series, options) {
-  const o = { ...DEFAULTS, ...options };
+  const theme = resolveTheme(options?.theme ?? 'auto');
+  const o = { ...theme };
+  // an option given as undefined keeps the theme's colour
+  for (const [k, v] of Object.entries(options ?? {})) if (v !== undefined) o[k] = v;
   const pr = o.pixelRatio ?? 1;
   const width = ctx.canvas.width / pr, height = ctx.canvas.height / pr;
   const { t0, t1 } = o;
-  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new RangeError(`drawTrace: need finite t0 < t1, got ${t0}, ${t1}`);
+  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: need finite t0 < t1, got ${t0}, ${t1}`);
   const data = series && series.times && series.values ? series : seriesFromStream(series);
-  const range = o.range ?? autoRange(data, { t0, t1, minSpan: o.minSpan ?? 0 }) ?? [0, 1];
-  const L = traceLayout(width, height, { t0, t1, range, padding: o.padding ?? TRACE_PADDING });
+  if (o.range !== undefined && o.range !== null && !(Array.isArray(o.range) && Number.isFinite(o.range[0]) && Number.isFinite(o.range[1]) && o.range[1] > o.range[0])) {
+    throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: range must be [lo, hi] with finite lo < hi, got ${JSON.stringify(o.range)}`);
+  }
+  const auto = o.range ? null : autoRange(data, { t0, t1, minSpan: o.minSpan ?? 0 });
+  // No value in view and no range given: a [0, 1] placeholder, whose ticks would be a made-up
+  // scale, so the value axis is drawn without them.
+  const placeholder = !o.range && !auto;
+  const range = o.range ?? auto ?? [0, 1];
+  const valueAxis = o.valueAxis ?? true, timeAxis = o.timeAxis ?? true;
+  const padding = o.padding ?? tracePadding({ valueAxis, timeAxis, axisWidth: o.axisWidth });
+  const L = traceLayout(width, height, { t0, t1, range, padding });
+  const vt = valueAxis && !placeholder ? valueTicks(L.lo, L.hi, L.y1 - L.y0) : { ticks: [], decimals: 0 };
 
   ctx.save();
   ctx.scale(pr, pr);
@@ -166,7 +292,8 @@ export function drawTrace(ctx, series, options) {
     }
   }
 
-  // grid: a vertical line per tick of drawTimeAxis (same step and reference), a mid line
+  // grid: a vertical line per tick of drawTimeAxis (same step and reference); a horizontal line
+  // per value tick, or a mid line when there is no value axis
   ctx.strokeStyle = o.grid;
   ctx.lineWidth = 1;
   ctx.beginPath();
@@ -178,9 +305,11 @@ export function drawTrace(ctx, series, options) {
     ctx.moveTo(x, L.y0);
     ctx.lineTo(x, L.y1);
   }
-  const ym = Math.round((L.y0 + L.y1) / 2) + 0.5;
-  ctx.moveTo(L.x0, ym);
-  ctx.lineTo(L.x1, ym);
+  const ys = valueAxis ? vt.ticks.map((v) => Math.round(L.y(v)) + 0.5) : [Math.round((L.y0 + L.y1) / 2) + 0.5];
+  for (const y of ys) {
+    ctx.moveTo(L.x0, y);
+    ctx.lineTo(L.x1, y);
+  }
   ctx.stroke();
 
   // faint bands: runs of missing samples
@@ -283,15 +412,83 @@ export function drawTrace(ctx, series, options) {
       ctx.fill();
     }
   }
+
+  // axes, drawn last so nothing covers their text
+  const fontPx = 10;
+  if (valueAxis) {
+    ctx.strokeStyle = o.axis;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    const xa = Math.round(L.x0) - 0.5;
+    ctx.moveTo(xa, L.y0);
+    ctx.lineTo(xa, L.y1);
+    for (const v of vt.ticks) {
+      const y = Math.round(L.y(v)) + 0.5;
+      ctx.moveTo(xa - 3, y);
+      ctx.lineTo(xa, y);
+    }
+    ctx.stroke();
+    ctx.fillStyle = o.text;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    const room = L.x0 - 6;
+    vt.ticks.forEach((v, i) => {
+      const top = i === vt.ticks.length - 1;
+      const label = top && o.units ? `${formatTick(v, vt.decimals)} ${o.units}` : formatTick(v, vt.decimals);
+      // A label wider than the gutter gets a smaller font (down to 7 px) rather than clipped.
+      ctx.font = `${fontPx}px system-ui, sans-serif`;
+      const w = ctx.measureText(label).width;
+      if (w > room) ctx.font = `${Math.max(7, Math.floor(fontPx * room / w))}px system-ui, sans-serif`;
+      // kept inside the canvas: a tick at the very top or bottom of the plot
+      const y = Math.min(height - fontPx / 2, Math.max(fontPx / 2, L.y(v)));
+      ctx.fillText(label, L.x0 - 5, y);
+    });
+  }
+  let timeTicks = [];
+  if (timeAxis) {
+    timeTicks = timeTickLabels(ctx, L, { reference: ref, format: o.format ?? null, unit: o.unit ?? 's', color: o.text, axis: o.axis, top: L.y1, fontPx });
+  }
   ctx.restore();
-  return { layout: L, range, gaps, missing, points, last };
+  return { layout: L, range, gaps, missing, points, last, ticks: vt.ticks, timeTicks, theme: o };
+}
+
+// Time ticks along the bottom of the plot area L, from y = top: a 4 px mark and a label per tick,
+// seconds relative to `reference` ("−14" ... "0 s") or format(t). Returns the tick times.
+function timeTickLabels(ctx, L, { reference, format, unit, color, axis = color, top, fontPx }) {
+  const { t0, t1 } = L;
+  const step = tickStep(t1 - t0, L.x1 - L.x0);
+  ctx.strokeStyle = axis;
+  ctx.fillStyle = color;
+  ctx.lineWidth = 1;
+  ctx.font = `${fontPx}px system-ui, sans-serif`;
+  ctx.textBaseline = 'top';
+  ctx.beginPath();
+  const ticks = [];
+  for (let k = Math.ceil((t0 - reference) / step - 1e-9); reference + k * step <= t1 + 1e-9; k++) {
+    const t = reference + k * step;
+    const x = Math.round(L.x(t)) + 0.5;
+    if (x < L.x0 - 0.5 || x > L.x1 + 0.5) continue;
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, top + 4);
+    const rel = Math.round(k * step * 1000) / 1000;
+    const label = format ? format(t) : `${rel > 0 ? '+' : rel < 0 ? '−' : ''}${Math.abs(rel)}${rel === 0 ? ` ${unit}` : ''}`;
+    ctx.textAlign = x < L.x0 + 12 ? 'left' : x > L.x1 - 12 ? 'right' : 'center';
+    ctx.fillText(label, x, top + 5);
+    ticks.push(t);
+  }
+  ctx.stroke();
+  return ticks;
 }
 
 /**
  * A time axis for traces drawn with the same t0, t1 and padding: ticks labelled in seconds
- * relative to `reference` (default t1: "-10 s" ... "0 s"), or by `format(t)`.
+ * relative to `reference` (default t1: "−10" ... "0 s"), or by `format(t)`. `valueAxis` and
+ * `axisWidth` as given to drawTrace (default padding: tracePadding of them) keep the ticks under
+ * the traces' grid lines. Colours from `theme` ('auto' by default), `color` for the text.
  */
-export function drawTimeAxis(ctx, { t0, t1, reference = t1, padding = TRACE_PADDING, color = '#8b949e', background = null, format = null, unit = 's', pixelRatio = 1 }) {
+export function drawTimeAxis(ctx, { t0, t1, reference = t1, valueAxis = true, axisWidth, padding = tracePadding({ valueAxis, timeAxis: false, axisWidth }), theme = 'auto', color, background = null, format = null, unit = 's', pixelRatio = 1 }) {
+  if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTimeAxis: need finite t0 < t1, got ${t0}, ${t1}`);
+  const colors = resolveTheme(theme);
   const width = ctx.canvas.width / pixelRatio, height = ctx.canvas.height / pixelRatio;
   const L = traceLayout(width, height, { t0, t1, range: [0, 1], padding });
   ctx.save();
@@ -300,26 +497,8 @@ export function drawTimeAxis(ctx, { t0, t1, reference = t1, padding = TRACE_PADD
     ctx.fillStyle = background;
     ctx.fillRect(0, 0, width, height);
   }
-  const step = tickStep(t1 - t0, L.x1 - L.x0);
-  ctx.strokeStyle = color;
-  ctx.fillStyle = color;
-  ctx.font = `${Math.max(9, Math.min(11, height - 8))}px system-ui, sans-serif`;
-  ctx.textBaseline = 'top';
-  ctx.beginPath();
-  const ticks = [];
-  for (let k = Math.ceil((t0 - reference) / step); reference + k * step <= t1 + 1e-9; k++) {
-    const t = reference + k * step;
-    const x = Math.round(L.x(t)) + 0.5;
-    if (x < L.x0 - 0.5 || x > L.x1 + 0.5) continue;
-    ctx.moveTo(x, 0);
-    ctx.lineTo(x, 4);
-    const rel = Math.round(k * step * 1000) / 1000;
-    const label = format ? format(t) : `${rel > 0 ? '+' : rel < 0 ? '−' : ''}${Math.abs(rel)}${rel === 0 ? ` ${unit}` : ''}`;
-    ctx.textAlign = x < L.x0 + 12 ? 'left' : x > L.x1 - 12 ? 'right' : 'center';
-    ctx.fillText(label, x, 5);
-    ticks.push(t);
-  }
-  ctx.stroke();
+  const text = color ?? colors.text;
+  const ticks = timeTickLabels(ctx, L, { reference, format, unit, color: text, axis: text, top: 0, fontPx: Math.max(9, Math.min(11, height - 8)) });
   ctx.restore();
   return { layout: L, ticks };
 }
