@@ -65,6 +65,32 @@ test('every entry point has types, and they are shipped', () => {
   }
 });
 
+// The value exports (functions, classes, constants; not types) a .d.ts declares, by TypeScript's
+// checker, and those of one of its namespaces.
+function declaredValues(dts) {
+  const file = join(repo, dts);
+  const program = ts.createProgram([file], {
+    noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.esnext.disposable.d.ts'], types: [],
+  });
+  const checker = program.getTypeChecker();
+  const resolve = (s) => ((s.flags & ts.SymbolFlags.Alias) ? checker.getAliasedSymbol(s) : s);
+  const values = (symbol) => checker.getExportsOfModule(symbol).filter((s) => resolve(s).flags & ts.SymbolFlags.Value);
+  const top = values(checker.getSymbolAtLocation(program.getSourceFile(file)));
+  const names = top.map((s) => s.name).sort();
+  const namespace = (name) => values(resolve(top.find((s) => s.name === name))).map((s) => s.name).sort();
+  return { names, namespace };
+}
+
+test('every entry point exports at runtime exactly the values its .d.ts declares', async () => {
+  for (const [entry, target] of Object.entries(pkg.exports)) {
+    const declared = declaredValues(target.types.replace(/^\.\//, ''));
+    const runtime = await import(join(repo, target.default));
+    assert.deepEqual(declared.names, Object.keys(runtime).sort(), `${entry}: ${target.types} vs ${target.default}`);
+    if (entry === './ble') assert.deepEqual(declared.namespace('decoders'), Object.keys(runtime.decoders).sort(), 'sensorformer/ble decoders');
+  }
+});
+
 // Codes that can reach a caller. From the JS sources: a literal first argument of
 // `new SensorformerError(`, of `super(` in its subclasses, of the local helpers that build one
 // (`fail(`, `need(cond, code, ...)`), a `code: '...'` property, and any other quoted

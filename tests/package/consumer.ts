@@ -303,3 +303,49 @@ export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSigna
   }
   return windows[0] ?? window;
 }
+
+import { autoRange, cellAt, drawTimeAxis, headWeights, mapLayout, reorderMap, tickStep, TRACE_PADDING, traceLayout, type TraceOptions } from 'sensorformer/render';
+import { BeatTimeline, ClockAligner, createRealClock, DEFAULT_FILTERS, RECORDING_FORMAT, StreamBuffer, UUIDS, type SliceTiming } from 'sensorformer/ble';
+import { DEVICE_KEYS, H10_ACC_RATES_HZ } from 'sensorformer/simulator';
+
+export function drawing(ctx: CanvasRenderingContext2D, map: AttentionMap, stream: Stream): number {
+  // Attention maps: the layout of the cells, the cell under a pointer, one head, a reordering.
+  const layout = mapLayout(ctx.canvas.width, ctx.canvas.height, map.dims[1]);
+  const cell: { query: number; key: number } | null = cellAt(layout, 40, 40);
+  const mean: Float32Array = headWeights(map, 'mean');
+  const order = Array.from(map.tokens, (_, i) => map.tokens.length - 1 - i);
+  const reordered = reorderMap(map, order);
+  const block: 'flattened' | 'time' | 'channel' = reordered.block;  // the map's own fields are kept
+  // @ts-expect-error a head is an index or 'mean'
+  headWeights(map, 'max');
+
+  // Traces: range, layout, axis, ticks.
+  const series = seriesFromStream(stream);
+  const range = autoRange(series, { minSpan: 10 }) ?? [0, 1];
+  const t0 = series.times[0], t1 = series.times[series.times.length - 1];
+  const plot = traceLayout(ctx.canvas.width, ctx.canvas.height, { t0, t1, range, padding: TRACE_PADDING });
+  const x: number = plot.x(t0);
+  const options: TraceOptions = { t0, t1, range, style: 'step', gaps: [[t0, t0 + 1, true]], highlights: [{ t0, color: '#f00' }], window: { t0, t1 } };
+  const drawn = drawTrace(ctx, series, options);
+  const { ticks } = drawTimeAxis(ctx, { t0, t1, unit: 's', format: (t) => t.toFixed(1) });
+  const step: number = tickStep(t1 - t0, ctx.canvas.width);
+  // @ts-expect-error a trace needs its time span
+  drawTrace(ctx, series, { range });
+  void cell, mean, block, x, drawn.last?.v, ticks, step;
+
+  // The device layer's parts on their own.
+  const buffer = new StreamBuffer({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, capacitySeconds: 30 });
+  buffer.push([1, 1.0077], [12, null]).markGap(2, 3);
+  const timing: SliceTiming | null = buffer.timing(0, 5);
+  const slice: Stream = buffer.slice(0, 5);
+  const aligner = new ClockAligner({ maxDriftPpm: 200 });
+  const { residual, jumped } = aligner.observe(100, 1764468000);
+  const hosts: Float64Array = aligner.toHost([100, 100.5]);
+  const beats = new BeatTimeline().push(1764468000, [0.8, 0.82]);
+  const clock = createRealClock();
+  const filters = DEFAULT_FILTERS.length + UUIDS.pmdData.length + RECORDING_FORMAT.length;
+  const accRate: number = H10_ACC_RATES_HZ[50];
+  const keys: readonly ('strap' | 'thermometer' | 'oximeter')[] = DEVICE_KEYS;
+  void timing, slice, residual, jumped, hosts, beats.times, clock.now(), filters, accRate, keys;
+  return drawn.points;
+}
