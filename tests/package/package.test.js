@@ -292,6 +292,8 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   assert.ok(liveCmp.ok, `simulated wearable window: Worker in Chromium vs Node pooled (same .wasm): ${liveCmp.message}`);
   const status = await page.$eval('#status', (e) => e.textContent);
   log('(b) chromium', `${browser.version()}: ${status}; pooled vs Node ${cmp.maxAbs.toExponential(2)} (atol ${SAME_WASM_ATOL}); ` +
+    `wearable window: ECG ${ecg.rateHz.toFixed(3)} Hz, trace ${live.trace.points} points, map ${live.map.checked} cells (>= ${live.map.cell} px) all viridis, ` +
+    `Worker vs Node pooled ${liveCmp.maxAbs.toExponential(2)}; ` +
     `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);
 });
 

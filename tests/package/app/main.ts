@@ -8,7 +8,7 @@
 import { loadModel, loadModelInWorker, SensorformerError, type AttentionMap, type SensorWindow, type Stream } from 'sensorformer';
 import { connectWearable, DEFAULT_STREAMS, type Wearable } from 'sensorformer/ble';
 import { createSimulatedBluetooth, createVirtualClock } from 'sensorformer/simulator';
-import { drawAttentionMap, drawTrace, viridis } from 'sensorformer/render';
+import { cellAt, drawAttentionMap, drawTrace, viridis } from 'sensorformer/render';
 
 const WINDOW: SensorWindow = __WINDOW__;
 const SEED = 11;
@@ -91,6 +91,8 @@ function presentCount(stream: Stream): number {
 }
 
 // The map with the most tokens, drawn; then every cell's centre pixel against viridis(weight / max).
+// Each cell's pixels are found through cellAt (the package's own pointer-to-cell mapping), so the
+// check assumes nothing about the layout (square or not, margins).
 function drawAndCheckMap(maps: AttentionMap[]): { g: number; cell: number; checked: number; mismatches: number } {
   const map = maps.reduce((a, b) => (b.dims[1] > a.dims[1] ? b : a));
   const size = 420;
@@ -98,17 +100,25 @@ function drawAndCheckMap(maps: AttentionMap[]): { g: number; cell: number; check
   const { layout, max, weights } = drawAttentionMap(ctx, map, { head: 0 });
   const pixels = ctx.getImageData(0, 0, size, size).data;
   const g = map.dims[1];
-  let checked = 0, mismatches = 0;
-  for (let q = 0; q < g; q++) {
-    for (let k = 0; k < g; k++) {
-      const x = Math.floor(layout.x0 + (k + 0.5) * layout.cell), y = Math.floor(layout.y0 + (q + 0.5) * layout.cell);
-      const expected = viridis(max > 0 ? weights[q * g + k] / max : 0);
-      const at = 4 * (y * size + x);
-      checked++;
-      if (expected.some((c, i) => Math.abs(c - pixels[at + i]) > COLOR_TOLERANCE)) mismatches++;
+  const box = new Map<number, { x0: number; x1: number; y0: number; y1: number }>();  // q * g + k -> pixel extent
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const c = cellAt(layout, x + 0.5, y + 0.5);
+      if (!c) continue;
+      const i = c.query * g + c.key, b = box.get(i);
+      if (b) { b.x0 = Math.min(b.x0, x); b.x1 = Math.max(b.x1, x); b.y0 = Math.min(b.y0, y); b.y1 = Math.max(b.y1, y); }
+      else box.set(i, { x0: x, x1: x, y0: y, y1: y });
     }
   }
-  return { g, cell: layout.cell, checked, mismatches };
+  let mismatches = 0, cell = Infinity;
+  for (const [i, b] of box) {
+    cell = Math.min(cell, b.x1 - b.x0 + 1, b.y1 - b.y0 + 1);
+    const x = Math.floor((b.x0 + b.x1) / 2), y = Math.floor((b.y0 + b.y1) / 2);
+    const expected = viridis(max > 0 ? weights[i] / max : 0);
+    const at = 4 * (y * size + x);
+    if (expected.some((c, k) => Math.abs(c - pixels[at + k]) > COLOR_TOLERANCE)) mismatches++;
+  }
+  return { g, cell, checked: box.size, mismatches };
 }
 
 async function main(): Promise<void> {
