@@ -97,6 +97,9 @@ test('every entry point exports at runtime exactly the values its .d.ts declares
 // UPPER_CASE_WITH_UNDERSCORES literal (how loader.js passes WASM_NOT_WASM). From the core: the
 // names of src/core/status.hpp, which model.js and core.js rethrow (`new SensorformerError(r.code`).
 const NOT_ERROR_CODES = new Set([]);  // UPPER_CASE literals in web/src that are not codes (none today)
+// Node's own error codes (ERR_PARSE_ARGS_UNKNOWN_OPTION, ...: nodejs.org/api/errors.html) are
+// compared against, never thrown as a SensorformerError code; ours never start with ERR_.
+const isNodeCode = (code) => code.startsWith('ERR_');
 
 function thrownCodes() {
   const found = new Map();  // code -> first place
@@ -113,7 +116,7 @@ function thrownCodes() {
     const text = read(file);
     for (const re of patterns) {
       for (const m of text.matchAll(re)) {
-        if (NOT_ERROR_CODES.has(m[1])) continue;
+        if (NOT_ERROR_CODES.has(m[1]) || isNodeCode(m[1])) continue;
         add(m[1], `${file}:${text.slice(0, m.index).split('\n').length}`);
       }
     }
