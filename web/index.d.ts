@@ -1,14 +1,25 @@
 /// <reference lib="esnext.disposable" />
 // Hand-written types for the sensorformer package. Keep in step with web/src/.
 
+/** Every `code` a SensorformerError can carry (README "Errors"); tests/js/error-codes.test.js keeps the list complete. */
+export type SensorformerErrorCode =
+  // bad input, bad weights (the core and the JS input checks)
+  | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
+  | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO' | 'RESOURCE_EXHAUSTED'
+  // loading the WebAssembly core
+  | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED'
+  // the JS API
+  | 'DISPOSED' | 'WORKER_FAILED'
+  // sensorformer/ble
+  | 'BLUETOOTH_UNAVAILABLE' | 'BLUETOOTH_NO_DEVICE' | 'BLUETOOTH_FAILED' | 'BLUETOOTH_PMD'
+  | 'BLUETOOTH_DISCONNECTED' | 'DECODE_ERROR';
+
 /** Every failure the package reports. `code` is stable; `message` is for people. */
 export class SensorformerError extends Error {
-  readonly name: 'SensorformerError';
-  readonly code:
-    | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
-    | 'UNSUPPORTED_DTYPE' | 'MISSING_TENSOR' | 'IO' | 'RESOURCE_EXHAUSTED'
-    | 'WASM_FETCH_FAILED' | 'WASM_NOT_WASM' | 'WASM_NO_SIMD' | 'WASM_INSTANTIATE_FAILED'
-    | 'DISPOSED' | 'WORKER_FAILED';
+  constructor(code: SensorformerErrorCode, message: string, options?: ErrorOptions);
+  /** The subclasses of sensorformer/ble carry their own names. */
+  readonly name: 'SensorformerError' | 'BluetoothDecodeError' | 'BluetoothUnavailableError';
+  readonly code: SensorformerErrorCode;
 }
 
 export interface LoadOptions {
@@ -184,6 +195,8 @@ export interface ModelConfig {
   placements: string[];
   rate_bucket_edges_hz?: number[];
   n_outputs?: number;
+  /** Names of the head's outputs (n_outputs of them), when the model was exported with them. */
+  labels?: string[];
 }
 
 /** undefined / null = defaults; other keys (a typo) are INVALID_ARGUMENT. */

@@ -6,9 +6,9 @@ import {
   WindowAssembler,
   connectWearable,
   createRealClock,
-  createSimulatedBluetooth,
   DEVICE_FILTERS,
 } from '../../web/src/ble/index.js';
+import { createSimulatedBluetooth } from '../../web/src/simulator.js';
 import { ALL_STREAMS, DEVICE_TITLES, streamsOf } from './streams.js';
 import { hostNow } from './dom.js';
 

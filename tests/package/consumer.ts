@@ -149,3 +149,203 @@ export async function inPool(windows: SensorWindowLike[]): Promise<number> {
   }
 }
 type SensorWindowLike = Parameters<WorkerModel['forward']>[0];
+
+// --- sensorformer/ble, sensorformer/simulator, sensorformer/render ----------------------------
+
+import {
+  BluetoothDecodeError,
+  BluetoothUnavailableError,
+  bluetoothAvailability,
+  connectWearable,
+  decoders,
+  DEFAULT_STREAMS,
+  DEVICE_FILTERS,
+  parseRecording,
+  record,
+  replay,
+  windowsFromRecording,
+  WindowAssembler,
+  type SampleBatch,
+  type Wearable,
+  type WearableEventMap,
+} from 'sensorformer/ble';
+import { createSimulatedBluetooth, createVirtualClock, SIMULATOR_OPTIONS, type SimulatedBluetoothOptions } from 'sensorformer/simulator';
+import { drawAttentionMap, drawTrace, seriesFromStream, viridis } from 'sensorformer/render';
+
+export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSignal): Promise<SensorWindow> {
+  const availability = bluetoothAvailability();
+  if (!availability.available) {
+    const why: 'no-api' | 'insecure-context' = availability.reason;
+    const what: string = availability.message;
+    void why, what;
+  }
+  const clock = createVirtualClock(1764468000);
+  const options: SimulatedBluetoothOptions = {
+    seed: 3, clock, devices: ['strap', 'oximeter'], driftPpm: { strap: 20 }, accRatesHz: 'nominal',
+    disconnects: [{ device: 'strap', at: 30, duration: 5 }], faults: { clockJumps: [{ at: 10, by: 0.5 }] },
+    activities: [{ activity: 'rest', duration: 60 }, { activity: 'run', start: 60 }],
+  };
+  const sim = createSimulatedBluetooth(options);
+  const names: readonly string[] = SIMULATOR_OPTIONS;
+  const truthHr: number = sim.truth.heartRateAt(sim.start + 5);
+  // @ts-expect-error a typo in an option name is a type error (and INVALID_ARGUMENT at runtime)
+  createSimulatedBluetooth({ seeed: 3 });
+  // @ts-expect-error the simulated devices are 'strap' | 'thermometer' | 'oximeter'
+  createSimulatedBluetooth({ devices: ['watch'] });
+  // @ts-expect-error nested options are checked too
+  createSimulatedBluetooth({ faults: { dupPmd: [1] } });
+
+  const recorder = record(sim, { clock });
+  const assembler = new WindowAssembler({ rateBucketEdgesHz: [1, 10, 100] });
+  const strap: Wearable = await connectWearable({
+    bluetooth: recorder.bluetooth, clock, filters: DEVICE_FILTERS.strap, assembler,
+    streams: { ecg: DEFAULT_STREAMS.ecg, hr: DEFAULT_STREAMS.hr },
+    pmd: { ecg: true, acc: { sampleRate: 200, resolution: 16, range: 8 } },
+    reconnect: { retries: 3, initialDelayMs: 1000, factor: 2 },
+  });
+  // @ts-expect-error 'ecgg' is not a stream the device layer feeds
+  void connectWearable({ streams: { ecgg: DEFAULT_STREAMS.ecg } });
+
+  // Every event is typed: e.detail needs no cast.
+  strap.addEventListener('connect', (e) => { const t: number = e.detail.time; void t; });
+  strap.addEventListener('disconnect', (e) => { const t: number = e.detail.time; void t; });
+  strap.addEventListener('reconnect-failed', (e) => { const n: number = e.detail.attempt; const err: Error = e.detail.error; void n, err; });
+  strap.addEventListener('gap', (e) => { const span: number = e.detail.end - e.detail.start; void span; });
+  strap.addEventListener('reconnect', (e) => { const n: number = e.detail.attempt; void n; });
+  strap.addEventListener('error', (e) => {
+    const error = e.detail.error;
+    if (error instanceof BluetoothDecodeError) { const at: number = error.offset; const code: 'DECODE_ERROR' = error.code; void at, code; }
+    else if (error instanceof SensorformerError && error.code === 'BLUETOOTH_DISCONNECTED') strap.close();
+  });
+  // @ts-expect-error a gap's detail has start and end, not time
+  strap.addEventListener('gap', (e) => e.detail.time);
+  const onReconnect = (e: WearableEventMap['reconnect']): void => void e.detail.time;
+  strap.removeEventListener('reconnect', onReconnect);
+
+  // samples(kind) is typed by kind: an ECG batch's values are a Float32Array, ACC's { x, y, z }.
+  for await (const batch of strap.samples('ecg', { signal })) {
+    const values: Float32Array = batch.values;
+    const device: Float64Array = batch.deviceTimes;
+    drawTrace(ctx, { times: batch.times, values }, { t0: batch.times[0], t1: batch.times[batch.times.length - 1] });
+    void device;
+    break;
+  }
+  for await (const batch of strap.samples('acc', { signal })) {
+    const x: Float32Array = batch.values.x;
+    // @ts-expect-error ACC values are { x, y, z }, not one array
+    const flat: Float32Array = batch.values;
+    void x, flat;
+    break;
+  }
+  for await (const batch of strap.samples('hr')) {
+    // @ts-expect-error heart-rate notifications carry no device times
+    const device: Float64Array = batch.deviceTimes;
+    void device;
+    break;
+  }
+  const some: SampleBatch = await strap.samples('rr').next().then((r) => r.value);
+  if (some.kind === 'acc') void some.values.z;
+  else void some.values.length;
+  // @ts-expect-error 'ppg' is not a kind of samples
+  strap.samples('ppg');
+
+  const hr = decoders.decodeHeartRate(new Uint8Array([0x10, 62, 0x00, 0x04]));
+  const rrSeconds: number[] = hr.rrIntervals;
+  const contact: 'detected' | 'not-detected' | 'unsupported' = hr.contact;
+  const frame = decoders.decodePmdData(new Uint8Array(10), { resolution: 14 });
+  if (frame.type === 'ecg' && frame.samples !== null) { const uv: Int32Array = frame.samples; void uv; }
+  const start: Uint8Array = decoders.encodePmdStart('acc', { sampleRate: 50, resolution: 16, range: 8 });
+  // @ts-expect-error PMD start settings are sampleRate, resolution, range, channels
+  decoders.encodePmdStart('acc', { rate: 50 });
+  void rrSeconds, contact, start, names, truthHr;
+
+  const text = recorder.stop();
+  const { header, events } = parseRecording(text);
+  for (const e of events) if (e.kind === 'notification') void e.bytes.length;
+  const replayed = replay(text, { speed: 4, clock });
+  await replayed.finished;
+  const { windows } = await windowsFromRecording(text, { seconds: 10, hop: 5 });
+  void header;
+  await strap.close();
+  sim.close();
+
+  const window: SensorWindow = assembler.window({ end: strap.now(), seconds: 10 });
+  const model = await loadModel('/model.safetensors');
+  const labels: string[] | undefined = model.config.labels;
+  const r = model.forward(window, { attention: true });
+  const map = r.attention?.[0];
+  if (map) {
+    const drawn = drawAttentionMap(ctx, map, { head: 'mean', labels: labels ?? [] });
+    const [red, green, blue]: [number, number, number] = viridis(drawn.max);
+    void red, green, blue;
+  }
+  const series = seriesFromStream(window.streams[0]);
+  drawTrace(ctx, window.streams[0], { t0: series.times[0], t1: series.times[series.times.length - 1], style: 'line' });
+  model.dispose();
+
+  try {
+    await connectWearable();
+  } catch (e) {
+    if (e instanceof BluetoothUnavailableError) { const reason: 'no-api' | 'insecure-context' | 'adapter-unavailable' | 'permission-denied' = e.reason; void reason; }
+    else if (e instanceof SensorformerError) {
+      switch (e.code) {
+        case 'BLUETOOTH_NO_DEVICE':
+        case 'BLUETOOTH_FAILED':
+        case 'BLUETOOTH_PMD':
+          break;
+        // @ts-expect-error not an error code
+        case 'BLUETOOTH_GONE':
+          break;
+        default:
+          throw e;
+      }
+    }
+  }
+  return windows[0] ?? window;
+}
+
+import { autoRange, cellAt, drawTimeAxis, headWeights, mapLayout, reorderMap, tickStep, TRACE_PADDING, traceLayout, type TraceOptions } from 'sensorformer/render';
+import { BeatTimeline, ClockAligner, createRealClock, DEFAULT_FILTERS, RECORDING_FORMAT, StreamBuffer, UUIDS, type SliceTiming } from 'sensorformer/ble';
+import { DEVICE_KEYS, H10_ACC_RATES_HZ } from 'sensorformer/simulator';
+
+export function drawing(ctx: CanvasRenderingContext2D, map: AttentionMap, stream: Stream): number {
+  // Attention maps: the layout of the cells, the cell under a pointer, one head, a reordering.
+  const layout = mapLayout(ctx.canvas.width, ctx.canvas.height, map.dims[1]);
+  const cell: { query: number; key: number } | null = cellAt(layout, 40, 40);
+  const mean: Float32Array = headWeights(map, 'mean');
+  const order = Array.from(map.tokens, (_, i) => map.tokens.length - 1 - i);
+  const reordered = reorderMap(map, order);
+  const block: 'flattened' | 'time' | 'channel' = reordered.block;  // the map's own fields are kept
+  // @ts-expect-error a head is an index or 'mean'
+  headWeights(map, 'max');
+
+  // Traces: range, layout, axis, ticks.
+  const series = seriesFromStream(stream);
+  const range = autoRange(series, { minSpan: 10 }) ?? [0, 1];
+  const t0 = series.times[0], t1 = series.times[series.times.length - 1];
+  const plot = traceLayout(ctx.canvas.width, ctx.canvas.height, { t0, t1, range, padding: TRACE_PADDING });
+  const x: number = plot.x(t0);
+  const options: TraceOptions = { t0, t1, range, style: 'step', gaps: [[t0, t0 + 1, true]], highlights: [{ t0, color: '#f00' }], window: { t0, t1 } };
+  const drawn = drawTrace(ctx, series, options);
+  const { ticks } = drawTimeAxis(ctx, { t0, t1, unit: 's', format: (t) => t.toFixed(1) });
+  const step: number = tickStep(t1 - t0, ctx.canvas.width);
+  // @ts-expect-error a trace needs its time span
+  drawTrace(ctx, series, { range });
+  void cell, mean, block, x, drawn.last?.v, ticks, step;
+
+  // The device layer's parts on their own.
+  const buffer = new StreamBuffer({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, capacitySeconds: 30 });
+  buffer.push([1, 1.0077], [12, null]).markGap(2, 3);
+  const timing: SliceTiming | null = buffer.timing(0, 5);
+  const slice: Stream = buffer.slice(0, 5);
+  const aligner = new ClockAligner({ maxDriftPpm: 200 });
+  const { residual, jumped } = aligner.observe(100, 1764468000);
+  const hosts: Float64Array = aligner.toHost([100, 100.5]);
+  const beats = new BeatTimeline().push(1764468000, [0.8, 0.82]);
+  const clock = createRealClock();
+  const filters = DEFAULT_FILTERS.length + UUIDS.pmdData.length + RECORDING_FORMAT.length;
+  const accRate: number = H10_ACC_RATES_HZ[50];
+  const keys: readonly ('strap' | 'thermometer' | 'oximeter')[] = DEVICE_KEYS;
+  void timing, slice, residual, jumped, hosts, beats.times, clock.now(), filters, accRate, keys;
+  return drawn.points;
+}

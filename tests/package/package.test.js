@@ -1,8 +1,10 @@
 // The package as a consumer gets it: `npm pack`, the tarball installed into a fresh project outside
-// the repo, then (a) a Node script and the installed CLI run the model, (b) a Vite app built from it
-// runs the model in headless Chromium, (c) a TypeScript consumer type-checks against the shipped
-// types. No step may need Emscripten: emcc and friends are shadowed on PATH by stubs that record
-// any call.
+// the repo, then (a) a Node script and the installed CLI run the model, (b) a Vite app in
+// TypeScript built from it (type-checked with tsc --strict) runs the model on the main thread and
+// in a Worker, the simulated wearable, a trace and an attention map in headless Chromium, (c) a
+// TypeScript consumer of every entry point type-checks against the shipped types, (d) Vite bundles
+// of apps that use one part of the package carry only that part. No step may need Emscripten: emcc
+// and friends are shadowed on PATH by stubs that record any call.
 //
 //   node --test tests/package/           (SENSORFORMER_KEEP_TMP=1 keeps the temp project)
 import { after, before, test } from 'node:test';
@@ -14,6 +16,8 @@ import { tmpdir } from 'node:os';
 import { basename, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import ts from 'typescript';
+
 import { allClose, fixturePath, readSafetensors } from '../js/safetensors.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -23,6 +27,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const POOLED_ATOL = 1e-5;  // model outputs vs the PyTorch reference (README "Tolerances")
 const SAME_WASM_ATOL = 1e-6;  // Node vs Chromium: the same .wasm, so in practice bit-identical
 const WINDOW_INDEX = 2;
+const WEARABLE_SECONDS = 8;  // app/main.ts WINDOW_SECONDS
 
 const tmp = mkdtempSync(join(tmpdir(), 'sensorformer-package-'));
 const project = join(tmp, 'consumer');
@@ -97,8 +102,14 @@ test('npm pack ships the module, loader, types and CLI, and nothing of the build
   // What is really in the tarball (not what npm says it would put there).
   const listing = await mustRun('tar -tzf', 'tar', ['-tzf', tarball]);
   const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-  const required = ['package.json', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/index.d.ts', 'web/bin/sensorformer.js'];
+  const required = ['package.json', 'LICENSE', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/bin/sensorformer.js',
+    'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator.js'];
   for (const f of required) assert.ok(files.includes(f), `the tarball lacks ${f}; it has:\n${files.join('\n')}`);
+  // package.json says MIT: the tarball carries the licence text itself (its terms require it).
+  const license = (await mustRun('tar -xOzf LICENSE', 'tar', ['-xOzf', tarball, 'package/LICENSE'])).stdout;
+  assert.match(license, /^MIT License\n\nCopyright \(c\) 2026 the sensorformer authors\n/);
+  assert.match(license, /THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND/);
+  assert.equal(JSON.parse((await mustRun('tar -xOzf package.json', 'tar', ['-xOzf', tarball, 'package/package.json'])).stdout).license, 'MIT');
   const forbidden = files.filter((f) => /^(src|tests|tools|build|bindings)\//.test(f));
   assert.deepEqual(forbidden, [], `the tarball carries build inputs:\n${forbidden.join('\n')}`);
   assert.deepEqual(info.bundled ?? [], []);
@@ -154,6 +165,23 @@ model.dispose();
   log('(a) node', `installed CLI (node_modules/.bin/sensorformer) gives the same pooled vector, in ${cli.took}; step ${seconds(t0)}`);
 });
 
+// The ways a TypeScript file can step around the types: `x as T` (but `as const`), `<T>x`, `x!`,
+// `any`; found by TypeScript's parser, so comments and strings do not count.
+function escapes(name, text) {
+  const source = ts.createSourceFile(name, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const found = [];
+  const visit = (node) => {
+    const isConst = ts.isAsExpression(node) && ts.isTypeReferenceNode(node.type) && node.type.typeName.getText(source) === 'const';
+    if ((ts.isAsExpression(node) && !isConst) || ts.isTypeAssertionExpression(node) || ts.isNonNullExpression(node) || node.kind === ts.SyntaxKind.AnyKeyword) {
+      const { line } = source.getLineAndCharacterOfPosition(node.getStart(source));
+      found.push(`${name}:${line + 1}: ${node.getText(source).slice(0, 80)}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.safetensors': 'application/octet-stream', '.json': 'application/json', '.svg': 'image/svg+xml' };
 
 // A static server for one directory; resolves to { url, close, requests }.
@@ -180,10 +208,20 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   mkdirSync(join(app, 'public'), { recursive: true });
   copyFileSync(join(here, 'app', 'index.html'), join(app, 'index.html'));
   const win = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8')).windows[WINDOW_INDEX];
-  const main = readFileSync(join(here, 'app', 'main.js'), 'utf8');
-  assert.equal(main.split('__WINDOW__').length, 2, 'app/main.js must hold exactly one __WINDOW__ placeholder');
-  writeFileSync(join(app, 'main.js'), main.replace('__WINDOW__', JSON.stringify(win)));
+  const main = readFileSync(join(here, 'app', 'main.ts'), 'utf8');
+  assert.equal(main.split('__WINDOW__').length, 2, 'app/main.ts must hold exactly one __WINDOW__ placeholder');
+  writeFileSync(join(app, 'main.ts'), main.replace('__WINDOW__', JSON.stringify(win)));
   copyFileSync(fixturePath('model/factorized.safetensors'), join(app, 'public', 'model.safetensors'));
+
+  // The app as a browser project type-checks it: strict, no @types/node, the library .d.ts files
+  // checked too; no cast or `any` in main.ts (a cast would make the check meaningless).
+  const casts = escapes('app/main.ts', main);
+  assert.deepEqual(casts, [], 'app/main.ts must not cast, use `any` or non-null assertions');
+  const tsconfig = { compilerOptions: { noEmit: true, strict: true, noImplicitAny: true, module: 'esnext', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom', 'dom.iterable'], types: [], skipLibCheck: false }, files: ['main.ts'] };
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  const tsc = await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: app });
+  assert.equal(tsc.code, 0, `tsc -p app/tsconfig.json (strict, bundler resolution, no @types/node) failed:\n${tsc.stdout}${tsc.stderr}`);
+  log('(b) tsc', `app/main.ts: tsc --strict --noEmit, 0 errors, in ${tsc.took}`);
 
   const build = await mustRun('vite build', bin('vite'), ['build', app, '--logLevel', 'info'], { cwd: app });
   const dist = join(app, 'dist');
@@ -230,14 +268,95 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   const cmp = allClose(result.pooled, nodePooled, SAME_WASM_ATOL, 0);
   assert.ok(cmp.ok, `Chromium vs Node pooled (same .wasm): ${cmp.message}`);
   assert.deepEqual(result.workerPooled, result.pooled, 'the Web Worker gives the main thread\'s result');
+  // The simulated wearable: its window through the Worker against the same window in Node.
+  const live = result.wearable;
+  assert.deepEqual(live.events, [], 'the simulated strap dispatched error or disconnect events');
+  assert.ok(live.deviceTimed, 'ECG batches carry a device time per sample');
+  const ecg = live.window.streams.find((st) => st.modality === 'ecg');
+  assert.ok(ecg, `no ECG stream in the wearable's window: ${JSON.stringify(live.window).slice(0, 300)}`);
+  // The simulated strap runs at an H10's true ECG rate (simulator default 130.35 Hz, + 20 ppm
+  // drift): the assembler measures it within 0.05 % (a 10 s fit with ~12 us timestamp jitter).
+  assert.ok(Math.abs(ecg.rateHz / 130.35 - 1) < 5e-4, `ECG window rate ${ecg.rateHz} Hz, expected ~130.35`);
+  assert.ok(live.ecgSamples >= WEARABLE_SECONDS * 130, `only ${live.ecgSamples} ECG samples in ${WEARABLE_SECONDS} s`);
+  const present = ecg.samples.filter((v) => v !== null).length;
+  assert.equal(live.ecgPresent, present);
+  assert.equal(live.trace.points, present, 'drawTrace drew a point per present ECG sample of the window');
+  assert.ok(live.map.g >= 2 && live.map.cell >= 2, `attention map of ${live.map.g} tokens, ${live.map.cell} px cells: too small to check`);
+  assert.equal(live.map.checked, live.map.g ** 2);
+  assert.equal(live.map.mismatches, 0, `${live.map.mismatches} of ${live.map.checked} attention-map cells are not viridis(weight / max)`);
+  const { loadModel } = await import('../../web/src/index.js');
+  const nodeModel = await loadModel(fixturePath('model/factorized.safetensors'));
+  const nodeLive = nodeModel.forward(live.window);
+  nodeModel.dispose();
+  assert.equal(live.tokens, nodeLive.dims[0]);
+  const liveCmp = allClose(live.pooled, Array.from(nodeLive.pooled), SAME_WASM_ATOL, 0);
+  assert.ok(liveCmp.ok, `simulated wearable window: Worker in Chromium vs Node pooled (same .wasm): ${liveCmp.message}`);
   const status = await page.$eval('#status', (e) => e.textContent);
   log('(b) chromium', `${browser.version()}: ${status}; pooled vs Node ${cmp.maxAbs.toExponential(2)} (atol ${SAME_WASM_ATOL}); ` +
+    `wearable window: ECG ${ecg.rateHz.toFixed(3)} Hz, trace ${live.trace.points} points, map ${live.map.checked} cells (>= ${live.map.cell} px) all viridis, ` +
+    `Worker vs Node pooled ${liveCmp.maxAbs.toExponential(2)}; ` +
     `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);
+});
+
+// (d) What a bundler ships for an app that uses one part of the package. Markers are string
+// literals a minifier keeps: 'Aborted(' occurs once in Emscripten's glue (its abort message)
+// (web/dist/sensorformer-core.js); 'thermo-phase' and 'activity-shape' are seed labels of the
+// simulator (web/src/ble/simulator.js) and its physiology model (physiology.js). The two apps that
+// use the parts (loadModel on the main thread too; the simulator) are the controls: they must
+// contain the markers, or the counts below would prove nothing.
+const GLUE_MARKER = 'Aborted(';
+const SIMULATOR_MARKERS = ['thermo-phase', 'activity-shape'];
+const BUNDLE_APPS = {
+  'worker-only': "import { loadModelInWorker } from 'sensorformer';\nloadModelInWorker('/model.safetensors').then((m) => { document.body.textContent = String(m.workers); });\n",
+  'main-and-worker': "import { loadModel, loadModelInWorker } from 'sensorformer';\nPromise.all([loadModel('/model.safetensors'), loadModelInWorker('/model.safetensors')]).then(([a, b]) => { document.body.textContent = `${a.config.d_model} ${b.workers}`; });\n",
+  'ble-only': "import { connectWearable, DEVICE_FILTERS } from 'sensorformer/ble';\ndocument.body.onclick = () => connectWearable({ filters: DEVICE_FILTERS.strap }).then((w) => { document.body.textContent = w.name; });\n",
+  'ble-and-simulator': "import { connectWearable } from 'sensorformer/ble';\nimport { createSimulatedBluetooth } from 'sensorformer/simulator';\nconnectWearable({ bluetooth: createSimulatedBluetooth() }).then((w) => { document.body.textContent = w.name; });\n",
+};
+
+// Every emitted JavaScript file of a Vite build (the entry, its chunks and the worker's).
+function emittedJs(dist) {
+  const out = [];
+  const walk = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (/\.m?js$/.test(name)) out.push({ name: path.slice(dist.length + 1), text: readFileSync(path, 'utf8') });
+    }
+  };
+  walk(dist);
+  return out;
+}
+
+const occurrences = (files, marker) => files.reduce((n, f) => n + f.text.split(marker).length - 1, 0);
+
+test('(d) Vite: an app using only loadModelInWorker ships the glue once; one using only sensorformer/ble ships no simulator', async () => {
+  need('installed', 'npm install');
+  const t0 = performance.now();
+  const builds = await Promise.all(Object.entries(BUNDLE_APPS).map(async ([name, code]) => {
+    const dir = join(project, 'bundles', name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><html><body><script type="module" src="./main.js"></script></body></html>\n');
+    writeFileSync(join(dir, 'main.js'), code);
+    await mustRun(`vite build (${name})`, bin('vite'), ['build', dir, '--logLevel', 'warn'], { cwd: dir });
+    const files = emittedJs(join(dir, 'dist'));
+    return [name, { files, glue: occurrences(files, GLUE_MARKER), simulator: SIMULATOR_MARKERS.map((m) => occurrences(files, m)) }];
+  }));
+  const b = Object.fromEntries(builds);
+  const describeBuild = (name) => `${name}: ${b[name].files.map((f) => `${f.name} (${(f.text.length / 1024).toFixed(0)} kB, glue x${occurrences([f], GLUE_MARKER)})`).join(', ')}`;
+  assert.equal(b['main-and-worker'].glue, 2, `control: loadModel + loadModelInWorker should ship the glue in the page and in the worker\n${describeBuild('main-and-worker')}`);
+  assert.equal(b['worker-only'].glue, 1, `an app that only calls loadModelInWorker ships the Emscripten glue ${b['worker-only'].glue} times (once: in the worker)\n${describeBuild('worker-only')}`);
+  assert.deepEqual(b['ble-and-simulator'].simulator.map((n) => n > 0), [true, true], `control: the simulator app lacks the markers ${SIMULATOR_MARKERS}`);
+  assert.deepEqual(b['ble-only'].simulator, [0, 0], `an app that only connects real devices ships simulator code (${SIMULATOR_MARKERS} found)\n${describeBuild('ble-only')}`);
+  const kb = (name) => (b[name].files.reduce((n, f) => n + f.text.length, 0) / 1024).toFixed(0);
+  log('(d) bundles', `glue: worker-only x${b['worker-only'].glue}, main-and-worker x${b['main-and-worker'].glue}; ` +
+    `simulator markers: ble-only ${b['ble-only'].simulator}, ble-and-simulator ${b['ble-and-simulator'].simulator}; JS kB: ` +
+    `${Object.keys(BUNDLE_APPS).map((n) => `${n} ${kb(n)}`).join(', ')}; in ${seconds(t0)}`);
 });
 
 test('(c) TypeScript: a strict consumer type-checks against the installed types', async () => {
   need('installed', 'npm install');
   copyFileSync(join(here, 'consumer.ts'), join(project, 'consumer.ts'));
+  assert.deepEqual(escapes('consumer.ts', readFileSync(join(here, 'consumer.ts'), 'utf8')), [], 'consumer.ts must not cast, use `any` or non-null assertions');
   // --types node resolves from the repo's @types (the consumer project installs nothing else).
   const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
     '--lib', 'es2022,dom', '--types', 'node', '--typeRoots', join(repo, 'node_modules', '@types'), '--listFiles', 'consumer.ts'];

@@ -4,6 +4,8 @@ export { WindowAssembler, StreamBuffer } from './assembler.js';
 export { ClockAligner, BeatTimeline } from './clock.js';
 export * as decoders from './decoders.js';
 export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
-export { createSimulatedBluetooth, createVirtualClock, createRealClock } from './simulator.js';
+// The clocks are here too (replay and record take one); the simulated wearable is its own entry
+// point, sensorformer/simulator (web/src/simulator.js), so that this one does not pull it in.
+export { createVirtualClock, createRealClock } from './fake-gatt.js';
 export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
 export { windowsFromRecording } from './session.js';

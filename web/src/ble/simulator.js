@@ -73,6 +73,7 @@
 // The returned SimulatedBluetooth is a FakeBluetooth (requestDevice, getAvailability, getDevices)
 // plus `devicesByKey` { strap, thermometer, oximeter }, `truth` (below), `clock` and `close()`
 // (clears every timer).
+import { SensorformerError } from '../errors.js';
 import { FakeBluetooth, FakeDevice, PMD_UUIDS, createRealClock, createVirtualClock } from './fake-gatt.js';
 import { createPhysiology, createRng } from './physiology.js';
 
@@ -106,6 +107,62 @@ export const PMD_STATUS = Object.freeze({
 });
 
 const u16 = (n) => `0000${n.toString(16).padStart(4, '0')}-0000-1000-8000-00805f9b34fb`;
+
+// The option names createSimulatedBluetooth accepts (the list at the top of this file, and
+// web/simulator.d.ts). Any other key is INVALID_ARGUMENT: an unknown option would otherwise be
+// ignored, and `{ seeed: 3 }` would silently run seed 1. Nested objects are checked the same way.
+export const SIMULATOR_OPTIONS = Object.freeze([
+  'seed', 'clock', 'start', 'devices', 'names', 'driftPpm', 'clockOffset', 'connectionIntervalMs',
+  'delayProbability', 'maxDelayIntervals', 'dropoutProbability', 'disconnects', 'faults', 'activities',
+  'fingerOff', 'fingerOffRatePerMinute', 'ecgRateHz', 'accRatesHz', 'accCompressed', 'accFrameSamples',
+  'accFrameSeconds', 'accDeltaBlockSamples', 'hrContact', 'pmdResponses', 'pmdTimestampJitterUs',
+  'pmdMaxFrameBytes', 'thermometer', 'battery',
+  // passed through to FakeBluetooth
+  'connectLatencyMs', 'gattLatencyMs', 'staleAttributes', 'overwriteAfterDispatch', 'strictUuids', 'chooser', 'available',
+]);
+const NESTED_OPTIONS = {
+  names: DEVICE_KEYS,
+  driftPpm: DEVICE_KEYS,
+  clockOffset: DEVICE_KEYS,
+  connectionIntervalMs: DEVICE_KEYS,
+  battery: DEVICE_KEYS,
+  accRatesHz: ['25', '50', '100', '200'],
+  faults: ['duplicatePmd', 'duplicatePmdProbability', 'reorderPmd', 'reorderPmdProbability', 'clockJumps'],
+  thermometer: ['intervalSeconds', 'exponent', 'timeField', 'type'],
+  // the { ratePerHour, ... } form; the array form's entries are { device, at, duration }
+  disconnects: ['ratePerHour', 'duration', 'devices', 'horizonSeconds'],
+};
+
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+// `parent`: '' for the options themselves, else the nested option's path ('faults', 'disconnects[0]').
+function checkKeys(object, valid, parent) {
+  for (const key of Object.keys(object)) {
+    if (!valid.includes(key)) {
+      throw new SensorformerError('INVALID_ARGUMENT',
+        `createSimulatedBluetooth: unknown option '${parent ? `${parent}.` : ''}${key}'; ` +
+        `${parent ? `the keys of ${parent} are` : 'the options are'}: ${valid.join(', ')}`);
+    }
+  }
+}
+
+function checkOptions(options) {
+  if (!isPlainObject(options)) {
+    throw new SensorformerError('INVALID_ARGUMENT',
+      `createSimulatedBluetooth: options must be an object, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`);
+  }
+  checkKeys(options, SIMULATOR_OPTIONS, '');
+  for (const [name, valid] of Object.entries(NESTED_OPTIONS)) {
+    if (isPlainObject(options[name])) checkKeys(options[name], valid, name);
+  }
+  const entries = (list, valid, name) => {
+    if (Array.isArray(list)) list.forEach((entry, i) => { if (isPlainObject(entry)) checkKeys(entry, valid, `${name}[${i}]`); });
+  };
+  entries(options.disconnects, ['device', 'at', 'duration'], 'disconnects');
+  entries(options.activities, ['activity', 'duration', 'start'], 'activities');
+  entries(options.fingerOff, ['at', 'duration'], 'fingerOff');
+  if (isPlainObject(options.faults)) entries(options.faults.clockJumps, ['device', 'at', 'to', 'by'], 'faults.clockJumps');
+}
 
 function perDevice(option, defaults, name) {
   if (option === undefined || option === null) return { ...defaults };
@@ -408,6 +465,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
   #sims = {};
 
   constructor(options = {}) {
+    checkOptions(options);
     const clock = options.clock ?? createRealClock();
     super({
       clock,

@@ -1,0 +1,178 @@
+// Types for sensorformer/simulator: a simulated navigator.bluetooth whose chest strap, thermometer
+// and oximeter send the bytes real devices send. Hand-written; keep in step with
+// web/src/ble/simulator.js (whose header documents every option) and web/src/simulator.js.
+import type { Clock, FakeBluetooth, FakeDevice, RequestDeviceOptions } from './ble.js';
+
+export { createRealClock, createVirtualClock } from './ble.js';
+export type { Clock, RealClock, VirtualClock } from './ble.js';
+
+export type SimulatedDeviceKey = 'strap' | 'thermometer' | 'oximeter';
+export const DEVICE_KEYS: readonly SimulatedDeviceKey[];
+/** One value for every device, or per device (the others keep their defaults). */
+export type PerDevice<T> = T | { strap?: T; thermometer?: T; oximeter?: T };
+/** A device by key, id or name. */
+export type SimulatedDeviceRef = SimulatedDeviceKey | string;
+export type Activity = 'rest' | 'walk' | 'run';
+
+/** True ACC rate (Hz) per requested rate, as measured on a real H10: 25.54 / 51.07 / 102.15 / 204.3. */
+export const H10_ACC_RATES_HZ: Readonly<{ 25: number; 50: number; 100: number; 200: number }>;
+
+/**
+ * Options of createSimulatedBluetooth. Times are seconds since the simulation start unless noted.
+ * Any other key (a typo such as `seeed`), here or in a nested object, is INVALID_ARGUMENT.
+ */
+export interface SimulatedBluetoothOptions {
+  /** Every random choice: same seed and options -> same bytes (default 1). */
+  seed?: number | string;
+  /** { now(), setTimeout, clearTimeout }: createVirtualClock() in tests (default: the real clock). */
+  clock?: Clock;
+  /** Host time of t = 0 (default clock.now()). */
+  start?: number;
+  /** Which devices exist (default all three). */
+  devices?: SimulatedDeviceKey[];
+  /** Device names (defaults 'Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'). */
+  names?: { strap?: string; thermometer?: string; oximeter?: string };
+  /** Crystal drift in ppm (defaults strap 20, thermometer -15, oximeter 8). */
+  driftPpm?: PerDevice<number>;
+  /** Device time - true time, s (defaults strap 0.35, thermometer -1.2, oximeter 0.6). */
+  clockOffset?: PerDevice<number>;
+  /** BLE connection interval, 7.5-4000 ms (default 15). */
+  connectionIntervalMs?: PerDevice<number>;
+  /** Probability of a late connection event (default 0.02), up to maxDelayIntervals (default 4) late. */
+  delayProbability?: number;
+  maxDelayIntervals?: number;
+  /** Each notification lost with this probability (default 0). */
+  dropoutProbability?: number;
+  /** Link losses: a list, or random ones at ratePerHour (duration s or [min, max], over horizonSeconds, default 21600). */
+  disconnects?:
+    | Array<{ device?: SimulatedDeviceRef; at: number; duration: number }>
+    | { ratePerHour?: number; duration?: number | [number, number]; devices?: SimulatedDeviceRef[]; horizonSeconds?: number };
+  /** PMD frames duplicated or delivered out of order (at times or with a probability); device clock jumps. */
+  faults?: {
+    duplicatePmd?: number[];
+    duplicatePmdProbability?: number;
+    reorderPmd?: number[];
+    reorderPmdProbability?: number;
+    /** `to`: device time in s since 2000-01-01 (default 0); or `by` s. */
+    clockJumps?: Array<{ device?: SimulatedDeviceRef; at: number; to?: number; by?: number }>;
+  };
+  /** Schedule override: consecutive segments by duration, or from start; the last one lasts forever. */
+  activities?: Array<{ activity: Activity; duration?: number; start?: number }> | null;
+  /** Oximeter finger-off episodes (override), else random at fingerOffRatePerMinute (default 0.25). */
+  fingerOff?: Array<{ at: number; duration: number }> | null;
+  fingerOffRatePerMinute?: number;
+  /** The strap's true ECG rate on its own clock (default 130.35, an H10's; 130 = nominal). */
+  ecgRateHz?: number;
+  /** True ACC rate per requested rate (default H10_ACC_RATES_HZ), or 'nominal' (the requested rate). */
+  accRatesHz?: 'nominal' | { 25: number; 50: number; 100: number; 200: number };
+  /** Delta-compressed ACC frames 0x80 instead of int16 frames 0x01 (default false). */
+  accCompressed?: boolean;
+  /** Samples per int16 ACC frame, 1-36 (default 36: a full 229-byte notification). */
+  accFrameSamples?: number;
+  /** Instead a target ACC frame length in s (delta frames default to 0.25 s). */
+  accFrameSeconds?: number;
+  /** Samples per delta block (default 16). */
+  accDeltaBlockSamples?: number;
+  /** HR flags 0x16 / 0x06 (contact supported + detected) instead of an H10's 0x10 (default false). */
+  hrContact?: boolean;
+  /** 'h10' (default: 6-byte start responses, 4-byte rejections) or 'short' (every response 5 bytes). */
+  pmdResponses?: 'h10' | 'short';
+  /** PMD timestamp jitter, +- µs, 0-1000 (default 12). */
+  pmdTimestampJitterUs?: number;
+  /** MTU - 3 (default 229). */
+  pmdMaxFrameBytes?: number;
+  /** Thermometer: indication interval (default 5 s), FLOAT exponent, Date Time field (default true), type byte. */
+  thermometer?: { intervalSeconds?: number; exponent?: -1 | -2; timeField?: boolean; type?: number | null };
+  /** Battery level, % (defaults strap 87, oximeter 64). */
+  battery?: PerDevice<number>;
+  /** Time connect() takes (default 0). */
+  connectLatencyMs?: number;
+  /** Time each GATT operation takes (default 0). */
+  gattLatencyMs?: number;
+  /** Services and characteristics of an ended connection stop working, as in Chrome (default true). */
+  staleAttributes?: boolean;
+  /** A notification's bytes are inverted after dispatch, as a reused buffer would be (default true). */
+  overwriteAfterDispatch?: boolean;
+  /** Reject uppercase 128-bit UUID strings as Chrome does (default false). */
+  strictUuids?: boolean;
+  /** The user's pick in the chooser (default the first candidate; null = cancelled). */
+  chooser?: ((candidates: FakeDevice[], options: RequestDeviceOptions) => FakeDevice | null) | null;
+  /** getAvailability()'s answer (default true); false makes requestDevice fail. */
+  available?: boolean;
+}
+/** Every key of SimulatedBluetoothOptions, as the runtime checks them. */
+export const SIMULATOR_OPTIONS: ReadonlyArray<keyof SimulatedBluetoothOptions>;
+
+export interface SimulatedClockTruth {
+  driftPpm: number;
+  offset: number;
+  connectionIntervalMs: number;
+  /** Host time of each jump and its size (s). */
+  jumps: Array<{ at: number; delta: number }>;
+}
+export interface SimulatedPmdFrame {
+  type: 'ecg' | 'acc';
+  count: number;
+  /** ns since 2000-01-01 as sent. */
+  timestamp: bigint;
+  /** The same, Unix s. */
+  deviceTime: number;
+  /** Device time of the last sample without the timestamp jitter (Unix s). */
+  trueDeviceTime: number;
+  firstDeviceTime: number;
+  /** Device s between samples. */
+  spacing: number;
+  /** Host s. */
+  lastSampleTime: number;
+  ready: number;
+}
+/** What really happened, for tests (host times). */
+export interface SimulationTruth {
+  start: number;
+  seed: number | string;
+  activityAt(t: number): Activity;
+  segments(t0: number, t1: number): Array<{ activity: Activity; start: number; end: number; cadence: number }>;
+  heartRateAt(t: number): number;
+  /** True beat (R-peak) host times in [t0, t1). */
+  beatTimes(t0: number, t1: number): number[];
+  /** µV */
+  ecgAt(t: number): number;
+  /** mG, [x, y, z] */
+  accAt(t: number): [number, number, number];
+  temperatureAt(t: number): number;
+  spo2At(t: number): number;
+  fingerOffAt(t: number): boolean;
+  clocks: { strap?: SimulatedClockTruth; thermometer?: SimulatedClockTruth; oximeter?: SimulatedClockTruth };
+  /** Unix seconds on a device's clock at host time t (decodePmdData's deviceTime scale). */
+  deviceTime(key: SimulatedDeviceKey, t: number): number;
+  /** Host time at which a device's clock read `deviceTime` (Unix s). */
+  hostTime(key: SimulatedDeviceKey, deviceTime: number): number;
+  outages: Array<{ device: SimulatedDeviceKey; start: number; end: number }>;
+  faults: Array<{ kind: string; device: string; t: number }>;
+  /** Lost notifications. */
+  dropped: Array<{ device: string; characteristic: string; t: number }>;
+  /** The latest 10-20 thousand PMD frames generated. */
+  pmdFrames: SimulatedPmdFrame[];
+  /** True device times (Unix s) of a frame's samples, oldest first. */
+  pmdSampleTimes(frame: SimulatedPmdFrame): Float64Array;
+  /** Per device and characteristic. */
+  readonly stats: Partial<Record<SimulatedDeviceKey, Record<string, { generated: number; dropped: number; delivered: number; undelivered: number }>>>;
+}
+
+/** A fake navigator.bluetooth with the simulated devices: pass it as connectWearable({ bluetooth }). */
+export interface SimulatedBluetooth extends FakeBluetooth {
+  readonly seed: number | string;
+  /** Host time of t = 0. */
+  readonly start: number;
+  readonly devicesByKey: { strap?: FakeDevice; thermometer?: FakeDevice; oximeter?: FakeDevice };
+  readonly truth: SimulationTruth;
+  /** Stops every timer of the simulation (devices stay, but send nothing more). */
+  close(): void;
+}
+
+/**
+ * A simulated navigator.bluetooth. Options that are not an object, and unknown option names, are
+ * INVALID_ARGUMENT naming the option and listing the valid ones; out-of-range values (an unknown
+ * device, connectionIntervalMs outside 7.5-4000, ...) are a RangeError.
+ */
+export function createSimulatedBluetooth(options?: SimulatedBluetoothOptions): SimulatedBluetooth;
