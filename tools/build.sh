@@ -5,10 +5,12 @@
 #                                suite: `npm run build`, and the first step of `npm test`.
 #   bash tools/build.sh --demo   only what the demo serves from the build: the WebAssembly core
 #                                web/dist/sensorformer-core.{js,wasm} (`npm start`). No native
-#                                build, no GoogleTest, no bench; build/wasm is configured only when
-#                                it has no cache yet, and then make rebuilds the core only if a
-#                                source, header or CMakeLists.txt is newer than it (a built tree
-#                                costs about a second, no compiler runs).
+#                                build, no GoogleTest, no bench. make decides: build/wasm is
+#                                configured only when it has no cache yet, and the core is rebuilt
+#                                only if a source, header or CMakeLists.txt is newer than it (on a
+#                                built tree no compiler runs; about a second). Without a build/wasm,
+#                                a web/dist newer than all of src/, bindings/ and CMakeLists.txt
+#                                is used as it is.
 # Incremental either way: make decides what is stale. A build folder configured for another
 # source folder (a copied build/, a moved checkout) is removed and configured afresh.
 # SF_WERROR=ON|OFF in the environment sets -Werror on the project's own code (tools/test.sh: ON);
@@ -32,6 +34,7 @@ werror=()
 # /usr/share/nodejs where Debian installs acorn (without it: "Cannot find module 'acorn'").
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 jobs=$(nproc 2>/dev/null || echo 2)
+dist=web/dist/sensorformer-core
 
 if [ "$demo" -eq 1 ]; then
   bash tools/setup.sh --demo
@@ -39,10 +42,19 @@ if [ "$demo" -eq 1 ]; then
   # Configuring runs emcc's compiler checks (several seconds); an existing cache is reused, and
   # `cmake --build` re-runs the configure step by itself when CMakeLists.txt changed.
   if [ ! -f build/wasm/CMakeCache.txt ]; then
+    # No build folder for make to ask (a tree copied without build/, or with a foreign one just
+    # removed): a web/dist newer than every input of the core is used as it is, as make would.
+    # Like make, this trusts file times; a toolchain upgrade is not seen (`npm run build` after
+    # `rm -rf build web/dist` rebuilds from scratch).
+    if [ -f "$dist.js" ] && [ -f "$dist.wasm" ] \
+       && [ -z "$(find src bindings CMakeLists.txt \( -newer "$dist.js" -o -newer "$dist.wasm" \) -print -quit)" ]; then
+      echo "build: $dist.{js,wasm} newer than src/, bindings/ and CMakeLists.txt; used as they are"
+      exit 0
+    fi
     emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release -DSF_BUILD_TESTS=OFF "${werror[@]}" >/dev/null
   fi
   cmake --build build/wasm -j"$jobs" --target sensorformer_wasm | { grep -v 'Built target' || true; }
-  echo "build: web/dist/sensorformer-core.{js,wasm} up to date"
+  echo "build: $dist.{js,wasm} up to date"
   exit 0
 fi
 

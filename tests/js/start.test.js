@@ -13,8 +13,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
-  statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync,
+  rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,6 +92,15 @@ function makeTree(dir) {
   // setup.sh checks node_modules; the repo's own keeps it from running `npm ci` here.
   symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
+}
+
+// Every file of a tree `seconds` from now (negative: in the past), so that a test sets the order.
+function setTimes(dir, seconds) {
+  const t = new Date(Date.now() + seconds * 1000);
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const p = path.join(e.parentPath ?? e.path, e.name);
+    if (e.isFile()) utimesSync(p, t, t);
+  }
 }
 
 const env = () => ({ ...process.env, PATH: `${stubs}:${process.env.PATH}`, CXX: path.join(stubs, 'c++') });
@@ -211,12 +220,35 @@ test('a build/ copied from another checkout: each build folder is removed with a
   const san = ok(run(copy, 'sanitize.sh', '--build-only'));
   assert.match(san.stderr, /^build\/sanitize: configured for \/elsewhere \(not .*\); removing it and configuring afresh$/m);
 
-  // The copied tree's build/wasm again, for `npm start`.
+  // The copied tree's build/wasm again, for `npm start`, with a source newer than web/dist.
   rmSync(path.join(copy, 'build/wasm'), { recursive: true });
   cpSync(path.join(mini, 'build/wasm'), path.join(copy, 'build/wasm'), { recursive: true });
+  setTimes(copy, -60);
+  utimesSync(path.join(copy, 'src/core.cpp'), new Date(), new Date());
   const demo = ok(run(copy, 'build.sh', '--demo'));
   assert.match(demo.stderr, /^build\/wasm: configured for .* removing it and configuring afresh$/m);
   assert.equal(configures(demo.calls).length, 1);
+  assert.deepEqual(compiled(demo.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
+});
+
+test('npm start with a built web/dist and no build folder: used as it is while it is newer than every source', () => {
+  const copy = path.join(tmp, 'copy');
+  rmSync(path.join(copy, 'build'), { recursive: true });
+  setTimes(copy, -60);
+  const now = new Date();
+  for (const f of ['web/dist/sensorformer-core.js', 'web/dist/sensorformer-core.wasm']) writeFileSync(path.join(copy, f), 'built elsewhere');
+  utimesSync(path.join(copy, 'web/dist/sensorformer-core.js'), now, now);
+  utimesSync(path.join(copy, 'web/dist/sensorformer-core.wasm'), now, now);
+  const fresh = ok(run(copy, 'build.sh', '--demo'));
+  assert.deepEqual(fresh.calls, [], 'nothing configured, built or compiled');
+  assert.match(fresh.stdout, /used as they are/);
+
+  // One input newer than one of the two files: configured and built.
+  utimesSync(path.join(copy, 'web/dist/sensorformer-core.js'), new Date(now - 30_000), new Date(now - 30_000));
+  utimesSync(path.join(copy, 'CMakeLists.txt'), new Date(now - 10_000), new Date(now - 10_000));
+  const stale = ok(run(copy, 'build.sh', '--demo'));
+  assert.equal(configures(stale.calls).length, 1);
+  assert.deepEqual(compiled(stale.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
 });
 
 test('the same checkout reached through a symbolic link keeps its build folders', () => {
