@@ -47,7 +47,7 @@ struct Case {
   double flops;  // per call
   std::function<void()> run;
   int calls = 1;  // per sample, fixed after warm-up
-  std::vector<double> ms;
+  std::vector<double> ms = {};  // the cases below leave it out of their initializers
 };
 
 double now_ms() {

@@ -4,9 +4,14 @@
 # The same build holds the libFuzzer targets that tools/fuzz.sh runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/build-dir.sh
 bash tools/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-CXX=clang++ cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DSF_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1" >/dev/null
+# SF_WERROR (tools/test.sh: ON): -Werror on the project's own code; see tools/build.sh.
+werror=()
+[ -n "${SF_WERROR:-}" ] && werror=(-DSF_WERROR="$SF_WERROR")
+reset_foreign_build_dir build/sanitize
+CXX=clang++ cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DSF_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1" "${werror[@]}" >/dev/null
 cmake --build build/sanitize -j"$jobs" --target sensorformer_tests fuzz_model_file fuzz_window
 [ "${1:-}" = "--build-only" ] && exit 0
 # halt_on_error: the first report fails the run; detect_leaks: LeakSanitizer checks at exit.

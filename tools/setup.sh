@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Checks for the Debian packages the build and tests need and installs the missing ones when run
 # as root (otherwise prints the exact command to run), then the npm devDependencies if absent.
-# Safe to run repeatedly: it does nothing when all is there.
+# Safe to run repeatedly: it does nothing when all is there (a few tenths of a second).
+#   bash tools/setup.sh          everything the build and the tests need
+#   bash tools/setup.sh --demo   only what `npm start` needs: the WebAssembly build and the server
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo=0
+case "${1:-}" in
+  '') ;;
+  --demo) demo=1 ;;
+  *) echo "usage: bash tools/setup.sh [--demo]" >&2; exit 2 ;;
+esac
 
 # package -> a file (or glob) that proves it is installed
 declare -A probe=(
@@ -20,6 +28,11 @@ declare -A probe=(
   [clang]=/usr/bin/clang++
   [libclang-rt-14-dev]='/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
 )
+if [ "$demo" -eq 1 ]; then
+  # The demo's build is the WebAssembly core alone (tools/build.sh --demo): no g++, GoogleTest,
+  # wabt, Chromium or clang.
+  for pkg in g++ googletest wabt chromium clang libclang-rt-14-dev; do unset "probe[$pkg]"; done
+fi
 missing=()
 for pkg in "${!probe[@]}"; do
   compgen -G "${probe[$pkg]}" >/dev/null || missing+=("$pkg")

@@ -4,6 +4,9 @@
 # module (Node, npm pack + Vite, headless Chromium), and the bench's cross-runtime output checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A compiler warning in the project's own code fails the suite (CMake option SF_WERROR, read by
+# tools/build.sh and tools/sanitize.sh, which tools/fuzz.sh builds through).
+export SF_WERROR=ON
 bash tools/build.sh
 
 # Runs one ctest tree; prints the parity/arch lines and the summary, the whole log on failure.

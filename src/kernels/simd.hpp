@@ -4,7 +4,19 @@
 #pragma once
 
 #include <cstddef>
+// GCC 12's AVX-512 intrinsics pass `_mm512_undefined_*()` (a self-initialised `__Y`) as the
+// ignored merge source of all-ones-masked builtins, and -Wmaybe-uninitialized reports it wherever
+// xsimd's AVX-512 code is inlined into a kernel (GCC bug 105593; later GCC releases fix the
+// header). The warning is about GCC's header, so it is silenced for the headers pulled in here
+// only; our own code after the pop keeps it.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <xsimd/xsimd.hpp>
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic pop
+#endif
 
 namespace sf::kernels {
 

@@ -3,6 +3,7 @@
 // re-type one tensor and check the loader's error).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -29,10 +30,12 @@ inline std::vector<std::uint8_t> write_safetensors(const RawTensors& tensors, co
     data.insert(data.end(), t.bytes.begin(), t.bytes.end());
   }
   const std::string h = header.dump();
-  std::vector<std::uint8_t> out(8);
+  // Sized once and copied into: GCC 12 reports a false -Wstringop-overread inside
+  // std::vector::insert's reallocation path for the appending version.
+  std::vector<std::uint8_t> out(8 + h.size() + data.size());
   for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(h.size()) >> (8 * i));
-  out.insert(out.end(), h.begin(), h.end());
-  out.insert(out.end(), data.begin(), data.end());
+  std::copy(h.begin(), h.end(), out.begin() + 8);
+  std::copy(data.begin(), data.end(), out.begin() + 8 + static_cast<std::ptrdiff_t>(h.size()));
   return out;
 }
 

@@ -141,8 +141,9 @@ TEST(MultiheadAttention, FullyMaskedQueryGivesOutProjBias) {
       ASSERT_TRUE(multihead_attention(w, q.data(), L, kv.data(), S, opt, out.data(), attn.data()).ok());
       for (int i = 0; i < L; ++i)
         for (int e = 0; e < E; ++e) EXPECT_EQ(out[i * E + e], w.out_proj_bias[e]);
-      if (mode != AttentionWeights::kNone)
+      if (mode != AttentionWeights::kNone) {
         for (int i = 0; i < (mode == AttentionWeights::kPerHead ? H : 1) * L * S; ++i) EXPECT_EQ(attn[i], 0.0f);
+      }
     }
 }
 
@@ -264,17 +265,20 @@ TEST(TiledAttention, MatchesTwinOnEveryShapeAndMask) {
             for (int i = 0; i < L; ++i) {
               ASSERT_TRUE(AllClose(out.data() + i * ldo, ref.data() + i * ldo, Dh, 2e-6, 1e-5, "out row " + std::to_string(i) + " " + tag));
               for (int d = Dh; d < ldo; ++d) ASSERT_EQ(out[i * ldo + d], kSentinel) << "wrote past Dh " << tag;
-              if (sees_no_key(i, S, m))
+              if (sees_no_key(i, S, m)) {
                 for (int d = 0; d < Dh; ++d) ASSERT_EQ(out[i * ldo + d], 0.0f) << "masked row " << i << " " << tag;
+              }
             }
             if (with_weights) {
               // Probabilities: 1e-7 absolute (below one float32 ulp of 1) plus 1e-5 relative for
               // the per-tile rescale by 2^(m_tile - m_final) / l.
               ASSERT_TRUE(AllClose(w.data(), wref.data(), L * S, 1e-7, 1e-5, "weights " + tag));
               for (int x = L * S; x < L * S + 16; ++x) ASSERT_EQ(w[x], kSentinel) << "wrote past the map " << tag;
-              for (int i = 0; i < L; ++i)
-                if (sees_no_key(i, S, m))
+              for (int i = 0; i < L; ++i) {
+                if (sees_no_key(i, S, m)) {
                   for (int j = 0; j < S; ++j) ASSERT_EQ(w[i * S + j], 0.0f) << "masked row " << i << " " << tag;
+                }
+              }
             }
             ++cases;
           }

@@ -144,7 +144,9 @@ TEST(Softmax, MatchesTwinWithMasks) {
         ASSERT_TRUE(AllClose(a.data(), r.data(), n, 1e-7, 1e-6, "softmax n=" + std::to_string(n)));
         double sum = 0;
         for (int j = 0; j < n; ++j) {
-          if (j >= n_valid || (ig && ig[j])) ASSERT_EQ(a[j], 0.0f) << "masked slot " << j;
+          if (j >= n_valid || (ig && ig[j])) {
+            ASSERT_EQ(a[j], 0.0f) << "masked slot " << j;
+          }
           sum += a[j];
         }
         ASSERT_NEAR(sum, 1.0, 1e-5);  // key 0 is never masked here

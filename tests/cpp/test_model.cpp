@@ -316,7 +316,9 @@ TEST_P(Layouts, AttentionMapsCoverEveryLayerAndGroup) {
           double row = 0;
           for (int k = 0; k < g; ++k) {
             const float wgt = map.weights[(h * g + q) * g + k];
-            if (!r.tokens.present[map.tokens[k]]) EXPECT_EQ(wgt, 0.0f) << "absent key got weight";
+            if (!r.tokens.present[map.tokens[k]]) {
+              EXPECT_EQ(wgt, 0.0f) << "absent key got weight";
+            }
             row += wgt;
           }
           bool any_key = false;
