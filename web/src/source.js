@@ -88,12 +88,15 @@ async function fetchBytes(url, { onProgress, signal, fetchOptions }) {
   const collector = new Collector(total, onProgress);
   if (!response.body) {
     collector.push(new Uint8Array(await response.arrayBuffer()));
+    signal?.throwIfAborted();
     return collector.finish();
   }
   const reader = response.body.getReader();
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      // The signal is watched here too, not only by fetch: Node 20's fetch never settles a read()
+      // that follows an abort made after the last bytes arrived (seen in tests/js/loader.test.js).
+      const { done, value } = await abortable(reader.read(), signal);
       if (done) break;
       collector.push(value);
     }
@@ -101,6 +104,7 @@ async function fetchBytes(url, { onProgress, signal, fetchOptions }) {
     reader.cancel().catch(() => {});
     throw e;
   }
+  signal?.throwIfAborted();
   return collector.finish();
 }
 
@@ -166,7 +170,10 @@ export async function readSource(source, options = {}) {
  */
 export function abortable(promise, signal) {
   if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    promise.catch(() => {});  // its own rejection (fetch's AbortError) is not news to anyone
+    return Promise.reject(signal.reason);
+  }
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
