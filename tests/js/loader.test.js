@@ -443,3 +443,23 @@ test('a file that is not safetensors: "not a safetensors file", what it looks li
     server.close();
   }
 });
+
+test('a download cut short (Content-Length announced, connection dropped) is IO naming the URL, with or without onProgress', DEADLINE, async () => {
+  const server = await serve((req, res) => {
+    res.writeHead(200, { 'Content-Length': MODEL.length });
+    res.write(MODEL.subarray(0, 2000), () => res.destroy());
+  });
+  try {
+    const url = `${server.base}/model.safetensors`;
+    for (const options of [{}, { onProgress: () => {} }]) {
+      await assert.rejects(loadModel(url, options), (e) => {
+        assert.ok(e instanceof SensorformerError, String(e));
+        assert.equal(e.code, 'IO', e.message);
+        assert.ok(e.message.startsWith(`could not read the model from ${url}: `), e.message);
+        return true;
+      }, JSON.stringify(Object.keys(options)));
+    }
+  } finally {
+    server.close();
+  }
+});
