@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -198,10 +199,8 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
     if (c.n_outputs == 0) return bad("\"labels\" name the head's outputs, but \"n_outputs\" is 0 (no head)");
     if (!labels->is_array() || labels->size() != static_cast<size_t>(c.n_outputs))
       return bad(want + ", got " + (labels->is_array() ? std::to_string(labels->size()) + " entries" : std::string(labels->type_name())));
-    // A set, since n_outputs may be 2^20 and a pairwise check would take minutes on a hostile
-    // file: a JSON object's keys (nlohmann's std::map, already in the .wasm; a std::set of
-    // strings added 2 KB to it).
-    json seen = json::object();
+    // A set: n_outputs may be 2^20, and a pairwise check would take minutes on a hostile file.
+    std::set<std::string> seen;
     for (size_t i = 0; i < labels->size(); ++i) {
       const json& v = (*labels)[i];
       if (!name_ok(v)) {
@@ -209,7 +208,7 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
         if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
         return bad(want + "; entry " + std::to_string(i) + " is " + shown);
       }
-      if (!seen.emplace(v.get<std::string>(), true).second)
+      if (!seen.insert(v.get<std::string>()).second)
         return bad(want + "; \"" + v.get<std::string>() + "\" is listed twice");
       c.labels.push_back(v.get<std::string>());
     }
