@@ -140,7 +140,7 @@ const LOAD_OPTIONS = {
   warmup: { in: 'model', valid: (v) => typeof v === 'boolean', expected: 'true or false' },
   onProgress: { in: 'model', valid: isFunction, expected: 'a function ({ loaded, total }) => void' },
   // Duck-typed: an AbortSignal from another realm (an iframe, a test's polyfill) works as well.
-  signal: { in: 'model', valid: (v) => typeof v?.aborted === 'boolean' && isFunction(v.addEventListener) && isFunction(v.throwIfAborted), expected: 'an AbortSignal' },
+  signal: { in: 'model', valid: (v) => typeof v?.aborted === 'boolean' && isFunction(v.addEventListener) && isFunction(v.removeEventListener), expected: 'an AbortSignal' },
   fetchOptions: { in: 'model', valid: (v) => v !== null && typeof v === 'object' && !Array.isArray(v), expected: 'an object (the init of fetch(url, init): headers, credentials, ...)' },
   workers: { in: 'worker', valid: () => true, expected: '' },  // checked by workerCount (worker-client.js)
 };

@@ -1,7 +1,7 @@
 // A loaded sensor transformer: loadModel(source) -> Model with forward() and dispose().
 import { SensorformerError } from './errors.js';
 import { loadOptions, loadWasm } from './loader.js';
-import { abortable, readSource, sourceName } from './source.js';
+import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { warmUp } from './warmup.js';
 import { describe, normalizeWindow } from './window.js';
 
@@ -177,7 +177,7 @@ export class Model {
  * the worker (worker.js), which gets the bytes from loadModelInWorker.
  */
 export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {}) {
-  signal?.throwIfAborted();
+  checkSignal(signal);
   const handle = new wasm.Model();
   const result = handle.load(bytes);
   if (!result.ok) {
@@ -187,7 +187,7 @@ export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {})
   const model = new Model(handle);
   try {
     if (warmup !== false) await warmUp(model, signal);  // web/src/warmup.js: why and how long
-    signal?.throwIfAborted();
+    checkSignal(signal);
   } catch (e) {
     model.dispose();
     throw e;

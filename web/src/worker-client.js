@@ -4,7 +4,7 @@
 import { SensorformerError } from './errors.js';
 import { loadOptions } from './loader.js';
 import { deepFreeze, forwardOptions } from './model.js';
-import { abortable, readSource, sourceName } from './source.js';
+import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { transferables } from './transfer.js';
 import { describe } from './window.js';
 import { isNode } from './env.js';
@@ -387,7 +387,7 @@ export async function loadModelInWorker(source, options) {
   const { workers, onProgress, signal, fetchOptions, ...load } = loadOptions(options, 'worker');
   const count = await workerCount(workers);
   const bytes = await readSource(source, { onProgress, signal, fetchOptions });
-  signal?.throwIfAborted();
+  checkSignal(signal);
   const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker()));
   const running = started.filter((s) => s.status === 'fulfilled').map((s) => s.value);
   const model = new WorkerModel(running);
