@@ -196,6 +196,60 @@ class ModelHandle {
 
   std::string config_json() const { return model_.config_json(); }
 
+  // The parsed config as the model uses it (defaults filled in, float fields as float32), in the
+  // package's camelCase: web/src/model.js freezes it as model.info (web/index.d.ts, ModelInfo).
+  val info() const {
+    const sf::ModelConfig& c = model_.config();
+    const auto strings = [](const std::vector<std::string>& v) {
+      val a = val::array();
+      for (size_t i = 0; i < v.size(); ++i) a.set(i, v[i]);
+      return a;
+    };
+    val modalities = val::array();
+    for (size_t i = 0; i < c.modalities.size(); ++i) {
+      val m = val::object();
+      m.set("name", c.modalities[i].name);
+      m.set("patchLen", c.modalities[i].patch_len);
+      m.set("mean", c.modalities[i].mean);
+      m.set("std", c.modalities[i].std);
+      modalities.set(i, m);
+    }
+    val edges = val::array();
+    for (size_t i = 0; i < c.rate_bucket_edges_hz.size(); ++i) edges.set(i, c.rate_bucket_edges_hz[i]);
+    val inputs = val::object();
+    inputs.set("modalities", modalities);
+    inputs.set("placements", strings(c.placements));
+    inputs.set("sensorCount", c.n_sensors);
+    inputs.set("rateBucketEdgesHz", edges);
+    inputs.set("minPresentFraction", c.min_present_fraction);
+    val outputs = val::object();
+    outputs.set("embeddingSize", c.d_model);
+    outputs.set("headSize", c.n_outputs);
+    outputs.set("labels", c.labels.empty() ? val::null() : strings(c.labels));
+    // Doubles, exact below 2^53 (the model's limit is 2^28 floats).
+    val size = val::object();
+    size.set("parameters", static_cast<double>(model_.parameter_count()));
+    size.set("weightBytes", static_cast<double>(model_.weight_bytes()));
+    val r = val::object();
+    r.set("format", std::string("sensorformer-1"));
+    r.set("inputs", inputs);
+    r.set("outputs", outputs);
+    r.set("layout", std::string(sf::layout_name(c.layout)));
+    r.set("causal", c.causal);
+    r.set("dModel", c.d_model);
+    r.set("nHeads", c.n_heads);
+    r.set("nLayers", c.n_layers);
+    r.set("dimFeedforward", c.dim_feedforward);
+    r.set("activation", std::string(c.activation == sf::Activation::kGelu ? "gelu" : "relu"));
+    r.set("normFirst", c.norm_first);
+    r.set("finalNorm", c.final_norm);
+    r.set("layerNormEps", c.layer_norm_eps);
+    r.set("timeBin", c.time_bin);
+    r.set("maxPeriod", c.max_period);
+    r.set("size", size);
+    return r;
+  }
+
   // options: { attention: boolean, maxGflop?: number } (checked by web/src/model.js).
   val forward(val window, val opts) const {
     sf::ForwardOptions options;
@@ -249,5 +303,6 @@ EMSCRIPTEN_BINDINGS(sensorformer) {
       .constructor<>()
       .function("load", &ModelHandle::load)
       .function("configJson", &ModelHandle::config_json)
+      .function("info", &ModelHandle::info)
       .function("forward", &ModelHandle::forward);
 }

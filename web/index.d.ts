@@ -1,7 +1,7 @@
 /// <reference lib="esnext.disposable" />
 // Hand-written types for the sensorformer package. Keep in step with web/src/.
 
-/** Every `code` a SensorformerError can carry (README "Errors"); tests/js/error-codes.test.js keeps the list complete. */
+/** Every `code` a SensorformerError can carry (README "Errors"); tests/js/types.test.js keeps the list complete. */
 export type SensorformerErrorCode =
   // bad input, bad weights (the core and the JS input checks)
   | 'INVALID_ARGUMENT' | 'SHAPE_MISMATCH' | 'INDEX_OUT_OF_RANGE' | 'NON_FINITE' | 'BAD_FORMAT'
@@ -22,17 +22,45 @@ export class SensorformerError extends Error {
   readonly code: SensorformerErrorCode;
 }
 
-export interface LoadOptions {
+/**
+ * Options of loadCore. Other keys (a typo such as `wasmURL`) are INVALID_ARGUMENT. Each distinct
+ * .wasm (by resolved URL, or by bytes) gets its own module instance, created on first use.
+ */
+export interface CoreLoadOptions {
   /** Where the .wasm lives when a bundler or server moved it (default: next to the module). */
   wasmUrl?: string | URL;
-  /** The .wasm bytes themselves; nothing is fetched. */
+  /** The .wasm bytes themselves; nothing is fetched. Not together with wasmUrl. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+}
+
+/** How much of the weights file has arrived. */
+export interface LoadProgress {
+  /** Bytes so far. */
+  loaded: number;
+  /**
+   * The whole size when known (Content-Length of an uncompressed answer, a file's size), else
+   * null; the last call always has loaded === total.
+   */
+  total: number | null;
+}
+
+/** Options of loadModel (and loadModelInWorker). Other keys are INVALID_ARGUMENT. */
+export interface LoadOptions extends CoreLoadOptions {
   /**
    * loadModel runs a few small synthetic forwards (none started after 150 ms) so that the first
    * real forward runs at full speed (default true); false resolves sooner and leaves the
    * engine's compilation to the first forwards.
    */
   warmup?: boolean;
+  /** Called after every chunk of the weights that arrives, and last at 100 %. What it throws ends the load. */
+  onProgress?: (progress: LoadProgress) => void;
+  /**
+   * Aborts the download and the rest of the load: the promise rejects with `signal.reason` (by
+   * default a DOMException named "AbortError"), as fetch does.
+   */
+  signal?: AbortSignal;
+  /** Passed to fetch(url, init) for the weights (not the .wasm): headers, credentials, ... Not `signal`. */
+  fetchOptions?: Omit<RequestInit, 'signal'>;
 }
 
 export interface TimeEncodingOptions {
@@ -102,8 +130,8 @@ export interface Core {
   prepareMultiheadAttention(options: MhaConfig): PreparedAttention;
 }
 
-/** Loads the WebAssembly core once per page or process. */
-export function loadCore(options?: LoadOptions): Promise<Core>;
+/** Loads the WebAssembly core once per page or process (once per distinct .wasm). */
+export function loadCore(options?: CoreLoadOptions | null): Promise<Core>;
 
 /** Whether this engine runs WebAssembly SIMD (the core needs it). */
 export function hasWasmSimd(): boolean;
@@ -169,7 +197,15 @@ export interface ForwardResult {
   embeddings: Float32Array;
   dims: [number, number];
   pooled: Float32Array;
+  /** (n_outputs) logits; null without a head. With no present token: the head's bias. */
   head: Float32Array | null;
+  /**
+   * Only with config `labels`: softmax of `head` (summed in float64, then float32). null when
+   * the window has no present token (nothing to predict from).
+   */
+  probabilities?: Float32Array | null;
+  /** Only with config `labels`: the name of the head's largest output (a tie: the first); null as probabilities. */
+  label?: string | null;
   referenceTime: number;
   tokens: { stream: Int32Array; modality: string[]; time: Float64Array; present: Uint8Array };
   attention: AttentionMap[] | null;
@@ -195,8 +231,74 @@ export interface ModelConfig {
   placements: string[];
   rate_bucket_edges_hz?: number[];
   n_outputs?: number;
-  /** Names of the head's outputs (n_outputs of them), when the model was exported with them. */
+  /** Names of the head's outputs: n_outputs distinct non-empty strings (checked at load, BAD_FORMAT otherwise). */
   labels?: string[];
+}
+
+/** A modality the model accepts, as the model uses it. */
+export interface ModelModality {
+  readonly name: string;
+  /** Samples (regular stream) or events (event-driven) per token. */
+  readonly patchLen: number;
+  /** Values enter as (x - mean) / std (float32). */
+  readonly mean: number;
+  readonly std: number;
+}
+
+/** What a window may hold for this model (docs/model.md, "Input: a window"). */
+export interface ModelInputs {
+  /** The values `stream.modality` may take. */
+  readonly modalities: readonly ModelModality[];
+  /** The values `stream.placement` may take. */
+  readonly placements: readonly string[];
+  /** `stream.sensor` is an integer from 0 to sensorCount - 1. */
+  readonly sensorCount: number;
+  /**
+   * Any rateHz > 0 is accepted; regular streams are embedded by rate bucket: below the first
+   * edge, then between successive edges, then above the last (event-driven streams: their own).
+   */
+  readonly rateBucketEdgesHz: readonly number[];
+  /** A patch is present when at least this share of its samples is. */
+  readonly minPresentFraction: number;
+}
+
+/** What forward returns for this model. */
+export interface ModelOutputs {
+  /** d_model: width of `embeddings` rows and of `pooled`. */
+  readonly embeddingSize: number;
+  /** n_outputs: length of `head` (0: no head, `head` is null). */
+  readonly headSize: number;
+  /** The head's class names; null without them (then forward gives no probabilities or label). */
+  readonly labels: readonly string[] | null;
+}
+
+/**
+ * model.info: the model's interface and size, with the config's defaults filled in (what ONNX
+ * Runtime's inputNames/outputNames or tfjs's model.inputs tell). Frozen.
+ */
+export interface ModelInfo {
+  readonly format: 'sensorformer-1';
+  readonly inputs: ModelInputs;
+  readonly outputs: ModelOutputs;
+  readonly layout: 'flattened' | 'time' | 'channel' | 'factorized';
+  readonly causal: boolean;
+  readonly dModel: number;
+  readonly nHeads: number;
+  readonly nLayers: number;
+  readonly dimFeedforward: number;
+  readonly activation: 'relu' | 'gelu';
+  readonly normFirst: boolean;
+  readonly finalNorm: boolean;
+  readonly layerNormEps: number;
+  /** Seconds per channel-attention time bin. */
+  readonly timeBin: number;
+  readonly maxPeriod: number;
+  readonly size: {
+    /** Weights in the file the model uses (the time table, a buffer, not counted). */
+    readonly parameters: number;
+    /** Bytes they take in WebAssembly memory: float32 weights, their packed copies, the time table. */
+    readonly weightBytes: number;
+  };
 }
 
 /** undefined / null = defaults; other keys (a typo) are INVALID_ARGUMENT. */
@@ -212,6 +314,8 @@ export interface ForwardOptions {
 
 export class Model {
   readonly config: ModelConfig;
+  /** Inputs, outputs, architecture and size (stays readable after dispose()). */
+  readonly info: ModelInfo;
   forward(window: SensorWindow, options?: ForwardOptions | null): ForwardResult;
   /** A ragged batch: each window computed on its own; errors name windows[i]. */
   forwardBatch(windows: SensorWindow[], options?: ForwardOptions | null): ForwardResult[];
@@ -220,8 +324,12 @@ export class Model {
   [Symbol.dispose](): void;
 }
 
-/** Loads a weights file: a URL, a file path (Node), an ArrayBuffer or a Uint8Array. */
-export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions): Promise<Model>;
+/**
+ * Loads a weights file: a URL, a file path (Node), an ArrayBuffer or a Uint8Array. A file that is
+ * not safetensors (an HTML page from a wrong URL) is BAD_FORMAT "<source>: safetensors: not a
+ * safetensors file: it looks like an HTML page ...".
+ */
+export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions | null): Promise<Model>;
 
 export interface WorkerForwardOptions extends ForwardOptions {
   /** Move the window's typed arrays to the worker instead of copying them (detached here). */
@@ -236,6 +344,8 @@ export interface WorkerForwardOptions extends ForwardOptions {
  */
 export class WorkerModel {
   readonly config: ModelConfig;
+  /** As Model.info. */
+  readonly info: ModelInfo;
   /** How many workers the model runs on. */
   readonly workers: number;
   /** Goes to the least busy worker. */

@@ -1,6 +1,7 @@
 #include "io/safetensors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -26,6 +27,26 @@ constexpr DtypeEntry kDtypes[] = {
 };
 
 Status bad(const std::string& m) { return {ErrorCode::kBadFormat, "safetensors: " + m}; }
+
+// What a file that is not safetensors looks like, from its first bytes ("" when nothing
+// recognisable): leading whitespace and a UTF-8 byte-order mark skipped, case ignored.
+std::string looks_like(const std::vector<std::uint8_t>& bytes) {
+  std::size_t i = 0;
+  if (bytes.size() >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF) i = 3;
+  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\r' || bytes[i] == '\n')) ++i;
+  const auto starts = [&](const char* word) {
+    std::size_t k = 0;
+    for (; word[k]; ++k)
+      if (i + k >= bytes.size() || std::tolower(bytes[i + k]) != word[k]) return false;
+    return true;
+  };
+  if (starts("<!doctype html") || starts("<html") || starts("<head") || starts("<body"))
+    return "it looks like an HTML page (a wrong URL, or a dev server that answers a missing file with its index page)";
+  if (starts("<?xml") || starts("<svg")) return "it looks like an XML or SVG document";
+  if (starts("{") || starts("[")) return "it looks like a JSON document (a safetensors file starts with an 8-byte header length)";
+  if (starts("pk\x03\x04")) return "it looks like a ZIP archive (a PyTorch .pt/.pth checkpoint is one: convert it with safetensors.torch.save_file)";
+  return "";
+}
 
 template <class T>
 T load_le(const std::uint8_t* p) {  // little-endian load of an unaligned value
@@ -121,12 +142,23 @@ Status SafetensorsFile::read(const std::string& path, SafetensorsFile* out) {
 }
 
 Status SafetensorsFile::parse(std::vector<std::uint8_t> bytes, SafetensorsFile* out) {
-  if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, shorter than its 8-byte header length");
-  const std::uint64_t n = load_le<std::uint64_t>(bytes.data());
+  // A file whose first 8 bytes cannot be a header length, or whose header is not a JSON object,
+  // is some other file: most often an HTML page (a wrong URL, or a dev server answering a missing
+  // path with its index page). Said in those words, rather than as a 19-digit header length.
+  const std::uint64_t n = bytes.size() >= 8 ? load_le<std::uint64_t>(bytes.data()) : 0;
+  const bool sized = bytes.size() >= 8 && n <= kPlausibleHeaderBytes && n <= bytes.size() - 8;
+  if (!sized || n == 0 || bytes[8] != '{') {
+    const std::string kind = looks_like(bytes);
+    if (!kind.empty()) return bad("not a safetensors file: " + kind);
+    if (bytes.size() < 8) return bad("not a safetensors file: it has " + std::to_string(bytes.size()) + " bytes, fewer than the 8 of a header length");
+    if (!sized)
+      return bad("not a safetensors file: its first 8 bytes give a header length of " + std::to_string(n) +
+                 ", more than the file's " + std::to_string(bytes.size()) + " bytes" +
+                 (n > kPlausibleHeaderBytes ? " (or than 100,000,000)" : ""));
+    return bad("not a safetensors file: its header does not start with '{'");
+  }
   if (n > kMaxHeaderBytes) return bad("header length " + std::to_string(n) + " exceeds " + std::to_string(kMaxHeaderBytes) + " bytes");
-  if (n > bytes.size() - 8) return bad("header length " + std::to_string(n) + " runs past the end of the file");
   const char* hb = reinterpret_cast<const char*>(bytes.data() + 8);
-  if (n == 0 || hb[0] != '{') return bad("header does not start with '{'");
   const nlohmann::json header = nlohmann::json::parse(hb, hb + n, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) return bad("header is not a JSON object");
 

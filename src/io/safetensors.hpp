@@ -37,6 +37,9 @@ class SafetensorsFile {
   // a WebAssembly heap (about 10 bytes of DOM per header byte), and a sensorformer header is a few
   // KB (2.4 MB at 1024 factorized layers), so 16 MiB.
   static constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t(16) << 20;
+  // Past the reference reader's limit, or past the end of the file, a header length means the
+  // file is not safetensors at all (an HTML page's first 8 bytes read as 7.4e18).
+  static constexpr std::uint64_t kPlausibleHeaderBytes = 100'000'000;
 
   // Takes the whole file's bytes.
   static Status parse(std::vector<std::uint8_t> bytes, SafetensorsFile* out);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -189,6 +190,27 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
       if (!c.rate_bucket_edges_hz.empty() && e.get<double>() <= c.rate_bucket_edges_hz.back())
         return bad("\"rate_bucket_edges_hz\" must be increasing");
       c.rate_bucket_edges_hz.push_back(e.get<double>());
+    }
+  }
+  const auto labels = j.find("labels");
+  if (labels != j.end()) {
+    const std::string want = "\"labels\" must be an array of " + std::to_string(c.n_outputs) +
+                             " distinct names of 1 to " + std::to_string(L::kMaxNameBytes) + " bytes (one per head output, \"n_outputs\")";
+    if (c.n_outputs == 0) return bad("\"labels\" name the head's outputs, but \"n_outputs\" is 0 (no head)");
+    if (!labels->is_array() || labels->size() != static_cast<size_t>(c.n_outputs))
+      return bad(want + ", got " + (labels->is_array() ? std::to_string(labels->size()) + " entries" : std::string(labels->type_name())));
+    // A set: n_outputs may be 2^20, and a pairwise check would take minutes on a hostile file.
+    std::set<std::string> seen;
+    for (size_t i = 0; i < labels->size(); ++i) {
+      const json& v = (*labels)[i];
+      if (!name_ok(v)) {
+        std::string shown = v.dump();
+        if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+        return bad(want + "; entry " + std::to_string(i) + " is " + shown);
+      }
+      if (!seen.insert(v.get<std::string>()).second)
+        return bad(want + "; \"" + v.get<std::string>() + "\" is listed twice");
+      c.labels.push_back(v.get<std::string>());
     }
   }
   *out = std::move(c);

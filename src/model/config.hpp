@@ -38,6 +38,10 @@ struct ModelConfig {
   std::vector<std::string> placements;
   std::vector<double> rate_bucket_edges_hz;
   int n_outputs = 0;
+  // Optional class names, one per head output (n_outputs of them, distinct, 1 to kMaxNameBytes
+  // bytes each); empty when the config has none. With them the package reports probabilities and
+  // the arg-max's name.
+  std::vector<std::string> labels;
 
   int rate_buckets() const { return static_cast<int>(rate_bucket_edges_hz.size()) + 2; }
   int modality_index(const std::string& name) const;   // -1 when unknown

@@ -158,6 +158,18 @@ Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
   return Status::Ok();
 }
 
+std::uint64_t Model::parameter_count() const {
+  std::uint64_t n = 0;
+  for (const auto& [name, values] : params_) n += values.size();
+  return n;
+}
+
+std::uint64_t Model::weight_bytes() const {
+  std::uint64_t bytes = 4 * parameter_count() + sizeof(double) * inv_freq_.size();
+  for (const auto& [name, packed] : packed_) bytes += 4 * (packed.panels.size() + packed.bias.size());
+  return bytes;
+}
+
 // The time encoding's inverse frequencies: the file's `time_encoding.inv_freq` when present, used
 // exactly as stored (a module trained with a float32 table, as in seed 000, saw those values, and
 // 1 / max_period^(2i/d) rounded to float32 is up to 2.6e-3 away after 24 h at d_model 128);

@@ -65,6 +65,12 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const std::string& config_json() const { return config_json_; }  // as stored in the file
 
+  // Weights in the file that the model uses (time_encoding.inv_freq, a buffer, not counted), and
+  // the bytes the loaded model holds in memory for them: float32 weights, their packed copies and
+  // the time-encoding table (containers' own overhead excluded, a few KB).
+  std::uint64_t parameter_count() const;
+  std::uint64_t weight_bytes() const;
+
   Status forward(const Window& window, const ForwardOptions& options, ForwardResult* out) const;
 
   // Multiply-adds x 2 of a forward over these tokens and per-block groups, in GFLOP: the embedding

@@ -167,6 +167,59 @@ TEST(ModelLoad, RejectsBadConfigs) {
   EXPECT_EQ(Model::load(junk, &m).code(), ErrorCode::kBadFormat);
 }
 
+// "labels" names the head's outputs: exactly n_outputs (2 in small_config) distinct non-empty
+// strings, and only with a head. Every other shape is a load error naming "labels".
+TEST(ModelLoad, LabelsAreCheckedAgainstTheHead) {
+  const auto t = small_tensors(small_config("time"));
+  const auto with = [&](nlohmann::json labels) {
+    auto c = small_config("time");
+    c["labels"] = std::move(labels);
+    return load_status(c, t);
+  };
+  using J = nlohmann::json;
+  Model m = load([] { auto c = small_config("time"); c["labels"] = {"rest", "run"}; return c; }(), t);
+  EXPECT_EQ(m.config().labels, (std::vector<std::string>{"rest", "run"}));
+  EXPECT_TRUE(load(small_config("time"), t).config().labels.empty());
+  const std::pair<J, const char*> bad[] = {
+      {J::array({"rest"}), "got 1 entries"},
+      {J::array({"rest", "walk", "run"}), "got 3 entries"},
+      {J::array(), "got 0 entries"},
+      {J::array({"rest", "rest"}), "\"rest\" is listed twice"},
+      {J::array({"rest", ""}), "entry 1 is \"\""},
+      {J::array({"rest", 2}), "entry 1 is 2"},
+      {J::array({"rest", nullptr}), "entry 1 is null"},
+      {J::array({"rest", std::string(300, 'x')}), "entry 1 is \"xxx"},
+      {"rest,run", "got string"},
+      {J::object(), "got object"},
+  };
+  for (const auto& [labels, part] : bad) {
+    const Status s = with(labels);
+    EXPECT_EQ(s.code(), ErrorCode::kBadFormat) << labels.dump();
+    EXPECT_NE(s.message().find("\"labels\" must be an array of 2 distinct names"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+  }
+  auto headless = small_config("time");
+  headless["n_outputs"] = 0;
+  headless["labels"] = {"a"};
+  const Status s = load_status(headless, small_tensors([&] { auto c = headless; c.erase("labels"); return c; }()));
+  EXPECT_EQ(s.code(), ErrorCode::kBadFormat);
+  EXPECT_NE(s.message().find("\"labels\" name the head's outputs, but \"n_outputs\" is 0"), std::string::npos) << s.message();
+}
+
+// The size the package reports (model.info.size): every tensor's elements, and at least their
+// float32 bytes plus the time table (packed copies come on top when they fit the budget).
+TEST(ModelLoad, ReportsItsParameterCountAndWeightBytes) {
+  for (const char* layout : {"flattened", "factorized"}) {
+    const auto c = small_config(layout);
+    const auto t = small_tensors(c);
+    std::uint64_t elements = 0;
+    for (const auto& [name, tensor] : t) elements += tensor.bytes.size() / 4;  // all F32
+    const Model m = load(c, t);
+    EXPECT_EQ(m.parameter_count(), elements) << layout;
+    EXPECT_GE(m.weight_bytes(), 4 * elements + 8 * (c["d_model"].get<std::uint64_t>() / 2)) << layout;
+  }
+}
+
 TEST(ModelLoad, F16AndBf16AreConvertedOnLoad) {
   const auto c = small_config("flattened");
   auto t = small_tensors(c);

@@ -115,10 +115,10 @@ std::vector<BadCase> bad_cases() {
   std::vector<std::uint8_t> past = file("{}", {});
   past[0] = 50;  // claims 50 header bytes, file has 2
   return {
-      {"empty file", {}, "shorter than"},
-      {"header over 100 MB", huge, "exceeds"},
-      {"header past end", past, "past the end"},
-      {"not an object", file("[1,2]", {}), "start with '{'"},
+      {"empty file", {}, "not a safetensors file: it has 0 bytes, fewer than the 8"},
+      {"header over 100 MB", huge, "not a safetensors file: its first 8 bytes give a header length of 268435456, more than the file's 8 bytes (or than 100,000,000)"},
+      {"header past end", past, "not a safetensors file: its first 8 bytes give a header length of 50, more than the file's 10 bytes"},
+      {"not an object", file("[1,2]", {}), "not a safetensors file: its header does not start with '{'"},
       {"broken json", file(R"({"a":{"dtype")", {}), "not a JSON object"},
       {"unknown dtype", file(R"({"a":{"dtype":"F7","shape":[1],"data_offsets":[0,4]}})", four), "unknown dtype"},
       {"size mismatch", file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", four), "need 8"},
@@ -138,6 +138,33 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
   for (const auto& c : bad_cases()) {
     const Status s = parse(c.bytes);
     EXPECT_EQ(s.code(), ErrorCode::kBadFormat) << c.what;
+    EXPECT_NE(s.message().find(c.message_part), std::string::npos) << c.what << ": " << s.message();
+  }
+}
+
+std::vector<std::uint8_t> text(const std::string& t) { return {t.begin(), t.end()}; }
+
+// Files that are something else: what a dev server's fallback page, a config file or a PyTorch
+// checkpoint fed to the loader reads as. Before, an HTML page gave "header length
+// 7378429055409851003 exceeds 16777216 bytes".
+TEST(Safetensors, SaysWhatAFileThatIsNotSafetensorsLooksLike) {
+  const struct {
+    const char* what;
+    std::vector<std::uint8_t> bytes;
+    const char* message_part;
+  } cases[] = {
+      {"HTML", text("<!doctype html><html><head><title>app</title></head></html>"), "looks like an HTML page"},
+      {"HTML, upper case, after a BOM and blank lines", text("\xEF\xBB\xBF\r\n  <!DOCTYPE HTML>\n<html>"), "looks like an HTML page"},
+      {"HTML without doctype", text("<html lang=en>"), "looks like an HTML page"},
+      {"short HTML", text("<html>"), "looks like an HTML page"},
+      {"JSON", text(R"({"format": "sensorformer-1", "d_model": 16})"), "looks like a JSON document"},
+      {"a ZIP (torch.save)", text("PK\x03\x04\x14\x00\x00\x00\x08\x00"), "looks like a ZIP archive"},
+      {"random bytes", {0x13, 0x37, 0xde, 0xad, 0xbe, 0xef, 0x99, 0x42, 0x00, 0x01}, "more than the file's 10 bytes"},
+  };
+  for (const auto& c : cases) {
+    const Status s = parse(c.bytes);
+    EXPECT_EQ(s.code(), ErrorCode::kBadFormat) << c.what;
+    EXPECT_NE(s.message().find("safetensors: not a safetensors file: "), std::string::npos) << c.what << ": " << s.message();
     EXPECT_NE(s.message().find(c.message_part), std::string::npos) << c.what << ": " << s.message();
   }
 }

@@ -170,3 +170,19 @@ test('a misspelt stream field or a startTime beside timestamps is an error, not 
     model.dispose();
   }
 });
+
+test('labels a hostile file could carry: many, long, duplicated, or without a head', { timeout: 60_000 }, async () => {
+  // 2^17 outputs whose last label repeats the first: found with a set (a pairwise check would
+  // make 8.6e9 string comparisons), and refused before the file's tensors are even sized.
+  const many = Array.from({ length: 1 << 17 }, (_, i) => `c${i}`);
+  many[many.length - 1] = 'c0';
+  await rejects(loadModel(mutated((c) => { c.n_outputs = many.length; c.labels = many; })), 'BAD_FORMAT', /"c0" is listed twice/);
+  // A 1 MB label: refused, and the message shows 40 characters of it, not the megabyte.
+  const long = 'x'.repeat(1 << 20);
+  await rejects(loadModel(mutated((c) => { c.labels = ['rest', long, 'run']; })), 'BAD_FORMAT', /entry 1 is "x{39}\.\.\.$/);
+  await rejects(loadModel(mutated((c) => { c.labels = ['rest', 'walk', 'run', 'swim']; })), 'BAD_FORMAT', /"labels" must be an array of 3 distinct names .*got 4 entries/);
+  await rejects(loadModel(mutated((c) => { c.labels = ['rest', 'walk', { name: 'run' }]; })), 'BAD_FORMAT', /entry 2 is \{"name":"run"\}/);
+  await rejects(loadModel(mutated((c) => { c.labels = null; })), 'BAD_FORMAT', /got null/);
+  // labels without a head (n_outputs 0; the head tensors dropped too).
+  await rejects(loadModel(mutated((c, h) => { c.n_outputs = 0; c.labels = ['a']; })), 'BAD_FORMAT', /"labels" name the head's outputs, but "n_outputs" is 0/);
+});

@@ -285,3 +285,153 @@ test('dispose frees the model; using it afterwards is a typed error', async () =
   m.dispose();  // idempotent
   assert.throws(() => m.forward(windows[2]), (e) => e.code === 'DISPOSED');
 });
+
+// --- predictions and introspection (issue 11, item 3) --------------------------------------------
+
+/**
+ * A fixture model's bytes with its config edited (`config(c)` changes it in place) and F32
+ * tensors overwritten (`tensors: { name: values }`); the header is rewritten, the data kept.
+ */
+function edited(name, { config = () => {}, tensors = {} } = {}) {
+  const file = readFileSync(fixturePath(`model/${name}.safetensors`));
+  const n = Number(file.readBigUInt64LE(0));
+  const header = JSON.parse(file.subarray(8, 8 + n).toString('utf8'));
+  const c = JSON.parse(header.__metadata__.config);
+  config(c);
+  header.__metadata__.config = JSON.stringify(c);
+  const text = Buffer.from(JSON.stringify(header), 'utf8');
+  const out = Buffer.alloc(8 + text.length + (file.length - 8 - n));
+  out.writeBigUInt64LE(BigInt(text.length), 0);
+  text.copy(out, 8);
+  file.copy(out, 8 + text.length, 8 + n);
+  for (const [tensor, values] of Object.entries(tensors)) {
+    const [begin, end] = header[tensor].data_offsets;
+    assert.equal(header[tensor].dtype, 'F32');
+    assert.equal((end - begin) / 4, values.length, tensor);
+    values.forEach((v, i) => out.writeFloatLE(v, 8 + text.length + begin + 4 * i));
+  }
+  return new Uint8Array(out);
+}
+
+// The reference softmax, in float64 and by another formula than the package's (each p_i as
+// 1 / sum_j exp(h_j - h_i)): it needs no max, and agrees to float64 rounding for these heads.
+const softmax64 = (head) => Array.from(head, (hi) => 1 / Array.from(head, (hj) => Math.exp(hj - hi)).reduce((a, b) => a + b, 0));
+// The package rounds each float64 probability to float32 once: half an ulp of 1 is 2^-24.
+const PROB_ATOL = 2 ** -24;
+
+const LABELS = ['rest', 'walk', 'run'];
+const labelled = await loadModel(edited('factorized', { config: (c) => { c.labels = LABELS; } }), { warmup: false });
+
+test('with config labels, forward gives probabilities (softmax of the head) and the arg-max label', () => {
+  const plain = models.get('factorized');
+  assert.deepEqual(labelled.config.labels, LABELS);
+  windows.forEach((w, i) => {
+    const r = labelled.forward(w);
+    assert.deepEqual(r.head, plain.forward(w).head, `window ${i}: labels do not change the head`);
+    assert.ok(r.probabilities instanceof Float32Array);
+    const want = softmax64(r.head);
+    const ok = allClose(r.probabilities, want, PROB_ATOL, 0);
+    assert.ok(ok.ok, `window ${i}: ${ok.message}`);
+    const best = want.indexOf(Math.max(...want));
+    assert.equal(r.label, LABELS[best], `window ${i}`);
+  });
+  // forwardBatch: the same fields, window by window.
+  const batch = labelled.forwardBatch(windows);
+  batch.forEach((r, i) => {
+    const one = labelled.forward(windows[i]);
+    assert.deepEqual(r.probabilities, one.probabilities);
+    assert.equal(r.label, one.label);
+  });
+});
+
+test('probabilities are computed stably (logits of +-1000) and a tie goes to the first label', async () => {
+  // head.weight 0: the head is exactly its bias, whatever the window.
+  const zeros = new Array(3 * 16).fill(0);
+  const model = async (bias) => loadModel(edited('factorized', { config: (c) => { c.labels = LABELS; }, tensors: { 'head.weight': zeros, 'head.bias': bias } }), { warmup: false });
+  const big = await model([1000, 999, -1000]);
+  const r = big.forward(windows[0]);
+  assert.deepEqual(Array.from(r.head), [1000, 999, -1000]);
+  // exp(1000) is Infinity in float64: a softmax without the max subtracted gives NaN here.
+  const e1 = Math.exp(-1);
+  const ok = allClose(r.probabilities, [1 / (1 + e1), e1 / (1 + e1), 0], PROB_ATOL, 0);
+  assert.ok(ok.ok, ok.message);
+  assert.equal(r.label, 'rest');
+  const tie = await model([5, 7, 7]);
+  assert.equal(tie.forward(windows[0]).label, 'walk', 'a tie goes to the first of the tied outputs');
+  const ok2 = allClose(tie.forward(windows[0]).probabilities, softmax64([5, 7, 7]), PROB_ATOL, 0);
+  assert.ok(ok2.ok, ok2.message);
+  big.dispose();
+  tie.dispose();
+});
+
+test('a window with no present token: head is the bias (documented), probabilities and label are null', () => {
+  const bias = Float32Array.from(readSafetensors(fixturePath('model/factorized.safetensors')).tensors['head.bias'].data);
+  const missing = { streams: [{ ...ecg, samples: ecg.samples.map(() => null) }] };
+  for (const w of [missing, { streams: [] }]) {
+    const r = labelled.forward(w);
+    assert.equal(r.tokens.present.length, 0);
+    assert.deepEqual(r.head, bias, 'pooled is zero, so the head is its bias');
+    assert.equal(r.probabilities, null);
+    assert.equal(r.label, null);
+  }
+});
+
+test('without labels forward gives neither probabilities nor label', () => {
+  for (const name of ['factorized', 'time']) {
+    const r = models.get(name).forward(windows[0]);
+    assert.equal('probabilities' in r, false, name);
+    assert.equal('label' in r, false, name);
+  }
+});
+
+test('model.info: inputs, outputs, architecture and size, from the file as an independent reader sees it', async () => {
+  for (const [name, m] of [...models, ['factorized+labels', labelled]]) {
+    const bytes = readFileSync(fixturePath(`model/${name.replace('+labels', '')}.safetensors`));
+    const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8'));
+    const c = JSON.parse(header.__metadata__.config);
+    const info = m.info;
+    assert.deepEqual(info.inputs.modalities.map((x) => [x.name, x.patchLen]), c.modalities.map((x) => [x.name, x.patch_len]), name);
+    // mean and std as the model uses them: float32
+    assert.deepEqual(info.inputs.modalities.map((x) => [x.mean, x.std]), c.modalities.map((x) => [Math.fround(x.mean ?? 0), Math.fround(x.std ?? 1)]), name);
+    assert.deepEqual(info.inputs.placements, c.placements, name);
+    assert.equal(info.inputs.sensorCount, c.n_sensors, name);
+    assert.deepEqual(info.inputs.rateBucketEdgesHz, c.rate_bucket_edges_hz ?? [], name);
+    assert.equal(info.inputs.minPresentFraction, c.min_present_fraction ?? 0.5, name);
+    assert.equal(info.outputs.embeddingSize, c.d_model, name);
+    assert.equal(info.outputs.headSize, c.n_outputs ?? 0, name);
+    assert.deepEqual(info.outputs.labels, name.endsWith('+labels') ? LABELS : null, name);
+    assert.deepEqual(
+      [info.layout, info.causal, info.dModel, info.nHeads, info.nLayers, info.dimFeedforward, info.activation, info.normFirst, info.finalNorm, info.timeBin, info.maxPeriod],
+      [c.layout, c.causal ?? false, c.d_model, c.n_heads, c.n_layers, c.dim_feedforward, c.activation ?? 'relu', c.norm_first ?? false, c.final_norm ?? false, c.time_bin ?? 1, c.max_period ?? 10000], name);
+    assert.equal(info.layerNormEps, Math.fround(c.layer_norm_eps ?? 1e-5), name);
+    // Parameters: every tensor's elements but the time table (a buffer, as torch counts them).
+    const params = Object.entries(header).filter(([t]) => t !== '__metadata__' && t !== 'time_encoding.inv_freq').reduce((n, [, t]) => n + t.shape.reduce((a, b) => a * b, 1), 0);
+    assert.equal(info.size.parameters, params, name);
+    assert.ok(info.size.weightBytes >= 4 * params + 8 * (c.d_model / 2), `${name}: ${info.size.weightBytes}`);
+    assert.ok(Object.isFrozen(info) && Object.isFrozen(info.inputs.modalities[0]) && Object.isFrozen(info.inputs.placements), name);
+  }
+});
+
+test('model.info fills in the defaults of a config that leaves them out', async () => {
+  const optional = ['activation', 'norm_first', 'layer_norm_eps', 'causal', 'time_bin', 'max_period', 'min_present_fraction'];
+  const m = await loadModel(edited('time', { config: (c) => { for (const k of optional) delete c[k]; } }), { warmup: false });
+  const { info } = m;
+  assert.deepEqual(
+    [info.activation, info.normFirst, info.layerNormEps, info.causal, info.timeBin, info.maxPeriod, info.inputs.minPresentFraction],
+    ['relu', false, Math.fround(1e-5), false, 1, 10000, 0.5]);  // docs/model.md
+  m.dispose();
+  assert.equal(m.info, info, 'info stays readable after dispose()');
+});
+
+test('model.info.size.weightBytes is what loading the model adds to the WebAssembly heap', async () => {
+  const { loadWasm } = await import('../../web/src/loader.js');
+  const wasm = await loadWasm();
+  const bytes = readFileSync(fixturePath('model/factorized.safetensors'));
+  const before = wasm.heapUsed();
+  const m = await loadModel(bytes, { warmup: false });
+  const added = wasm.heapUsed() - before;
+  // Besides the weights: the tensor maps' nodes and names, the config, layer tables (~100 tensors
+  // of a few hundred bytes each): 32 KiB covers them.
+  assert.ok(added >= m.info.size.weightBytes && added <= m.info.size.weightBytes + 32768, `heap +${added}, weightBytes ${m.info.size.weightBytes}`);
+  m.dispose();
+});

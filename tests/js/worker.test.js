@@ -430,6 +430,58 @@ test('pool errors: the lowest failing index wins, chunks after it are not starte
   assert.ok(ws.every((w) => w.terminated), 'every worker is terminated');
 });
 
+// The fixture with "labels" added to its config (header rewritten, tensor bytes unchanged).
+function withLabels(labels) {
+  const file = readFileSync(path);
+  const n = Number(file.readBigUInt64LE(0));
+  const header = JSON.parse(file.subarray(8, 8 + n).toString('utf8'));
+  header.__metadata__.config = JSON.stringify({ ...JSON.parse(header.__metadata__.config), labels });
+  const text = Buffer.from(JSON.stringify(header), 'utf8');
+  const out = Buffer.alloc(8 + text.length + file.length - 8 - n);
+  out.writeBigUInt64LE(BigInt(text.length), 0);
+  text.copy(out, 8);
+  file.copy(out, 8 + text.length, 8 + n);
+  return new Uint8Array(out);
+}
+
+test('the worker model gives the same probabilities, label and info as the in-thread model', async () => {
+  const bytes = withLabels(['rest', 'walk', 'run']);
+  const here = await loadModel(bytes, { warmup: false });
+  for (const workers of [1, 2]) {
+    const there = await loadModelInWorker(bytes, { warmup: false, workers });
+    assert.deepEqual(there.info, here.info);
+    assert.ok(Object.isFrozen(there.info) && Object.isFrozen(there.info.outputs.labels));
+    assert.deepEqual(there.config.labels, ['rest', 'walk', 'run']);
+    for (const w of windows) {
+      const [a, b] = [here.forward(w), await there.forward(w)];
+      assert.deepEqual(b.probabilities, a.probabilities);
+      assert.equal(b.label, a.label);
+      assert.equal(typeof b.label, 'string');
+    }
+    const batch = await there.forwardBatch([...windows, { streams: [] }]);
+    batch.slice(0, windows.length).forEach((r, i) => assert.equal(r.label, here.forward(windows[i]).label));
+    assert.equal(batch.at(-1).probabilities, null, 'no present token: null, across the thread boundary too');
+    assert.equal(batch.at(-1).label, null);
+    await there.dispose();
+  }
+  here.dispose();
+  // Without labels: neither field, as in the thread.
+  const r = await remote.forward(windows[0]);
+  assert.equal('probabilities' in r || 'label' in r, false);
+  assert.deepEqual(remote.info, local.info);
+  assert.equal(remote.info.outputs.labels, null);
+});
+
+test('a bad labels list fails the worker load with the main thread\'s code and message', async () => {
+  for (const labels of [['rest', 'walk'], ['a', 'a', 'b'], ['a', '', 'b'], 'rest']) {
+    const bytes = withLabels(labels);
+    const want = await loadModel(bytes).then(() => assert.fail('loaded'), (e) => e);
+    assert.equal(want.code, 'BAD_FORMAT');
+    assert.match(want.message, /"labels" must be an array of 3 distinct names/);
+    await assert.rejects(loadModelInWorker(bytes), (e) => e instanceof SensorformerError && e.code === want.code && e.message === want.message);
+  }
+});
+
 test.after(async () => {
   await remote.dispose();
   await pool.dispose();

@@ -3,7 +3,7 @@
 // containers as for model windows (window.js), every value finite (a NaN or Infinity in a query or
 // a weight would come out as NaN or, worse, as plausible zeros), booleans and masks exact.
 import { SensorformerError, unwrap } from './errors.js';
-import { loadWasm } from './loader.js';
+import { loadOptions, loadWasm } from './loader.js';
 import { container, describe, typedArrayName } from './window.js';
 
 const WEIGHTS_MODE = { none: 0, 'per-head': 1, average: 2 };
@@ -168,5 +168,5 @@ class PreparedAttention {
 
 /** Loads the WebAssembly core once (see loader.js for the options) and returns its typed API. */
 export async function loadCore(options) {
-  return new Core(await loadWasm(options));
+  return new Core(await loadWasm(loadOptions(options, 'core')));
 }

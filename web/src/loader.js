@@ -95,7 +95,7 @@ async function compileBytes(bytes, source) {
   }
 }
 
-async function instantiate({ wasmUrl, wasmBinary } = {}) {
+async function instantiate({ url, wasmBinary }) {
   if (!hasWasmSimd()) {
     throw new SensorformerError('WASM_NO_SIMD', 'this JavaScript engine has no WebAssembly SIMD (needs Chrome/Edge >= 91, Firefox >= 89, Safari >= 16.4 or Node >= 16.4)');
   }
@@ -106,7 +106,6 @@ async function instantiate({ wasmUrl, wasmBinary } = {}) {
     checkMagic(bytes, source);
     module = await compileBytes(bytes, source);
   } else {
-    const url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : DEFAULT_WASM_URL;
     source = String(url);
     module = await compileFromUrl(url);
   }
@@ -128,27 +127,92 @@ async function instantiate({ wasmUrl, wasmBinary } = {}) {
   return Promise.race([ready, failed]);
 }
 
-let pending = null;
+// The options of loadCore, loadModel and loadModelInWorker, checked in this one place so the three
+// give the same codes and messages. null and undefined mean the defaults (as for forward's
+// options); anything else must be an object holding only the keys its function accepts: a typo
+// ({ wasmURL }) or an option of another function ({ workers } on loadModel) is INVALID_ARGUMENT,
+// not a silent default.
+const isArrayBuffer = (v) => Object.prototype.toString.call(v) === '[object ArrayBuffer]';
+const isFunction = (v) => typeof v === 'function';
+const LOAD_OPTIONS = {
+  wasmUrl: { in: 'core', valid: (v) => typeof v === 'string' || v instanceof URL, expected: 'a string or a URL' },
+  wasmBinary: { in: 'core', valid: (v) => isArrayBuffer(v) || v instanceof Uint8Array, expected: 'an ArrayBuffer or a Uint8Array' },
+  warmup: { in: 'model', valid: (v) => typeof v === 'boolean', expected: 'true or false' },
+  onProgress: { in: 'model', valid: isFunction, expected: 'a function ({ loaded, total }) => void' },
+  // Duck-typed: an AbortSignal from another realm (an iframe, a test's polyfill) works as well.
+  signal: { in: 'model', valid: (v) => typeof v?.aborted === 'boolean' && isFunction(v.addEventListener) && isFunction(v.removeEventListener), expected: 'an AbortSignal' },
+  fetchOptions: { in: 'model', valid: (v) => v !== null && typeof v === 'object' && !Array.isArray(v), expected: 'an object (the init of fetch(url, init): headers, credentials, ...)' },
+  workers: { in: 'worker', valid: () => true, expected: '' },  // checked by workerCount (worker-client.js)
+};
+const LOAD_KINDS = { core: ['core'], model: ['core', 'model'], worker: ['core', 'model', 'worker'] };
+const LOAD_METHODS = { core: 'loadCore(options)', model: 'loadModel(source, options)', worker: 'loadModelInWorker(source, options)' };
 
-// Resolves to the Embind module. Options: { wasmUrl } (string or URL) or { wasmBinary }
-// (ArrayBuffer or Uint8Array). Options only matter on the first call; a failed load is retried.
-// The options of loadModel / loadModelInWorker: null and undefined mean the defaults (as for
-// forward's options); anything else must be an object.
-// { warmup: false } skips loadModel's warm-up (web/src/warmup.js); it must be a boolean.
-export function loadOptions(options) {
-  if (options != null && typeof options !== 'object')
-    throw new SensorformerError('INVALID_ARGUMENT', `options must be an object ({ wasmUrl } or { wasmBinary }), got ${typeof options}`);
-  if (options?.warmup !== undefined && typeof options.warmup !== 'boolean')
-    throw new SensorformerError('INVALID_ARGUMENT', `options.warmup must be true or false, got ${typeof options.warmup}`);
-  return options ?? {};
+/** Checks the options of loadCore ('core'), loadModel ('model') or loadModelInWorker ('worker'). */
+export function loadOptions(options, kind = 'core') {
+  const method = LOAD_METHODS[kind];
+  const keys = Object.keys(LOAD_OPTIONS).filter((k) => LOAD_KINDS[kind].includes(LOAD_OPTIONS[k].in));
+  if (options == null) return {};
+  if (typeof options !== 'object' || Array.isArray(options))
+    throw new SensorformerError('INVALID_ARGUMENT', `${method}: options must be an object with the keys ${keys.join(', ')}, got ${Array.isArray(options) ? 'an array' : typeof options}`);
+  for (const key of Object.keys(options)) {
+    if (keys.includes(key)) continue;
+    const owner = Object.hasOwn(LOAD_OPTIONS, key) ? LOAD_METHODS[LOAD_OPTIONS[key].in] : null;
+    throw new SensorformerError('INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${keys.join(', ')})${owner ? `; ${key} is an option of ${owner}` : ''}`);
+  }
+  for (const key of keys) {
+    const v = options[key];
+    if (v !== undefined && !LOAD_OPTIONS[key].valid(v))
+      throw new SensorformerError('INVALID_ARGUMENT', `${method}: options.${key} must be ${LOAD_OPTIONS[key].expected}, got ${v === null ? 'null' : typeof v}`);
+  }
+  if (options.wasmUrl !== undefined && options.wasmBinary !== undefined)
+    throw new SensorformerError('INVALID_ARGUMENT', `${method}: give options.wasmUrl or options.wasmBinary, not both`);
+  if (options.fetchOptions && 'signal' in options.fetchOptions)
+    throw new SensorformerError('INVALID_ARGUMENT', `${method}: pass the AbortSignal as options.signal (it also stops the load after the download), not in options.fetchOptions`);
+  return { ...options };
 }
 
+// One module instance per .wasm: the default one, each other wasmUrl (by its resolved URL) and
+// each other wasmBinary (by its bytes) get their own, created on first use and kept. A second
+// wasmUrl after the first load is honoured, not ignored: a user who names a file expects that
+// file to run. Each instance has its own WebAssembly memory (16 MiB at the start), and a Model
+// lives in the instance it was loaded into. A failed load is not kept: the next call tries again.
+const byUrl = new Map();  // href -> Promise<module>
+const byBytes = [];       // { bytes (a copy), pending: Promise<module> }
+
+function sameBytes(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function memo(entry, create, forget) {
+  entry.pending = create().catch((e) => { forget(); throw e; });
+  return entry.pending;
+}
+
+/**
+ * Resolves to the Embind module for { wasmUrl } (string or URL) or { wasmBinary } (ArrayBuffer
+ * or Uint8Array), or for the default .wasm next to this file (see above for which calls share an
+ * instance). Other keys are ignored here: callers check their options with loadOptions first.
+ */
 export function loadWasm(options) {
-  try {
-    options = loadOptions(options);
-  } catch (e) {
-    return Promise.reject(e);
+  const { wasmUrl, wasmBinary } = options ?? {};
+  if (wasmBinary) {
+    const bytes = wasmBinary instanceof Uint8Array ? wasmBinary : new Uint8Array(wasmBinary);
+    const known = byBytes.find((e) => sameBytes(e.bytes, bytes));
+    if (known) return known.pending;
+    const entry = { bytes: bytes.slice() };
+    byBytes.push(entry);
+    return memo(entry, () => instantiate({ wasmBinary: entry.bytes }), () => byBytes.splice(byBytes.indexOf(entry), 1));
   }
-  if (!pending) pending = instantiate(options).catch((e) => { pending = null; throw e; });
-  return pending;
+  let url;
+  try {
+    url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : DEFAULT_WASM_URL;
+  } catch (cause) {
+    return Promise.reject(new SensorformerError('INVALID_ARGUMENT', `options.wasmUrl ${JSON.stringify(String(wasmUrl))} is not a URL: ${cause.message}`, { cause }));
+  }
+  if (byUrl.has(url.href)) return byUrl.get(url.href);
+  const entry = {};
+  byUrl.set(url.href, memo(entry, () => instantiate({ url }), () => byUrl.delete(url.href)));
+  return entry.pending;
 }

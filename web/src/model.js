@@ -1,9 +1,9 @@
 // A loaded sensor transformer: loadModel(source) -> Model with forward() and dispose().
 import { SensorformerError } from './errors.js';
-import { loadWasm } from './loader.js';
+import { loadOptions, loadWasm } from './loader.js';
+import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { warmUp } from './warmup.js';
 import { describe, normalizeWindow } from './window.js';
-import { isNode } from './env.js';
 
 // The options of forward() / forwardBatch(), checked in this one place: Model uses it, and the
 // worker path (worker-client.js on the calling thread, Model again in the worker) gets the same
@@ -40,30 +40,6 @@ export function forwardOptions(options, method = 'forward(window, options)', ext
   return out;
 }
 
-// Also used by loadModelInWorker, which reads the bytes once for all its workers.
-export async function readSource(source) {
-  if (source instanceof Uint8Array) return source;
-  if (source instanceof ArrayBuffer) return new Uint8Array(source);
-  if (typeof source === 'string' || source instanceof URL) {
-    // A string with a scheme is a URL; otherwise a file path in Node, and in a browser a URL
-    // relative to the page (what fetch('model.safetensors') would mean there).
-    const absolute = /^[a-z][a-z0-9+.-]*:/i.test(source) && !/^[a-z]:\\/i.test(source);
-    const url = source instanceof URL ? source : absolute ? new URL(source) : isNode ? null : new URL(source, globalThis.location?.href);
-    try {
-      if (url && url.protocol !== 'file:') {
-        const response = await fetch(url);
-        if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
-        return new Uint8Array(await response.arrayBuffer());
-      }
-      const { readFile } = await import(/* @vite-ignore */ 'node:fs/promises');
-      return new Uint8Array(await readFile(url ?? source));
-    } catch (cause) {
-      throw new SensorformerError('IO', `could not read the model from ${source}: ${cause.message}`, { cause });
-    }
-  }
-  throw new SensorformerError('INVALID_ARGUMENT', 'loadModel(source): source must be a URL, a path (Node), an ArrayBuffer or a Uint8Array');
-}
-
 const registry = new FinalizationRegistry((handle) => handle.delete());
 
 // forwardAt(model, window, parsedOptions, index): one window of a batch, its errors naming
@@ -71,9 +47,26 @@ const registry = new FinalizationRegistry((handle) => handle.delete());
 // window's index in the whole batch, as Model.forwardBatch's does. Not part of the package's API.
 export let forwardAt;
 
+// softmax of a head, stably (the max subtracted first, so a logit of 1000 does not overflow exp),
+// summed in float64 and rounded to float32 once at the end.
+function softmax(head) {
+  let max = -Infinity;
+  for (const v of head) max = Math.max(max, v);
+  const e = Float64Array.from(head, (v) => Math.exp(v - max));
+  let sum = 0;
+  for (const v of e) sum += v;
+  return Float32Array.from(e, (v) => v / sum);
+}
+
+export function deepFreeze(value) {
+  if (value && typeof value === 'object') for (const v of Object.values(Object.freeze(value))) deepFreeze(v);
+  return value;
+}
+
 export class Model {
   #handle;
   #config;
+  #info;
 
   static {
     forwardAt = (model, window, parsed, index) => {
@@ -85,12 +78,22 @@ export class Model {
   constructor(handle) {
     this.#handle = handle;
     this.#config = JSON.parse(handle.configJson());
+    this.#info = deepFreeze(handle.info());
     registry.register(this, handle, this);
   }
 
   /** The config stored in the weights file (docs/model.md). */
   get config() {
     return this.#config;
+  }
+
+  /**
+   * What the model accepts and returns, as the model uses it (defaults filled in; web/index.d.ts,
+   * ModelInfo): inputs (modalities, placements, sensorCount, rate bucket edges), outputs
+   * (embedding and head sizes, labels), the architecture, and its size. Frozen; kept after dispose().
+   */
+  get info() {
+    return this.#info;
   }
 
   /**
@@ -113,11 +116,13 @@ export class Model {
     const d = this.#config.d_model, T = r.tokenTime.length;
     const modalities = this.#config.modalities.map((m) => m.name);
     const H = this.#config.n_heads;
+    const head = r.head.length ? r.head : null;
     return {
       embeddings: r.embeddings,
       dims: [T, d],
       pooled: r.pooled,
-      head: r.head.length ? r.head : null,
+      head,
+      ...this.#prediction(head, r.tokenPresent),
       referenceTime: r.referenceTime,
       tokens: {
         stream: r.tokenStream,
@@ -129,6 +134,20 @@ export class Model {
         ? r.attention.map((m) => ({ layer: m.layer, block: m.block, group: m.group, tokens: m.tokens, weights: m.weights, dims: [H, m.tokens.length, m.tokens.length] }))
         : null,
     };
+  }
+
+  // With labels (config "labels", one per head output): probabilities (softmax of the head) and
+  // label (the name of the head's arg-max; a tie goes to the first). Without labels neither key
+  // is there: labels are what says that the head is a classifier (a regression head's softmax
+  // would mean nothing). A window with no present token leaves the pooled vector at zero and the
+  // head at its bias (docs/model.md): a prediction from no data, so both are null then.
+  #prediction(head, present) {
+    const labels = this.#info.outputs.labels;
+    if (!labels) return {};
+    if (!present.includes(1)) return { probabilities: null, label: null };
+    let best = 0;
+    for (let i = 1; i < head.length; i++) if (head[i] > head[best]) best = i;
+    return { probabilities: softmax(head), label: labels[best] };
   }
 
   /** A ragged batch: windows of any shapes, each computed on its own. Errors name windows[i]. */
@@ -152,17 +171,38 @@ export class Model {
   }
 }
 
-/** Loads a weights file: a URL, a Node file path, an ArrayBuffer or a Uint8Array. */
-export async function loadModel(source, options) {
-  const wasm = await loadWasm(options);
-  const bytes = await readSource(source);
+/**
+ * A Model from a weights file's bytes in a loaded module. `name` (a URL or path, or null) prefixes
+ * the core's load errors, so "not a safetensors file" says which file. Used by loadModel and by
+ * the worker (worker.js), which gets the bytes from loadModelInWorker.
+ */
+export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {}) {
+  checkSignal(signal);
   const handle = new wasm.Model();
   const result = handle.load(bytes);
   if (!result.ok) {
     handle.delete();
-    throw new SensorformerError(result.code, result.message);
+    throw new SensorformerError(result.code, name ? `${name}: ${result.message}` : result.message);
   }
   const model = new Model(handle);
-  if (options?.warmup !== false) await warmUp(model);  // web/src/warmup.js: why and how long
+  try {
+    if (warmup !== false) await warmUp(model, signal);  // web/src/warmup.js: why and how long
+    checkSignal(signal);
+  } catch (e) {
+    model.dispose();
+    throw e;
+  }
   return model;
+}
+
+/**
+ * Loads a weights file: a URL, a Node file path, an ArrayBuffer or a Uint8Array. Options
+ * (loader.js, loadOptions; web/src/source.js for onProgress, signal and fetchOptions): wasmUrl or
+ * wasmBinary, warmup, onProgress, signal, fetchOptions.
+ */
+export async function loadModel(source, options) {
+  const opts = loadOptions(options, 'model');
+  const wasm = await abortable(loadWasm(opts), opts.signal);
+  const bytes = await readSource(source, opts);
+  return modelFromBytes(wasm, bytes, sourceName(source), opts);
 }

@@ -61,9 +61,10 @@ export function warmupWindow(config) {
 
 /**
  * Runs the warm-up on a loaded Model; resolves to { forwards, ms, error } (error: what stopped it
- * early, or null) when done. Never throws.
+ * early, or null) when done. Never throws. An aborted `signal` (loadModel's) stops it between
+ * forwards; loadModel then rejects.
  */
-export async function warmUp(model) {
+export async function warmUp(model, signal) {
   const window = warmupWindow(model.config);
   if (!window) return { forwards: 0, ms: 0, error: null };
   let error = null;
@@ -71,7 +72,7 @@ export async function warmUp(model) {
   const best = [Infinity, Infinity];  // without and with maps: the two take different times
   let settled = 0, forwards = 0;
   try {
-    while (forwards < WARMUP_MAX_FORWARDS && now() - start < WARMUP_BUDGET_MS) {
+    while (forwards < WARMUP_MAX_FORWARDS && now() - start < WARMUP_BUDGET_MS && !signal?.aborted) {
       const maps = forwards % 2;
       const t = now();
       model.forward(window, { attention: maps === 1 });

@@ -3,7 +3,8 @@
 // the calls, for throughput on many windows. Every method returns a promise.
 import { SensorformerError } from './errors.js';
 import { loadOptions } from './loader.js';
-import { forwardOptions, readSource } from './model.js';
+import { deepFreeze, forwardOptions } from './model.js';
+import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { transferables } from './transfer.js';
 import { describe } from './window.js';
 import { isNode } from './env.js';
@@ -220,17 +221,20 @@ export class WorkerModel {
   #jobs = [];  // batches not settled yet, oldest first
   #disposing = null;
   config = null;
+  /** As Model.info: what the model accepts and returns, and its size (in each worker). */
+  info = null;
 
   static {
-    loadAll = async (model, bytes, options) => {
+    loadAll = async (model, bytes, name, options) => {
       // One copy of the bytes per worker, moved (not cloned) into it. new Uint8Array(view) copies;
       // a Node Buffer's slice() would not, and moving its memory would detach the caller's bytes.
       const copies = model.#channels.map(() => new Uint8Array(bytes));
-      const loads = model.#channels.map((ch, i) => ch.send('load', { source: copies[i], options }, [copies[i].buffer], 'the model source'));
+      const loads = model.#channels.map((ch, i) => ch.send('load', { bytes: copies[i], name, options }, [copies[i].buffer], 'the model source'));
       const settled = await Promise.allSettled(loads);
       const failed = settled.find((s) => s.status === 'rejected');
       if (failed) throw failed.reason;
       model.config = settled[0].value.config;
+      model.info = deepFreeze(settled[0].value.info);
     };
   }
 
@@ -378,17 +382,22 @@ export class WorkerModel {
  * resolves to a WorkerModel. The model is read or fetched once, here, and each worker gets a copy.
  */
 export async function loadModelInWorker(source, options) {
-  const { workers, ...load } = loadOptions(options);
+  // The same check as loadModel's, plus `workers`. onProgress, signal and fetchOptions act here,
+  // where the bytes are read; a worker gets the bytes, their name and what it needs to load them.
+  const { workers, onProgress, signal, fetchOptions, ...load } = loadOptions(options, 'worker');
   const count = await workerCount(workers);
-  const bytes = await readSource(source);
+  const bytes = await readSource(source, { onProgress, signal, fetchOptions });
+  checkSignal(signal);
   const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker()));
   const running = started.filter((s) => s.status === 'fulfilled').map((s) => s.value);
   const model = new WorkerModel(running);
   try {
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw new SensorformerError('WORKER_FAILED', `a sensorformer worker could not be started: ${failed.reason?.message ?? failed.reason}`, { cause: failed.reason });
-    const wasmUrl = load.wasmUrl === undefined ? undefined : resolveSource(String(load.wasmUrl));
-    await loadAll(model, bytes, { ...load, wasmUrl });
+    if (load.wasmUrl !== undefined) load.wasmUrl = resolveSource(String(load.wasmUrl));
+    // An abort stops waiting at once; dispose() below then stops the workers, load or warm-up
+    // in progress included.
+    await abortable(loadAll(model, bytes, sourceName(source), load), signal);
   } catch (e) {
     await model.dispose();
     throw e;

@@ -3,7 +3,8 @@
 // Result typed arrays are transferred back, never copied. Every request gets exactly one answer.
 import { SensorformerError } from './errors.js';
 import { describe } from './window.js';
-import { forwardAt, forwardOptions, loadModel } from './model.js';
+import { forwardAt, forwardOptions, modelFromBytes } from './model.js';
+import { loadWasm } from './loader.js';
 import { transferables } from './transfer.js';
 
 // No top-level await: bundlers emit workers as classic scripts (Vite's default "iife") by default.
@@ -17,10 +18,13 @@ function loaded() {
 }
 
 const ops = {
-  async load({ source, options }) {
+  // bytes: the weights, read on the calling thread; name: their URL or path, for the messages;
+  // options: { wasmUrl | wasmBinary, warmup }, checked there (the rest stays on that thread).
+  async load({ bytes, name, options }) {
     model?.dispose();
-    model = await loadModel(source, options);
-    return { config: model.config };
+    model = null;
+    model = await modelFromBytes(await loadWasm(options), bytes, name, options);
+    return { config: model.config, info: model.info };
   },
   // The options were checked on the calling thread already; Model checks them again (same codes).
   forward: ({ window, options }) => loaded().forward(window, options),
