@@ -180,6 +180,7 @@ sf::Window window_from_js(const val& w) {
     in.start_time = s["startTime"].as<double>();
     in.samples = copy_in<float>(s["samples"]);
     in.timestamps = copy_in<double>(s["timestamps"]);
+    in.has_timestamps = !s["timestamps"].isNull() && !s["timestamps"].isUndefined();
     in.present = copy_in<std::uint8_t>(s["present"]);
     window.streams.push_back(std::move(in));
   }

@@ -23,7 +23,10 @@ struct StreamInput {
   std::vector<double> timestamps;     // event-driven: (n) non-decreasing float64 seconds
   std::vector<float> samples;         // (n); NaN = missing
   std::vector<std::uint8_t> present;  // (n) or empty; 0 = missing
-  bool event_driven() const { return !timestamps.empty(); }
+  // Set when the caller gave timestamps, even none: an event-driven stream with no event yet (a
+  // strap that sent no RR interval in the window) is empty, not a regular stream without a rate.
+  bool has_timestamps = false;
+  bool event_driven() const { return has_timestamps || !timestamps.empty(); }
 };
 
 struct Window {

@@ -532,13 +532,15 @@ test('float32 values print as the shortest decimal that reads back as the same f
   }
 });
 
-test('errors from the core use the API names (rateHz, not rate_hz)', async () => {
+test('an event-driven stream with no event yet is an empty stream: no token, not a rate_hz error', async () => {
+  // It used to exit 1 with the core's "a regular stream needs a finite rate_hz > 0".
   const file = join(tmp, 'empty-events.json');
   writeFileSync(file, JSON.stringify({ streams: [{ sensor: 0, modality: 'hr', placement: 'chest', timestamps: [], samples: [] }] }));
   const r = await run('run', '--model', modelPath, '--input', file);
-  assert.equal(r.status, 1);
+  assert.equal(r.status, 0, r.stderr);
   assert.doesNotMatch(r.stderr, /rate_hz|start_time|reference_time/);
-  assert.match(r.stderr, /^sensorformer: INVALID_ARGUMENT: window\.streams\[0\]: .*rateHz/);
+  const [w] = JSON.parse(r.stdout).windows;
+  assert.deepEqual(w.tokens, { stream: [], modality: [], time: [], present: [] });
 });
 
 test('an unknown modality or placement names the CSV column (or the stream) and lists what the model knows', async () => {
@@ -598,4 +600,32 @@ test('--help names only files that are in the npm package', async () => {
   // README sections it names exist in README.md (npm always packs the README)
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   for (const [, section] of help.stdout.matchAll(/README "([^"]+)"/g)) assert.match(readme, new RegExp(`^#+ ${section.replace(/[()`]/g, '.')}`, 'm'), section);
+});
+
+test('a model with labels: the CLI prints the probabilities and the label forward gives, and none for a model without', async () => {
+  // The demo model's config has labels (rest, walk, run); the probabilities are the API's own,
+  // printed at float32 precision (so equal after Math.fround), the label its arg-max name.
+  const demo = fileURLToPath(new URL('../../demo/model/demo.safetensors', import.meta.url));
+  const rnd = prng(5);
+  const window = {
+    streams: [
+      { sensor: 0, modality: 'hr', placement: 'chest', timestamps: [0, 1, 2, 3, 4, 5, 6, 7], samples: Array.from({ length: 8 }, () => 120 + 30 * rnd()) },
+      { sensor: 3, modality: 'temperature', placement: 'chest', timestamps: [0.5, 2.5, 4.5, 6.5], samples: [34.1, 34.2, 34.2, 34.3] },
+    ],
+  };
+  const file = join(tmp, 'labelled.json');
+  writeFileSync(file, JSON.stringify(window));
+  const r = await run('run', '--model', demo, '--input', file);
+  assert.equal(r.status, 0, r.stderr);
+  const [w] = JSON.parse(r.stdout).windows;
+  const model = await loadModel(demo);
+  const api = model.forward(window);
+  model.dispose();
+  assert.ok(api.probabilities && api.label, 'the demo model has labels: forward must give probabilities and a label');
+  assert.deepEqual(asFloat32(w.probabilities), Array.from(api.probabilities));
+  assert.equal(w.label, api.label);
+  assert.ok(['rest', 'walk', 'run'].includes(w.label));
+  const plain = await run('run', '--model', modelPath, '--input', exampleWindow);
+  assert.equal(plain.status, 0, plain.stderr);
+  for (const x of JSON.parse(plain.stdout).windows) assert.ok(!('probabilities' in x) && !('label' in x), 'a model without labels prints neither');
 });

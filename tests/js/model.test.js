@@ -215,6 +215,20 @@ test('times and rates: regular streams need rateHz > 0 and finite times even whe
   assert.deepEqual(r.pooled, m.forward(windows[2]).pooled);
 });
 
+test('an event-driven stream with no event yet (timestamps: []) is empty, not a regular stream without a rate', () => {
+  // A strap that sent no RR interval in the window gives timestamps: [] (web/src/ble's assembler,
+  // the CSV reader); it used to fail with "a regular stream needs a finite rate_hz > 0".
+  const m = models.get('time');
+  const w = windows[0];
+  const j = w.streams.findIndex((s) => s.timestamps);
+  const emptied = { ...w, streams: w.streams.map((s, i) => (i === j ? { ...s, timestamps: [], samples: [] } : s)) };
+  const without = { ...w, streams: w.streams.filter((_, i) => i !== j) };
+  const a = m.forward(emptied), b = m.forward(without);
+  // Same tokens and bits: an empty stream contributes no token, whatever its kind.
+  assert.deepEqual(Array.from(a.tokens.time), Array.from(b.tokens.time));
+  assert.deepEqual(a.pooled, b.pooled);
+});
+
 test('sensor ids outside [0, 2^31 - 1] are reported as given, never as a wrapped int', () => {
   const m = models.get('time');
   for (const [sensor, shown] of [[2 ** 31, '2147483648'], [1e20, '100000000000000000000'], [2 ** 32 + 1, '4294967297'], [-1, '-1']]) {
