@@ -13,6 +13,9 @@
 //                                          .wasm computes the same bits on every engine: no relaxed
 //                                          SIMD; snippets print rounded numbers and counts, never
 //                                          times of day)
+//   <!-- test: browser file=PATH -->       a file of the README's web-page app (```html, ```ts):
+//                                          tests/package writes them into a fresh Vite project,
+//                                          type-checks, builds and runs it in headless Chromium
 //   <!-- test: skip (why) -->              not run, with the reason: a fragment, an install, a
 //                                          job that takes minutes or needs PyTorch
 // A js / ts / sh / python block without a marker fails this test, so a new snippet is either run
@@ -42,6 +45,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { loadModel } from '../../web/src/index.js';
+import { parseBlocks } from './markdown.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const DOCS = ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'demo/README.md'];
@@ -57,51 +61,6 @@ const BLOCK_TIMEOUT_MS = 90_000;
 const TEST_TIMEOUT_MS = 3 * BLOCK_TIMEOUT_MS;  // tsc, then the run; npm pack --dry-run
 const tmp = mkdtempSync(join(tmpdir(), 'sf-readme-'));
 after(() => { if (!process.env.SENSORFORMER_KEEP_TMP) rmSync(tmp, { recursive: true, force: true }); });
-
-/**
- * The fenced blocks of a Markdown text: { file, line (1-based, of the fence), lang, code, marker }
- * with marker = { kind, files, id, reason } from the comment right above, or null.
- */
-function parseBlocks(text, file) {
-  const lines = text.split('\n');
-  const blocks = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)(`{3,}|~{3,})\s*([^`\s]*)/.exec(lines[i]);
-    if (!open) continue;
-    const [, indent, fence, info] = open;
-    let j = i + 1;
-    while (j < lines.length && !(lines[j].trim().startsWith(fence) && lines[j].trim().replace(/[`~]/g, '') === '')) j++;
-    if (j === lines.length) throw new Error(`${file}:${i + 1}: a fence that is never closed`);
-    const code = lines.slice(i + 1, j).map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n');
-    blocks.push({ file, line: i + 1, lang: info.toLowerCase(), code, marker: parseMarker(lines[i - 1] ?? '', file, i) });
-    i = j;
-  }
-  return blocks;
-}
-
-function parseMarker(line, file, index) {
-  const m = /^\s*<!--\s*test:\s*(.*?)\s*-->\s*$/.exec(line);
-  if (!m) return null;
-  const skip = /^skip\s*\((.+)\)$/.exec(m[1]);
-  if (skip) return { kind: 'skip', reason: skip[1], files: [], id: null };
-  const [kind, ...attrs] = m[1].split(/\s+/);
-  if (!['node', 'ts', 'sh', 'stdout'].includes(kind)) throw new Error(`${file}:${index}: unknown marker "${m[1]}" (node, ts, sh, stdout, skip (why))`);
-  const marker = { kind, files: [], id: null, reason: null };
-  for (const attr of attrs) {
-    const [key, value] = attr.split('=');
-    if (key === 'files') {
-      marker.files = value.split(',').map((spec) => {
-        const [as, from = as] = spec.split(':');
-        return { as, from };
-      });
-    } else if (key === 'id') {
-      marker.id = value;
-    } else {
-      throw new Error(`${file}:${index}: unknown marker attribute "${attr}" (files=, id=)`);
-    }
-  }
-  return marker;
-}
 
 const allBlocks = DOCS.flatMap((file) => parseBlocks(readFileSync(join(repo, file), 'utf8'), file));
 
@@ -191,10 +150,14 @@ const CHECKS = {
 test('every js / ts / sh / python block in the docs is marked to run or says why not', () => {
   const unmarked = allBlocks.filter((b) => CODE.has(b.lang) && !b.marker);
   assert.deepEqual(unmarked.map(where), [], 'put <!-- test: node | ts | sh | skip (why) --> on the line above each of these fences');
-  for (const b of allBlocks.filter((b) => b.marker && b.marker.kind !== 'skip' && b.marker.kind !== 'stdout')) {
+  for (const b of allBlocks.filter((b) => b.marker && !['skip', 'stdout', 'browser'].includes(b.marker.kind))) {
     assert.equal(CODE.get(b.lang), b.marker.kind, `${where(b)}: a \`\`\`${b.lang} block marked "${b.marker.kind}"`);
   }
-  assert.ok(allBlocks.filter((b) => b.marker && !['skip', 'stdout'].includes(b.marker.kind)).length >= 4, 'the README has runnable blocks: the parser found them');
+  // The browser app's files: run by tests/package (step e: Vite + headless Chromium).
+  for (const b of allBlocks.filter((b) => b.marker?.kind === 'browser')) {
+    assert.ok(['html', 'ts'].includes(b.lang) && b.marker.file, `${where(b)}: a browser block is a \`\`\`html or \`\`\`ts file with file=<path>`);
+  }
+  assert.ok(allBlocks.filter((b) => b.marker && !['skip', 'stdout', 'browser'].includes(b.marker.kind)).length >= 4, 'the README has runnable blocks: the parser found them');
 });
 
 // Every runnable block, each a test of its own (named by file and line, so a failure says where).
@@ -244,6 +207,11 @@ test('every stdout block follows a runnable block', () => {
 
 // Generated outputs a doc may name before they exist (a build, a test run, a tool writes them).
 const GENERATED = ['build/', 'test-artifacts/', 'web/dist/'];
+// Paths in the reader's own project (README "In a web page": a Vite app's public/ folder).
+const READERS_PROJECT = ['public/'];
+// node_modules/sensorformer/X in the reader's project is the package's X: it must exist here (and
+// the package test copies it out of the installed tarball, so it must ship too).
+const INSTALLED = 'node_modules/sensorformer/';
 const EXTENSIONS = /\.(md|js|mjs|cjs|ts|json|py|sh|cpp|hpp|h|txt|safetensors|csv|sfrec|wasm|html|css|svg|png|pdf|docx)$/;
 
 /**
@@ -276,7 +244,11 @@ test('every file the docs name exists in the repo', () => {
   const missing = [];
   for (const file of DOCS) {
     for (const p of mentionedPaths(readFileSync(join(repo, file), 'utf8'), topLevel)) {
-      if (GENERATED.some((g) => p.startsWith(g))) continue;
+      if (GENERATED.some((g) => p.startsWith(g)) || READERS_PROJECT.some((g) => p.startsWith(g))) continue;
+      if (p.startsWith(INSTALLED)) {
+        if (!existsSync(join(repo, p.slice(INSTALLED.length)))) missing.push(`${file}: ${p}`);
+        continue;
+      }
       // A path in demo/README.md may be relative to demo/ (`ui/`, `main.js`) or to the repo.
       const candidates = [join(repo, p), join(repo, dirname(file), p)];
       if (!candidates.some((c) => existsSync(c))) missing.push(`${file}: ${p}`);

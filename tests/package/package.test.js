@@ -13,12 +13,13 @@ import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, extname, join, normalize, sep } from 'node:path';
+import { basename, dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import ts from 'typescript';
 
 import { allClose, fixturePath, readSafetensors } from '../js/safetensors.js';
+import { parseBlocks } from '../js/markdown.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -182,6 +183,40 @@ function escapes(name, text) {
   return found;
 }
 
+// tsc on an app as a browser project: strict, bundler resolution, no @types/node, the library's
+// .d.ts files checked too. Resolves to tsc's run; fails the test on any error.
+async function typeCheckBrowserApp(dir, files) {
+  const tsconfig = { compilerOptions: { noEmit: true, strict: true, noImplicitAny: true, module: 'esnext', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom', 'dom.iterable'], types: [], skipLibCheck: false }, files };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  const tsc = await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
+  assert.equal(tsc.code, 0, `tsc -p ${dir}/tsconfig.json (strict, bundler resolution, no @types/node) failed:\n${tsc.stdout}${tsc.stderr}`);
+  return tsc;
+}
+
+// Serves a built app and opens it in headless Chromium; closed after the test. problems collects
+// console errors and warnings, uncaught exceptions, failed requests and HTTP errors; pageError
+// rejects on the first uncaught exception (so a wait can end early).
+async function openInChromium(dist, t) {
+  const server = await serve(dist);
+  const { chromium } = await import('playwright-core');
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (tools/setup.sh)`);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  t.after(async () => { await browser.close(); await server.close(); });
+  const page = await browser.newPage({ viewport: { width: 900, height: 520 } });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
+  let pageFailed;
+  const pageError = new Promise((_, reject) => { pageFailed = reject; });
+  pageError.catch(() => {});
+  page.on('pageerror', (e) => { problems.push(`pageerror: ${e.stack ?? e.message}`); pageFailed(new Error('uncaught exception in the page')); });
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  return { page, problems, pageError, browser, server };
+}
+
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.safetensors': 'application/octet-stream', '.json': 'application/json', '.svg': 'image/svg+xml' };
 
 // A static server for one directory; resolves to { url, close, requests }.
@@ -217,10 +252,7 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   // checked too; no cast or `any` in main.ts (a cast would make the check meaningless).
   const casts = escapes('app/main.ts', main);
   assert.deepEqual(casts, [], 'app/main.ts must not cast, use `any` or non-null assertions');
-  const tsconfig = { compilerOptions: { noEmit: true, strict: true, noImplicitAny: true, module: 'esnext', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom', 'dom.iterable'], types: [], skipLibCheck: false }, files: ['main.ts'] };
-  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
-  const tsc = await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: app });
-  assert.equal(tsc.code, 0, `tsc -p app/tsconfig.json (strict, bundler resolution, no @types/node) failed:\n${tsc.stdout}${tsc.stderr}`);
+  const tsc = await typeCheckBrowserApp(app, ['main.ts']);
   log('(b) tsc', `app/main.ts: tsc --strict --noEmit, 0 errors, in ${tsc.took}`);
 
   const build = await mustRun('vite build', bin('vite'), ['build', app, '--logLevel', 'info'], { cwd: app });
@@ -235,24 +267,8 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
     .filter((l) => /^\s*\[[A-Z_]+\]|warn|externalized|error/i.test(l)).map((l) => l.trim());
   log('(b) vite', `vite build in ${build.took}: ${assets.join(', ')}${warnings.length ? `\n  build warnings:\n  ${warnings.join('\n  ')}` : ''}`);
 
-  const server = await serve(dist);
-  const { chromium } = await import('playwright-core');
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (tools/setup.sh)`);
+  const { page, problems, pageError, browser, server } = await openInChromium(dist, t);
   t0 = performance.now();
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  t.after(async () => { await browser.close(); await server.close(); });
-  const page = await browser.newPage({ viewport: { width: 900, height: 520 } });
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
-  let pageFailed;
-  const pageError = new Promise((_, reject) => { pageFailed = reject; });
-  pageError.catch(() => {});
-  page.on('pageerror', (e) => { problems.push(`pageerror: ${e.stack ?? e.message}`); pageFailed(new Error('uncaught exception in the page')); });
-  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.goto(server.url);
   // Done when the page writes #result or #error; an uncaught exception ends the wait early.
   const waited = await Promise.race([page.waitForSelector('#result, #error', { timeout: 60_000 }), pageError]).then(() => null, (e) => e);
@@ -296,6 +312,73 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
     `wearable window: ECG ${ecg.rateHz.toFixed(3)} Hz, trace ${live.trace.points} points, map ${live.map.checked} cells (>= ${live.map.cell} px) all viridis, ` +
     `Worker vs Node pooled ${liveCmp.maxAbs.toExponential(2)}; ` +
     `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);
+});
+
+// (e) The README's web-page app, from the README alone: its `browser file=...` blocks (the
+// Markdown parser of tests/js/readme.test.js) are the whole app; the model is where its shell
+// block copies it from (the installed package). Done when the page shows a prediction: the
+// simulated strap streams in real time, so this waits for it (deadline below) rather than a count.
+const README_APP_DEADLINE_MS = 60_000;  // first prediction after ~1-3 s of data; generous for a loaded machine
+test('(e) the README\'s web page (Worker, simulated wearable, trace with axes, attention map) builds from the README alone and runs with no console error', async (t) => {
+  const installed = need('installed', 'npm install');
+  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+  const blocks = parseBlocks(readme, 'README.md').filter((b) => b.marker?.kind === 'browser');
+  assert.deepEqual(blocks.map((b) => b.marker.file).sort(), ['index.html', 'src/main.ts'], 'the README\'s web-page app is index.html and src/main.ts');
+  const dir = join(project, 'readme-app');
+  for (const b of blocks) {
+    mkdirSync(dirname(join(dir, b.marker.file)), { recursive: true });
+    writeFileSync(join(dir, b.marker.file), `${b.code}\n`);
+  }
+  // The README copies the model out of the installed package: that file must be there.
+  assert.match(readme, /cp node_modules\/sensorformer\/demo\/model\/demo\.safetensors public\/model\.safetensors/);
+  mkdirSync(join(dir, 'public'), { recursive: true });
+  copyFileSync(join(installed, 'demo', 'model', 'demo.safetensors'), join(dir, 'public', 'model.safetensors'));
+  const main = blocks.find((b) => b.marker.file === 'src/main.ts').code;
+  assert.deepEqual(escapes('README src/main.ts', main), [], 'the README\'s app must not cast, use `any` or non-null assertions');
+  const tsc = await typeCheckBrowserApp(dir, ['src/main.ts']);
+  const build = await mustRun('vite build (README app)', bin('vite'), ['build', dir, '--logLevel', 'warn'], { cwd: dir });
+  const { page, problems, pageError, browser, server } = await openInChromium(join(dir, 'dist'), t);
+  const t0 = performance.now();
+  await page.goto(server.url);
+  const PREDICTION = /^(rest|walk|run) \d+ % \(\d+ tokens\)$/;
+  const waited = await Promise.race([
+    page.waitForFunction((re) => new RegExp(re).test(document.getElementById('status')?.textContent ?? '') || /^failed/.test(document.getElementById('status')?.textContent ?? ''),
+      PREDICTION.source, { timeout: README_APP_DEADLINE_MS }),
+    pageError,
+  ]).then(() => null, (e) => e);
+  const shot = join(repo, 'test-artifacts', 'package-readme-app.png');
+  mkdirSync(dirname(shot), { recursive: true });
+  await page.screenshot({ path: shot, fullPage: true });
+  const status = await page.$eval('#status', (e) => e.textContent);
+  const context = `status: ${status}\nrequests:\n  ${server.requests.join('\n  ')}\nproblems:\n  ${problems.join('\n  ') || 'none'}\nscreenshot: ${shot}`;
+  assert.equal(waited, null, `no prediction within ${README_APP_DEADLINE_MS / 1000} s: ${waited?.message}\n${context}`);
+  assert.match(status, PREDICTION, context);
+  assert.deepEqual(problems, [], `console errors or page errors:\n${context}`);
+  // The model ran in a Worker: Vite emitted the package's worker entry and the page fetched it.
+  assert.ok(server.requests.some((r) => /^200 GET \/assets\/worker-[^/]*\.js$/.test(r)), `no worker script was loaded:\n${context}`);
+  // The trace has its axes and a line, the map its cells: counted against each canvas's own
+  // background (its corner pixel), in the regions render's layout puts them in.
+  const pixels = await page.evaluate(() => {
+    const count = (id, x0, y0, x1, y1) => {
+      const c = document.getElementById(id);
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const bg = d.slice(0, 4).join();
+      const colours = new Set();
+      let other = 0;
+      for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) {
+        const px = d.slice(4 * (y * c.width + x), 4 * (y * c.width + x) + 4).join();
+        if (px !== bg) { other++; colours.add(px); }
+      }
+      return { other, colours: colours.size };
+    };
+    return { gutter: count('ecg', 0, 0, 40, 140), plot: count('ecg', 60, 0, 720, 130), timeAxis: count('ecg', 60, 140, 720, 160), map: count('map', 0, 0, 420, 420) };
+  });
+  assert.ok(pixels.gutter.other > 50, `no value-axis labels drawn in the ECG canvas's gutter: ${JSON.stringify(pixels)}`);
+  assert.ok(pixels.plot.other > 300, `no ECG line drawn: ${JSON.stringify(pixels)}`);
+  assert.ok(pixels.timeAxis.other > 20, `no time-axis labels under the ECG: ${JSON.stringify(pixels)}`);
+  assert.ok(pixels.map.colours > 10, `the attention map is not drawn (${pixels.map.colours} colours): ${JSON.stringify(pixels)}`);
+  log('(e) README app', `tsc ${tsc.took}, vite build ${build.took}; ${browser.version()}: "${status}" after ${seconds(t0)}; ` +
+    `pixels ${JSON.stringify(pixels)}; screenshot ${shot}`);
 });
 
 // (d) What a bundler ships for an app that uses one part of the package. Markers are string
