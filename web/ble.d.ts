@@ -138,7 +138,7 @@ export interface StreamSpec {
   capacitySeconds?: number;
   /** Samples kept at most (default: 2 x the nominal count + 64, or 100 per second + 1024 for event streams). */
   maxSamples?: number;
-  /** A model's config.rate_bucket_edges_hz: keep a measured rate in the declared rate's bucket when that costs < 1/4 period. */
+  /** A model's info.inputs.rateBucketEdgesHz (config.rate_bucket_edges_hz): keep a measured rate in the declared rate's bucket when that costs < 1/4 period. */
   rateBucketEdgesHz?: readonly number[] | null;
 }
 
@@ -315,7 +315,7 @@ export class StreamBuffer {
   timing(t0: number, t1: number): SliceTiming | null;
 }
 export class WindowAssembler {
-  /** rateBucketEdgesHz: a model's config.rate_bucket_edges_hz, for every stream added. */
+  /** rateBucketEdgesHz: a model's info.inputs.rateBucketEdgesHz, for every stream added. */
   constructor(options?: { rateBucketEdgesHz?: readonly number[] | null });
   /** INVALID_ARGUMENT when `id` exists already. */
   add(id: string, spec: StreamSpec): StreamBuffer;
