@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 
 import { loadCore, loadModel, SensorformerError } from '../../web/src/index.js';
 import { loadWasm } from '../../web/src/loader.js';
-import { fixturePath } from './safetensors.js';
+import { editHeader, fixturePath } from './safetensors.js';
 
 const wasm = await loadWasm();
 const heapSize = () => wasm.HEAPU8.buffer.byteLength;
@@ -18,19 +18,7 @@ const FIXTURE = readFileSync(fixturePath('model/factorized.safetensors'));
 const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
 
 /** The fixture's bytes with `edit(config, header)` applied to its header (tensor bytes unchanged). */
-function mutated(edit) {
-  const n = Number(FIXTURE.readBigUInt64LE(0));
-  const header = JSON.parse(FIXTURE.subarray(8, 8 + n).toString('utf8'));
-  const config = JSON.parse(header.__metadata__.config);
-  edit(config, header);
-  header.__metadata__.config = JSON.stringify(config);
-  const text = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.alloc(8 + text.length + (FIXTURE.length - 8 - n));
-  out.writeBigUInt64LE(BigInt(text.length), 0);
-  text.copy(out, 8);
-  FIXTURE.copy(out, 8 + text.length, 8 + n);
-  return new Uint8Array(out);
-}
+const mutated = (edit) => new Uint8Array(editHeader(FIXTURE, edit).bytes);
 
 /** The fixture with element `index` of tensor `name` (F32) set to `value`. */
 function withWeight(name, index, value) {

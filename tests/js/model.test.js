@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { loadModel, SensorformerError } from '../../web/src/index.js';
-import { allClose, fixturePath, readSafetensors } from './safetensors.js';
+import { allClose, editHeader, fixturePath, readSafetensors } from './safetensors.js';
 
 // float32 vs the float64 reference through 2 layers: measured worst 1.7e-6 (C++ suite).
 const ATOL = 1e-5;
@@ -307,24 +307,14 @@ test('dispose frees the model; using it afterwards is a typed error', async () =
  * tensors overwritten (`tensors: { name: values }`); the header is rewritten, the data kept.
  */
 function edited(name, { config = () => {}, tensors = {} } = {}) {
-  const file = readFileSync(fixturePath(`model/${name}.safetensors`));
-  const n = Number(file.readBigUInt64LE(0));
-  const header = JSON.parse(file.subarray(8, 8 + n).toString('utf8'));
-  const c = JSON.parse(header.__metadata__.config);
-  config(c);
-  header.__metadata__.config = JSON.stringify(c);
-  const text = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.alloc(8 + text.length + (file.length - 8 - n));
-  out.writeBigUInt64LE(BigInt(text.length), 0);
-  text.copy(out, 8);
-  file.copy(out, 8 + text.length, 8 + n);
+  const { bytes, header, dataStart } = editHeader(readFileSync(fixturePath(`model/${name}.safetensors`)), config);
   for (const [tensor, values] of Object.entries(tensors)) {
     const [begin, end] = header[tensor].data_offsets;
     assert.equal(header[tensor].dtype, 'F32');
     assert.equal((end - begin) / 4, values.length, tensor);
-    values.forEach((v, i) => out.writeFloatLE(v, 8 + text.length + begin + 4 * i));
+    values.forEach((v, i) => bytes.writeFloatLE(v, dataStart + begin + 4 * i));
   }
-  return new Uint8Array(out);
+  return new Uint8Array(bytes);
 }
 
 // The reference softmax, in float64 and by another formula than the package's (each p_i as

@@ -36,3 +36,22 @@ export function allClose(actual, expected, atol, rtol) {
     (worst >= 0 ? `, worst [${worst}] actual ${actual[worst]} expected ${expected[worst]}` : '') + ` (atol ${atol}, rtol ${rtol})`;
   return { ok, maxAbs, worst, message };
 }
+
+/**
+ * A safetensors file's bytes (a Buffer) with its header edited: `edit(config, header)` gets the
+ * parsed __metadata__.config (written back afterwards) and the header; tensor bytes are kept.
+ * Returns the new bytes and where the data buffer starts in them.
+ */
+export function editHeader(file, edit) {
+  const n = Number(file.readBigUInt64LE(0));
+  const header = JSON.parse(file.subarray(8, 8 + n).toString('utf8'));
+  const config = JSON.parse(header.__metadata__.config);
+  edit(config, header);
+  header.__metadata__.config = JSON.stringify(config);
+  const text = Buffer.from(JSON.stringify(header), 'utf8');
+  const bytes = Buffer.alloc(8 + text.length + (file.length - 8 - n));
+  bytes.writeBigUInt64LE(BigInt(text.length), 0);
+  text.copy(bytes, 8);
+  file.copy(bytes, 8 + text.length, 8 + n);
+  return { bytes, header, dataStart: 8 + text.length };
+}
