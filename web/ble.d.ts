@@ -36,14 +36,14 @@ export interface VirtualClock extends Clock {
   readonly pending: number;
   /** Due time (clock seconds) of the next timer, or null. */
   nextDue(): number | null;
-  /** Runs every timer due within `seconds` (>= 0, else RangeError) synchronously, in order. */
+  /** Runs every timer due within `seconds` (finite, >= 0; else INVALID_ARGUMENT) synchronously, in order. */
   advance(seconds: number): void;
-  /** advance() to the absolute clock time `time` (no-op when already past). */
+  /** advance() to the absolute clock time `time` (finite, else INVALID_ARGUMENT; no-op when already past). */
   advanceTo(time: number): void;
   /** As advance(), letting pending promise reactions run before and after each timer. */
   advanceAsync(seconds: number): Promise<void>;
 }
-/** startSeconds: the clock's start (finite; default 1.7e9, 2023-11-14T22:13:20Z). */
+/** startSeconds: the clock's start (finite, else INVALID_ARGUMENT; default 1.7e9, 2023-11-14T22:13:20Z). */
 export function createVirtualClock(startSeconds?: number): VirtualClock;
 export function createRealClock(): RealClock;
 

@@ -173,6 +173,7 @@ export interface SimulatedBluetooth extends FakeBluetooth {
 /**
  * A simulated navigator.bluetooth. Options that are not an object, and unknown option names, are
  * INVALID_ARGUMENT naming the option and listing the valid ones; out-of-range values (an unknown
- * device, connectionIntervalMs outside 7.5-4000, ...) are a RangeError.
+ * device, connectionIntervalMs outside 7.5-4000, a malformed activities list, ...) are
+ * INVALID_ARGUMENT too, naming the option and its valid range (docs/bad-input.md).
  */
 export function createSimulatedBluetooth(options?: SimulatedBluetoothOptions): SimulatedBluetooth;

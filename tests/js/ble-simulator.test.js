@@ -14,6 +14,16 @@ import {
   FakeBluetooth, FakeDevice, PMD_UUIDS, canonicalUuid, characteristicUuid, serviceUuid,
 } from '../../web/src/ble/fake-gatt.js';
 import { createPhysiology } from '../../web/src/ble/physiology.js';
+import { SensorformerError } from '../../web/src/errors.js';
+
+// A bad option is INVALID_ARGUMENT whose message names it (and its range); a RangeError or
+// TypeError would not do: the package's errors are told apart by their code.
+const invalidArgument = (pattern) => (e) => {
+  assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.name}: ${e?.message}`);
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.match(e.message, pattern);
+  return true;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Decoders: the shared ones when present, else local helpers written from the public layouts
@@ -412,7 +422,8 @@ test("PMD control point, pmdResponses: 'short': every answer F0 op type status 0
   assert.deepEqual(await ask([0x07, 0x00]), [0xF0, 0x07, 0x00, 0x01, 0x00]);
   assert.deepEqual(await ask([0x03, 0x00]), [0xF0, 0x03, 0x00, 0x00, 0x00]);
   bt.close();
-  assert.throws(() => createSimulatedBluetooth({ clock: createVirtualClock(), devices: ['strap'], pmdResponses: 'long' }), RangeError);
+  assert.throws(() => createSimulatedBluetooth({ clock: createVirtualClock(), devices: ['strap'], pmdResponses: 'long' }),
+    invalidArgument(/pmdResponses must be 'h10' or 'short', got 'long'/));
 });
 
 test('PMD ECG: 73-sample frames whose timestamps (last sample, ns since 2000) run on the drifting strap clock', () => {
@@ -541,8 +552,14 @@ test('PMD ACC: earlier behaviour through options: nominal rates, frames of accFr
     assert.ok(Math.abs(perFrame * (acc.length - 1) / span - rate) < 1e-5 * rate, `${perFrame * (acc.length - 1) / span} Hz`);
   }
   const clock = createVirtualClock();
-  for (const bad of [{ accRatesHz: { 50: 51 } }, { accFrameSamples: 37 }, { ecgRateHz: 0 }, { pmdTimestampJitterUs: -1 }, { accFrameSeconds: 0 }]) {
-    assert.throws(() => createSimulatedBluetooth({ clock, devices: ['strap'], ...bad }), RangeError, JSON.stringify(bad));
+  for (const [bad, message] of [
+    [{ accRatesHz: { 50: 51 } }, /accRatesHz must be 'nominal' or \{ 25: Hz, 50: Hz, 100: Hz, 200: Hz \}/],
+    [{ accFrameSamples: 37 }, /accFrameSamples must be an integer 1-36, got 37/],
+    [{ ecgRateHz: 0 }, /ecgRateHz must be a positive finite number, got 0/],
+    [{ pmdTimestampJitterUs: -1 }, /pmdTimestampJitterUs must be a number 0-1000 .*got -1/],
+    [{ accFrameSeconds: 0 }, /accFrameSeconds must be a positive finite number, got 0/],
+  ]) {
+    assert.throws(() => createSimulatedBluetooth({ clock, devices: ['strap'], ...bad }), invalidArgument(message), JSON.stringify(bad));
   }
 });
 
@@ -703,4 +720,71 @@ test('a FakeDevice built by hand: read, write, notify, and notifications only wh
   await ch.stopNotifications();
   assert.equal(temp.notify([3]), false);
   assert.deepEqual(got.map((b) => [...b]), [[2]]);
+});
+
+test('bad simulator options are INVALID_ARGUMENT naming the option and its valid range', () => {
+  const clock = createVirtualClock();
+  const cases = [
+    // 7.5 ms-4 s: the Bluetooth LE connection interval's range
+    [{ connectionIntervalMs: 5 }, /connectionIntervalMs\.strap must be 7\.5-4000 ms, got 5/],
+    [{ connectionIntervalMs: { oximeter: 4001 } }, /connectionIntervalMs\.oximeter must be 7\.5-4000 ms, got 4001/],
+    [{ connectionIntervalMs: { strap: '15' } }, /connectionIntervalMs\.strap must be 7\.5-4000 ms, got '15'/],
+    [{ driftPpm: 'fast' }, /driftPpm must be a number or \{ strap, thermometer, oximeter \}, got 'fast'/],
+    [{ driftPpm: NaN }, /driftPpm\.strap must be a finite number, got NaN/],
+    [{ clockOffset: { thermometer: Infinity } }, /clockOffset\.thermometer must be a finite number, got Infinity/],
+    // Battery Level is a percentage in one byte: 150 would be sent as is, 300 as 44
+    [{ battery: { strap: 150 } }, /battery\.strap must be an integer 0-100 \(%\), got 150/],
+    [{ battery: 300 }, /battery\.strap must be an integer 0-100/],
+    [{ devices: ['strap', 'watch'] }, /devices: unknown simulated device 'watch' \(the devices are strap, thermometer, oximeter\)/],
+    [{ devices: 'strap' }, /devices must be an array of strap, thermometer, oximeter, got 'strap'/],
+    [{ disconnects: [{ device: 'watch', at: 1, duration: 1 }] }, /disconnects: unknown device 'watch' \(expected strap, thermometer, oximeter/],
+    [{ disconnects: { ratePerHour: 1, devices: ['watch'] } }, /disconnects\.devices: unknown device 'watch'/],
+    [{ faults: { clockJumps: [{ device: 'watch', at: 1, by: 1 }] } }, /faults\.clockJumps: unknown device 'watch'/],
+    [{ disconnects: [{ at: -1, duration: 1 }] }, /disconnects: each entry needs at >= 0 and duration >= 0 .*got at -1, duration 1/],
+    [{ disconnects: [null] }, /disconnects: each entry must be \{ device, at, duration \}, got null/],
+    [{ thermometer: { exponent: -3 } }, /thermometer\.exponent must be -1 or -2, got -3/],
+    // a uint16 of seconds in the Health Thermometer service
+    [{ thermometer: { intervalSeconds: 0 } }, /thermometer\.intervalSeconds must be an integer 1-65535, got 0/],
+    [{ thermometer: { intervalSeconds: 70000 } }, /thermometer\.intervalSeconds must be an integer 1-65535, got 70000/],
+    // a malformed activities list
+    [{ activities: [] }, /activities must be a non-empty array .*got an empty array/],
+    [{ activities: 'rest' }, /activities must be a non-empty array .*got 'rest'/],
+    [{ activities: [{ activity: 'rest', duration: 10 }, null] }, /activities\[1\] must be \{ activity, duration \} or \{ activity, start \}, got null/],
+    [{ activities: [{ activity: 'swim', duration: 10 }] }, /activities\[0\]\.activity must be one of rest, walk, run, got 'swim'/],
+    // a name ACTIVITY_PROFILES has through its prototype is still not an activity
+    [{ activities: [{ activity: 'constructor', duration: 10 }] }, /activities\[0\]\.activity must be one of rest, walk, run, got 'constructor'/],
+    [{ activities: [{ activity: 'rest', duration: 0 }, { activity: 'run' }] }, /activities\[0\]: the segment must have a positive duration/],
+    [{ activities: [{ activity: 'rest', duration: '10' }, { activity: 'run' }] }, /activities\[0\]\.duration must be a finite number of seconds, got '10'/],
+    [{ activities: [{ activity: 'rest', duration: 10 }, { activity: 'run', start: NaN }] }, /activities\[1\]\.start must be a finite number of seconds, got NaN/],
+    [{ fingerOff: [{ at: -1, duration: 2 }] }, /fingerOff\[0\] must be \{ at, duration \} with at >= 0 and duration > 0 .*got at -1, duration 2/],
+    [{ fingerOff: [5] }, /fingerOff\[0\] must be \{ at, duration \} .*got 5/],
+    [{ fingerOff: { at: 1, duration: 2 } }, /fingerOff must be an array of \{ at, duration \}/],
+    [{ fingerOffRatePerMinute: -1 }, /fingerOffRatePerMinute must be a finite number >= 0, got -1/],
+  ];
+  for (const [bad, message] of cases) {
+    assert.throws(() => createSimulatedBluetooth({ clock, ...bad }), invalidArgument(message), JSON.stringify(bad));
+  }
+  // createPhysiology (the simulator's activities and fingerOff go through it) says the same.
+  assert.throws(() => createPhysiology({ activities: [{ activity: 'jog', duration: 1 }] }), invalidArgument(/activities\[0\]\.activity/));
+});
+
+test('the virtual clock: bad arguments are INVALID_ARGUMENT; time does not move on a bad call', async () => {
+  for (const start of [NaN, Infinity, '1.7e9']) {
+    assert.throws(() => createVirtualClock(start), invalidArgument(/createVirtualClock: startSeconds must be a finite number \(Unix seconds\)/), String(start));
+  }
+  const clock = createVirtualClock(100);
+  let ticks = 0;
+  clock.setInterval(() => { ticks++; }, 1000);
+  // Infinity would never return with a periodic timer pending (the loop runs each due tick).
+  for (const s of [-1, NaN, Infinity, '1']) {
+    assert.throws(() => clock.advance(s), invalidArgument(/virtual clock: advance\(seconds\) needs a finite number of seconds >= 0/), String(s));
+    await assert.rejects(clock.advanceAsync(s), invalidArgument(/virtual clock: advanceAsync\(seconds\) needs a finite number of seconds >= 0/), String(s));
+  }
+  assert.throws(() => clock.advanceTo(Infinity), invalidArgument(/advanceTo\(time\) needs a finite clock time/));
+  assert.throws(() => clock.setTimeout('tick', 10), invalidArgument(/the callback must be a function, got string/));
+  assert.equal(clock.now(), 100);
+  assert.equal(ticks, 0);
+  clock.advance(2.5);  // valid calls still work: ticks at 1 s and 2 s
+  assert.equal(ticks, 2);
+  assert.equal(clock.now(), 102.5);
 });

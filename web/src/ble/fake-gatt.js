@@ -48,6 +48,8 @@
 // createVirtualClock(startSeconds) (deterministic; advance(seconds) / advanceAsync(seconds) run due
 // timers in order). Every time is float64 seconds; timer delays are milliseconds as usual.
 
+import { SensorformerError } from '../errors.js';
+
 // ---------------------------------------------------------------------------------------------
 // Clocks
 
@@ -81,7 +83,10 @@ function yieldToEventLoop() {
  * order of due time, then of creation. `startSeconds` defaults to 1.7e9 (2023-11-14T22:13:20Z).
  */
 export function createVirtualClock(startSeconds = 1.7e9) {
-  if (!Number.isFinite(startSeconds)) throw new TypeError(`createVirtualClock: startSeconds must be finite, got ${startSeconds}`);
+  // INVALID_ARGUMENT (not a TypeError/RangeError): the package's errors are told apart by code.
+  if (!(typeof startSeconds === 'number' && Number.isFinite(startSeconds))) {
+    throw new SensorformerError('INVALID_ARGUMENT', `createVirtualClock: startSeconds must be a finite number (Unix seconds), got ${String(startSeconds)}`);
+  }
   let elapsed = 0;         // seconds since start (kept small for precision)
   let seq = 0;
   let nextId = 1;
@@ -121,7 +126,7 @@ export function createVirtualClock(startSeconds = 1.7e9) {
   };
   const delay = (ms) => (Number.isFinite(+ms) && +ms > 0 ? +ms / 1000 : 0);
   const schedule = (fn, ms, period) => {
-    if (typeof fn !== 'function') throw new TypeError('virtual clock: the callback must be a function');
+    if (typeof fn !== 'function') throw new SensorformerError('INVALID_ARGUMENT', `virtual clock: the callback must be a function, got ${typeof fn}`);
     const id = nextId++;
     const e = { due: elapsed + delay(ms), seq: seq++, id, fn, period };
     live.set(id, e);
@@ -129,6 +134,12 @@ export function createVirtualClock(startSeconds = 1.7e9) {
     return id;
   };
   const cancel = (id) => { live.delete(id); };
+  // Finite: advance(Infinity) with a periodic timer pending would never return.
+  const checkAdvance = (seconds, name) => {
+    if (!(typeof seconds === 'number' && seconds >= 0 && Number.isFinite(seconds))) {
+      throw new SensorformerError('INVALID_ARGUMENT', `virtual clock: ${name}(seconds) needs a finite number of seconds >= 0, got ${String(seconds)}`);
+    }
+  };
   const runOne = (limit) => {
     const e = peek();
     if (!e || e.due > limit) return false;
@@ -164,19 +175,24 @@ export function createVirtualClock(startSeconds = 1.7e9) {
      * advanceAsync for clients that await.
      */
     advance(seconds) {
-      if (!(seconds >= 0)) throw new RangeError(`virtual clock: cannot advance by ${seconds}`);
+      checkAdvance(seconds, 'advance');
       const target = elapsed + seconds;
       while (runOne(target));
       elapsed = Math.max(elapsed, target);
     },
     /** Moves time to absolute clock time `time` (no-op if already past). */
-    advanceTo(time) { clock.advance(Math.max(0, time - clock.now())); },
+    advanceTo(time) {
+      if (!(typeof time === 'number' && Number.isFinite(time))) {
+        throw new SensorformerError('INVALID_ARGUMENT', `virtual clock: advanceTo(time) needs a finite clock time (seconds), got ${String(time)}`);
+      }
+      clock.advance(Math.max(0, time - clock.now()));
+    },
     /**
      * As advance(), but lets the event loop run (every pending promise reaction) before the first
      * timer and after each timer, so async client code (awaits, reconnect loops) keeps up.
      */
     async advanceAsync(seconds) {
-      if (!(seconds >= 0)) throw new RangeError(`virtual clock: cannot advance by ${seconds}`);
+      checkAdvance(seconds, 'advanceAsync');
       const target = elapsed + seconds;
       await yieldToEventLoop();
       while (runOne(target)) await yieldToEventLoop();

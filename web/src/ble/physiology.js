@@ -23,7 +23,16 @@
 //   running (lag 240 s), kept in 33.0-34.5. SpO2 ~97.7 % (lower when running), kept in 96-99.
 //   Pulse rate = heart rate. Finger-off episodes (default 0.25 per minute, 3-10 s) for the oximeter.
 
+import { SensorformerError } from '../errors.js';
+
 export const ACTIVITIES = Object.freeze(['rest', 'walk', 'run']);
+
+// Bad options (they come from createSimulatedBluetooth's activities / fingerOff) are INVALID_ARGUMENT
+// naming the option and its valid range, as the simulator's own options are.
+const invalid = (message) => new SensorformerError('INVALID_ARGUMENT', `createSimulatedBluetooth: ${message}`);
+const describe = (v) => (typeof v === 'string' ? `'${v}'` : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v));
+const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const finiteOrUndefined = (v) => v === undefined || (typeof v === 'number' && Number.isFinite(v));
 
 export const ACTIVITY_PROFILES = Object.freeze({
   rest: Object.freeze({ hr: 62, rsa: 0.040, hrvSd: 0.012, respHz: 0.25, ecgNoise: 8, accNoise: 4, cadence: [0, 0], temp: 0, spo2Drop: 0 }),
@@ -165,8 +174,17 @@ export class Physiology {
     this.#burstRng = createRng(seed, 'bursts');
     this.#burstNext = this.#burstRng.exponential(1 / 40);
     this.#fingerRng = createRng(seed, 'finger');
+    if (!(fingerOffRatePerMinute >= 0 && Number.isFinite(fingerOffRatePerMinute))) {
+      throw invalid(`fingerOffRatePerMinute must be a finite number >= 0, got ${describe(fingerOffRatePerMinute)}`);
+    }
+    if (fingerOff !== null && !Array.isArray(fingerOff)) throw invalid(`fingerOff must be an array of { at, duration } (seconds), got ${describe(fingerOff)}`);
     this.#fingerFixed = Array.isArray(fingerOff);
     if (this.#fingerFixed) {
+      fingerOff.forEach((e, i) => {
+        if (!(isPlainObject(e) && e.at >= 0 && Number.isFinite(e.at) && e.duration > 0 && Number.isFinite(e.duration))) {
+          throw invalid(`fingerOff[${i}] must be { at, duration } with at >= 0 and duration > 0 (finite seconds), got ${isPlainObject(e) ? `at ${describe(e.at)}, duration ${describe(e.duration)}` : describe(e)}`);
+        }
+      });
       this.#fingerOff = fingerOff.map(({ at, duration }) => ({ start: at, end: at + duration })).sort((a, b) => a.start - b.start);
     }
     this.fingerOffRatePerMinute = fingerOffRatePerMinute;
@@ -181,13 +199,22 @@ export class Physiology {
   // Activity schedule
 
   #makeSegment(activity, start, end, rng) {
-    if (!ACTIVITY_PROFILES[activity]) throw new RangeError(`unknown activity '${activity}' (expected ${ACTIVITIES.join(', ')})`);
+    // includes(), not a lookup: ACTIVITY_PROFILES.constructor exists too.
+    if (!ACTIVITIES.includes(activity)) throw invalid(`activities[${this.#segments.length}].activity must be one of ${ACTIVITIES.join(', ')}, got ${describe(activity)}`);
     const [c0, c1] = ACTIVITY_PROFILES[activity].cadence;
     return { activity, start, end, cadence: c0 ? rng.uniform(c0, c1) : 0, phase: rng.uniform(0, TAU), gain: rng.uniform(0.85, 1.15), index: this.#segments.length };
   }
 
   #fixedSchedule(list) {
-    if (!Array.isArray(list) || list.length === 0) throw new TypeError('activities must be a non-empty array of { activity, duration } or { activity, start }');
+    if (!Array.isArray(list) || list.length === 0) {
+      throw invalid(`activities must be a non-empty array of { activity, duration } or { activity, start }, got ${Array.isArray(list) ? 'an empty array' : describe(list)}`);
+    }
+    list.forEach((item, i) => {
+      if (!isPlainObject(item)) throw invalid(`activities[${i}] must be { activity, duration } or { activity, start }, got ${describe(item)}`);
+      for (const k of ['start', 'duration']) {
+        if (!finiteOrUndefined(item[k])) throw invalid(`activities[${i}].${k} must be a finite number of seconds, got ${describe(item[k])}`);
+      }
+    });
     const rng = createRng(this.#seed, 'activity-shape');
     let t = 0;
     list.forEach((item, i) => {
@@ -197,7 +224,9 @@ export class Physiology {
       if (i === list.length - 1) end = Infinity;
       else if (next.start !== undefined) end = next.start;
       else end = start + item.duration;
-      if (!(end > start)) throw new RangeError(`activities[${i}]: the segment must have a positive duration`);
+      if (!(end > start)) {
+        throw invalid(`activities[${i}]: the segment must have a positive duration (duration > 0, or the next entry's start after this one's), got ${start} to ${end} s`);
+      }
       this.#segments.push(this.#makeSegment(item.activity, i === 0 ? Math.min(0, start) : start, end, rng));
       t = end;
     });

@@ -135,6 +135,11 @@ const NESTED_OPTIONS = {
 
 const isPlainObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+// Every bad option is INVALID_ARGUMENT (not a RangeError/TypeError): the package's errors are
+// told apart by their code, and the message names the option and its valid range.
+const invalid = (message) => new SensorformerError('INVALID_ARGUMENT', `createSimulatedBluetooth: ${message}`);
+const describe = (v) => (typeof v === 'string' ? `'${v}'` : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v));
+
 // `parent`: '' for the options themselves, else the nested option's path ('faults', 'disconnects[0]').
 function checkKeys(object, valid, parent) {
   for (const key of Object.keys(object)) {
@@ -168,7 +173,7 @@ function perDevice(option, defaults, name) {
   if (option === undefined || option === null) return { ...defaults };
   if (typeof option === 'number') return Object.fromEntries(DEVICE_KEYS.map((k) => [k, option]));
   if (typeof option === 'object') return { ...defaults, ...option };
-  throw new TypeError(`${name} must be a number or { strap, thermometer, oximeter }`);
+  throw invalid(`${name} must be a number or { strap, thermometer, oximeter }, got ${describe(option)}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,12 +490,27 @@ export class SimulatedBluetooth extends FakeBluetooth {
     this.delayProbability = options.delayProbability ?? 0.02;
     this.maxDelayIntervals = Math.max(1, options.maxDelayIntervals ?? 4);
     const keys = options.devices ?? DEVICE_KEYS;
-    for (const k of keys) if (!DEVICE_KEYS.includes(k)) throw new RangeError(`unknown simulated device '${k}' (expected ${DEVICE_KEYS.join(', ')})`);
+    if (!Array.isArray(keys)) throw invalid(`devices must be an array of ${DEVICE_KEYS.join(', ')}, got ${describe(keys)}`);
+    for (const k of keys) if (!DEVICE_KEYS.includes(k)) throw invalid(`devices: unknown simulated device ${describe(k)} (the devices are ${DEVICE_KEYS.join(', ')})`);
     const names = { ...DEFAULT_NAMES, ...(options.names ?? {}) };
     const drift = perDevice(options.driftPpm, DEFAULT_DRIFT, 'driftPpm');
     const offset = perDevice(options.clockOffset, DEFAULT_OFFSET, 'clockOffset');
     const ci = perDevice(options.connectionIntervalMs, { strap: 15, thermometer: 15, oximeter: 15 }, 'connectionIntervalMs');
-    for (const k of DEVICE_KEYS) if (!(ci[k] >= 7.5 && ci[k] <= 4000)) throw new RangeError(`connectionIntervalMs must be 7.5-4000 ms, got ${ci[k]}`);
+    // 7.5 ms to 4 s: the range of a Bluetooth LE connection interval (Core Specification, Vol 6, Part B, 4.5.1).
+    for (const k of DEVICE_KEYS) {
+      if (!(typeof ci[k] === 'number' && ci[k] >= 7.5 && ci[k] <= 4000)) throw invalid(`connectionIntervalMs.${k} must be 7.5-4000 ms, got ${describe(ci[k])}`);
+    }
+    // Finite: a NaN drift or offset would put NaN in every timestamp the device sends.
+    for (const [name, values] of [['driftPpm', drift], ['clockOffset', offset]]) {
+      for (const k of DEVICE_KEYS) {
+        if (!(typeof values[k] === 'number' && Number.isFinite(values[k]))) throw invalid(`${name}.${k} must be a finite number, got ${describe(values[k])}`);
+      }
+    }
+    // A percentage in one byte (Battery Level 0x2A19: 0-100 %).
+    const battery = perDevice(options.battery, { strap: 87, oximeter: 64 }, 'battery');
+    for (const k of ['strap', 'oximeter']) {
+      if (!(Number.isInteger(battery[k]) && battery[k] >= 0 && battery[k] <= 100)) throw invalid(`battery.${k} must be an integer 0-100 (%), got ${describe(battery[k])}`);
+    }
 
     this.physiology = createPhysiology({
       seed: this.seed,
@@ -534,7 +554,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
   #resolveKey(ref, what) {
     if (DEVICE_KEYS.includes(ref)) return ref;
     for (const [k, d] of Object.entries(this.devicesByKey ?? {})) if (d.id === ref || d.name === ref) return k;
-    throw new RangeError(`${what}: unknown device '${ref}'`);
+    throw invalid(`${what}: unknown device ${describe(ref)} (expected ${DEVICE_KEYS.join(', ')}, or a simulated device's id or name)`);
   }
 
   #makeTruth() {
@@ -592,8 +612,11 @@ export class SimulatedBluetooth extends FakeBluetooth {
     const list = [];
     if (Array.isArray(opt)) {
       for (const o of opt) {
+        if (!isPlainObject(o)) throw invalid(`disconnects: each entry must be { device, at, duration }, got ${describe(o)}`);
         const key = this.#resolveKey(o.device ?? 'strap', 'disconnects');
-        if (!(o.at >= 0) || !(o.duration >= 0)) throw new RangeError('disconnects: each entry needs at >= 0 and duration >= 0');
+        if (!(o.at >= 0 && Number.isFinite(o.at)) || !(o.duration >= 0 && Number.isFinite(o.duration))) {
+          throw invalid(`disconnects: each entry needs at >= 0 and duration >= 0 (finite seconds), got at ${describe(o.at)}, duration ${describe(o.duration)}`);
+        }
         list.push({ device: key, start: this.start + o.at, end: this.start + o.at + o.duration });
       }
     } else if (opt && typeof opt === 'object') {
@@ -685,24 +708,24 @@ export class SimulatedBluetooth extends FakeBluetooth {
 
     // PMD streams.
     const ecgRate = opts.ecgRateHz ?? 130.35;
-    if (!(typeof ecgRate === 'number' && ecgRate > 0 && Number.isFinite(ecgRate))) throw new RangeError(`ecgRateHz must be a positive number, got ${ecgRate}`);
+    if (!(typeof ecgRate === 'number' && ecgRate > 0 && Number.isFinite(ecgRate))) throw invalid(`ecgRateHz must be a positive finite number, got ${describe(ecgRate)}`);
     const accRates = opts.accRatesHz ?? H10_ACC_RATES_HZ;
     if (accRates !== 'nominal' && !(accRates && typeof accRates === 'object' && ACC_RATES.every((r) => accRates[r] > 0 && Number.isFinite(accRates[r])))) {
-      throw new RangeError(`accRatesHz must be 'nominal' or { ${ACC_RATES.map((r) => `${r}: Hz`).join(', ')} }`);
+      throw invalid(`accRatesHz must be 'nominal' or { ${ACC_RATES.map((r) => `${r}: Hz`).join(', ')} } (every rate positive and finite), got ${describe(accRates)}`);
     }
     const trueAccRate = (requested) => (accRates === 'nominal' ? requested : accRates[requested]);
     const compressed = opts.accCompressed ?? false;
     const maxBytes = opts.pmdMaxFrameBytes ?? 229;
     const blockSamples = opts.accDeltaBlockSamples ?? 16;
     const frameSeconds = opts.accFrameSeconds;
-    if (frameSeconds !== undefined && !(frameSeconds > 0 && Number.isFinite(frameSeconds))) throw new RangeError(`accFrameSeconds must be a positive number, got ${frameSeconds}`);
+    if (frameSeconds !== undefined && !(frameSeconds > 0 && Number.isFinite(frameSeconds))) throw invalid(`accFrameSeconds must be a positive finite number, got ${describe(frameSeconds)}`);
     const rawMax = Math.min(ACC_RAW_MAX_SAMPLES, Math.floor((maxBytes - 10) / 6));
     const frameSamples = opts.accFrameSamples ?? rawMax;
-    if (!(Number.isInteger(frameSamples) && frameSamples >= 1 && frameSamples <= rawMax)) throw new RangeError(`accFrameSamples must be an integer 1-${rawMax}, got ${frameSamples}`);
+    if (!(Number.isInteger(frameSamples) && frameSamples >= 1 && frameSamples <= rawMax)) throw invalid(`accFrameSamples must be an integer 1-${rawMax}, got ${describe(frameSamples)}`);
     const responses = opts.pmdResponses ?? 'h10';
-    if (responses !== 'h10' && responses !== 'short') throw new RangeError(`pmdResponses must be 'h10' or 'short', got ${responses}`);
+    if (responses !== 'h10' && responses !== 'short') throw invalid(`pmdResponses must be 'h10' or 'short', got ${describe(responses)}`);
     const jitterUs = opts.pmdTimestampJitterUs ?? 12;
-    if (!(typeof jitterUs === 'number' && jitterUs >= 0 && jitterUs < 1000)) throw new RangeError(`pmdTimestampJitterUs must be a number 0-1000, got ${jitterUs}`);
+    if (!(typeof jitterUs === 'number' && jitterUs >= 0 && jitterUs < 1000)) throw invalid(`pmdTimestampJitterUs must be a number 0-1000 (µs, 1000 excluded), got ${describe(jitterUs)}`);
     const jitterRng = createRng(this.seed, 'pmd-timestamp-jitter');
     // One draw per frame, whole nanoseconds (the timestamp's unit).
     const jitterNs = () => (jitterUs > 0 ? BigInt(Math.round(jitterRng.uniform(-jitterUs, jitterUs) * 1000)) : 0n);
@@ -862,7 +885,12 @@ export class SimulatedBluetooth extends FakeBluetooth {
   #buildThermometer(sim) {
     const fake = sim.fake, phys = this.physiology, start = this.start;
     const t = { intervalSeconds: 5, exponent: -2, timeField: true, type: null, ...(this.options.thermometer ?? {}) };
-    if (t.exponent !== -1 && t.exponent !== -2) throw new RangeError('thermometer.exponent must be -1 or -2');
+    if (t.exponent !== -1 && t.exponent !== -2) throw invalid(`thermometer.exponent must be -1 or -2, got ${describe(t.exponent)}`);
+    // The Measurement Interval characteristic is a uint16 of seconds (Bluetooth SIG Health
+    // Thermometer Service 1.0, 3.4); 0 there means "no periodic measurement", which this device does not model.
+    if (!(Number.isInteger(t.intervalSeconds) && t.intervalSeconds >= 1 && t.intervalSeconds <= 65535)) {
+      throw invalid(`thermometer.intervalSeconds must be an integer 1-65535, got ${describe(t.intervalSeconds)}`);
+    }
     const svc = fake.addService('health_thermometer');
     const tm = svc.addCharacteristic('temperature_measurement', { indicate: true });
     svc.addCharacteristic('measurement_interval', { read: true }, { value: [t.intervalSeconds & 0xFF, t.intervalSeconds >> 8] });
