@@ -206,7 +206,8 @@ loop.addEventListener('error', (e) => {
 });
 loop.addEventListener('loaded', (e) => {
   const c = e.detail.config;
-  const labels = c.labels ?? Array.from({ length: c.n_outputs }, (_, i) => `class ${i}`);
+  // Without labels the model's head is not a classifier (forward gives no probabilities or label).
+  const labels = c.labels ?? [];
   prediction.setLabels(labels);
   attention.setConfig(c);
   attention.redraw();
@@ -214,7 +215,7 @@ loop.addEventListener('loaded', (e) => {
   $('#model-info').replaceChildren(
     h('b', {}, file), ` · ${c.layout} attention · ${c.n_layers} layers × ${c.n_heads} heads · d ${c.d_model} · `,
     `${c.modalities.length} modalities · ${c.time_bin} s time bins · runs in a Web Worker`);
-  addLog({ kind: 'model', text: `model loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads, ${labels.length ? `classes ${labels.join(' / ')}` : 'no classifier head'})`, time: Date.now() / 1000 });
+  addLog({ kind: 'model', text: `model loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads, ${labels.length ? `classes ${labels.join(' / ')}` : 'no class labels'})`, time: Date.now() / 1000 });
 });
 
 const pause = $('#pause');

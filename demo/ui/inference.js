@@ -12,13 +12,6 @@ export function knownStreams(streams, config) {
     s.sensor >= 0 && s.sensor < config.n_sensors && s.samples.length > 0);
 }
 
-export function softmax(values) {
-  const max = Math.max(...values);
-  const e = Array.from(values, (v) => Math.exp(v - max));
-  const sum = e.reduce((a, b) => a + b, 0);
-  return e.map((v) => v / sum);
-}
-
 const median = (xs) => {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -134,9 +127,10 @@ export class InferenceLoop extends EventTarget {
     if (this.#completions.length > 30) this.#completions.shift();
     this.updates++;
     if (session !== this.getSession()) return;  // the source changed meanwhile
-    const probabilities = result.head ? softmax(result.head) : null;
+    // The prediction is the model's own (forward's probabilities and label, given when the config
+    // has labels), so the page shows what a user of the library gets.
     this.dispatchEvent(new CustomEvent('result', {
-      detail: { result, window, end, seconds: this.seconds, latencyMs, probabilities, session, stats: this.stats },
+      detail: { result, window, end, seconds: this.seconds, latencyMs, session, stats: this.stats },
     }));
   }
 }

@@ -1,4 +1,4 @@
-// The prediction card: the model's class (softmax of its head) with probabilities, the inference
+// The prediction card: the model's class and probabilities (forward's label and probabilities), the inference
 // latency and update rate, and a strip of the recent predictions (with the simulator's ground
 // truth above them when the signals are simulated).
 import { fitCanvas, h, hostNow } from './dom.js';
@@ -32,21 +32,39 @@ export class PredictionPanel {
 
   /** detail: InferenceLoop 'result' detail; truth: the simulator's activity at the window end (or null). */
   update(detail, truth) {
-    const p = detail.probabilities;
+    // Given by forward when the config has labels; null both when the window held no present
+    // token (a head from no data), absent without labels (the head is then not a classifier).
+    const { probabilities: p = null, label = null } = detail.result;
     const tokens = detail.result.tokens;
     const present = tokens.present.reduce((a, b) => a + b, 0);
     this.tokens.textContent = `${tokens.time.length}`;
     this.tokens.title = `${present} present, ${tokens.time.length - present} masked (missing data)`;
     this.showStats(detail.stats);
-    if (!p) {
-      this.predicted.textContent = 'no classifier head';
+    if (!this.labels.length) {
+      this.predicted.textContent = 'no class labels';
+      this.predicted.title = 'The model\'s config has no labels: its head is not a classifier, so there is no prediction to show.';
       this.predicted.classList.add('none');
       return;
     }
-    let best = 0;
-    p.forEach((v, i) => { if (v > p[best]) best = i; });
-    const name = this.labels[best] ?? `class ${best}`;
+    if (!p) {
+      this.predicted.textContent = '–';
+      this.predicted.title = 'No present token in the window: no prediction from no data.';
+      this.predicted.classList.add('none');
+      delete this.predicted.dataset.cls;
+      this.confidence.textContent = '–';
+      for (const b of this.#bars) {
+        b.fill.style.setProperty('--p', '0');
+        b.value.textContent = '–';
+        b.row.classList.remove('best');
+      }
+      this.#pushHistory(detail.end, -1, truth);
+      return;
+    }
+    const best = this.labels.indexOf(label);
+    const name = label;
     this.predicted.textContent = name;
+    this.predicted.title = '';
+    this.predicted.classList.remove('none');
     this.predicted.dataset.cls = name;
     // Announced (a polite live region) only when the class changes: a screen reader hearing the
     // same word every second could not use the page for anything else.
@@ -66,8 +84,13 @@ export class PredictionPanel {
     } else {
       this.truth.hidden = true;
     }
-    this.#history.push({ t: detail.end, best, truth });
-    while (this.#history.length && this.#history[0].t < detail.end - HISTORY_SECONDS - 5) this.#history.shift();
+    this.#pushHistory(detail.end, best, truth);
+  }
+
+  // best: the label's index, -1 for a window without a prediction (drawn as a gap).
+  #pushHistory(end, best, truth) {
+    this.#history.push({ t: end, best, truth });
+    while (this.#history.length && this.#history[0].t < end - HISTORY_SECONDS - 5) this.#history.shift();
     this.drawHistory();
   }
 

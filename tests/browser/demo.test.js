@@ -10,10 +10,11 @@
 //   node --test tests/browser/
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, waitFor, watch } from './helpers.js';
+import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
 
 const OUTAGE = 1;  // s the strap stays out of range: the device layer's first retry (2 s) succeeds
 // The page's simulator. Seed 9912 puts the thermometer's first reading at the end of its 5 s
@@ -323,6 +324,67 @@ test('the prediction is a polite live region, announced when the class changes, 
   assert.equal(await page.textContent('#announce'), `Predicted activity: ${await page.textContent('#predicted')}`);
   // textContent replaces the text node: one mutation record batch per write.
   assert.equal(seen.writes, seen.classes.length - 1, `announced ${seen.writes} times for class changes ${JSON.stringify(seen.classes)}`);
+});
+
+/** A copy of the page's model whose config has no `labels` (the safetensors header rewritten), served from demo/<dir>/. */
+function unlabeledModel() {
+  const source = ctx.model.query ? join(repo, 'demo', /model=([^&]+)/.exec(ctx.model.query)[1]) : join(repo, 'demo/model/demo.safetensors');
+  const bytes = readFileSync(source);
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
+  const config = JSON.parse(header.__metadata__.config);
+  assert.ok(Array.isArray(config.labels) && config.labels.length > 0, 'the page\'s model has no labels: this test could not tell the cases apart');
+  delete config.labels;
+  header.__metadata__.config = JSON.stringify(config);
+  // Tensor offsets count from the end of the header, so a shorter header is fine; padded with
+  // spaces to a multiple of 8 bytes, as safetensors writers do.
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+  const dir = `unlabeled-${process.pid}`;
+  mkdirSync(join(repo, 'demo', dir), { recursive: true });
+  writeFileSync(join(repo, 'demo', dir, 'model.safetensors'), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
+  return { query: `model=${dir}/model.safetensors`, cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }) };
+}
+
+test('the card shows forward\'s own label and probabilities; a model without labels shows "no class labels", not invented classes', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'an inference update with a prediction', () => Number(document.querySelector('#updates')?.dataset.count) >= 1 && document.querySelector('.prob.best'));
+  const card = await page.evaluate(() => ({
+    predicted: document.querySelector('#predicted').textContent,
+    best: document.querySelector('.prob.best .name').textContent,
+    shown: [...document.querySelectorAll('.prob .p')].map((e) => parseFloat(e.textContent)),
+    bestShown: parseFloat(document.querySelector('.prob.best .p').textContent),
+  }));
+  assert.equal(card.best, card.predicted, `the highlighted row is not the predicted class: ${JSON.stringify(card)}`);
+  // forward's label is the arg-max of its probabilities: the highlighted value is the largest shown
+  // (to 0.1 %, so a tie within 0.05 % may show equal values, never a larger one elsewhere).
+  assert.equal(Math.max(...card.shown), card.bestShown, JSON.stringify(card));
+
+  const model = unlabeledModel();
+  const other = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await other.addInitScript({ content: CSP_HOOK });
+    const watcher = watch(other, ctx.server.url.replace(/\/$/, ''));
+    await other.goto(`${ctx.server.url}?seed=${SEED}&${model.query}`);
+    await waitFor(other, 'two inference updates (model without labels)', () => Number(document.querySelector('#updates')?.dataset.count) >= 2);
+    const shown = await other.evaluate(() => ({
+      predicted: document.querySelector('#predicted').textContent,
+      none: document.querySelector('#predicted').classList.contains('none'),
+      rows: document.querySelectorAll('.prob').length,
+      announce: document.querySelector('#announce').textContent,
+      logged: [...document.querySelectorAll('#log li[data-kind="model"] .text')].map((e) => e.textContent).join(' | '),
+    }));
+    assert.deepEqual({ predicted: shown.predicted, none: shown.none, rows: shown.rows, announce: shown.announce },
+      { predicted: 'no class labels', none: true, rows: 0, announce: '' }, JSON.stringify(shown));
+    assert.match(shown.logged, /no class labels/);
+    assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+    log('demo', `${elapsed()}: a model without labels: "${shown.predicted}", ${shown.rows} probability rows`);
+  } finally {
+    await other.close();
+    model.cleanup();
+  }
 });
 
 test('desktop 1440x900: the events card ends with its list', async () => {
