@@ -1,10 +1,15 @@
 """Write a SensorformerRef (or any module with the same state_dict) as a sensorformer weight file.
 
-    export_safetensors(model, config, "model.safetensors", dtype="F32" | "F16" | "BF16")
+    export_safetensors(model, config, "model.safetensors", dtype="F32" | "F16" | "BF16",
+                       labels=["rest", "walk", "run"])   # optional: the head's class names
 
 Every tensor of `model.state_dict()` is written in state_dict order, row-major, little-endian
 (the time encoding's `time_encoding.inv_freq` in its own F64/F32, the rest in `dtype`),
-with `__metadata__ = {"config": json.dumps(config)}` (docs/model.md, "Weights file"). Parameters
+with `__metadata__ = {"config": json.dumps(config)}` (docs/model.md, "Weights file"). `labels`
+(or a "labels" list already in the config) names the head's outputs: the loader then gives
+`probabilities` and `label` with every forward. They are checked as the loader checks them
+(src/model/config.cpp): n_outputs distinct strings of 1 to 256 UTF-8 bytes, so a file this writes
+is never one the runtime refuses for its labels. Parameters
 are first taken as float32; F16 is torch's float16 conversion, BF16 the upper 16 bits of the
 float32 rounded to nearest even (torch's bfloat16 conversion, cross-checked bit for bit).
 
@@ -41,10 +46,49 @@ def storage_array(tensor, dtype):
     raise ValueError(f"unsupported dtype {dtype!r}")
 
 
-def export_safetensors(model, config, path, dtype="F32"):
+# src/core/limits.hpp kMaxNameBytes: a label's (and a modality's) name, in UTF-8 bytes.
+MAX_NAME_BYTES = 256
+
+
+def with_labels(config, labels=None):
+    """A copy of `config` with `labels` (when given) in it, checked as the loader checks them;
+    ValueError naming the problem otherwise. The caller's config is not changed."""
+    out = dict(config)
+    if labels is not None:
+        labels = list(labels) if not isinstance(labels, str) else labels
+        if "labels" in config and config["labels"] != labels:
+            raise ValueError(f"labels: the config already has labels {config['labels']!r}, and labels={labels!r} differ")
+        out["labels"] = labels
+    if "labels" not in out:
+        return out
+    labels = out["labels"]
+    n_outputs = config.get("n_outputs", 0)
+    want = (f"labels must be a list of {n_outputs} distinct names of 1 to {MAX_NAME_BYTES} UTF-8 bytes "
+            "(one per head output, n_outputs)")
+    if n_outputs == 0:
+        raise ValueError("labels name the head's outputs, but n_outputs is 0 (no head)")
+    if not isinstance(labels, list) or len(labels) != n_outputs:
+        got = f"{len(labels)} entries" if isinstance(labels, list) else type(labels).__name__
+        raise ValueError(f"{want}, got {got}")
+    seen = set()
+    for i, name in enumerate(labels):
+        try:
+            size = len(name.encode("utf-8")) if isinstance(name, str) else 0
+        except UnicodeEncodeError:  # a lone surrogate: not a string JSON readers accept
+            size = 0
+        if not 1 <= size <= MAX_NAME_BYTES:
+            raise ValueError(f"{want}; entry {i} is {name!r}"[:400])
+        if name in seen:
+            raise ValueError(f"{want}; {name!r} is listed twice")
+        seen.add(name)
+    return out
+
+
+def export_safetensors(model, config, path, dtype="F32", labels=None):
     """The time encoding's table (`time_encoding.inv_freq`) is written in its own dtype, F64 or F32,
     whatever `dtype` the weights take: it is what the module computed its encoding with, and F16
-    would move a day-old angle by radians."""
+    would move a day-old angle by radians. `labels`: the head's class names (see with_labels)."""
+    config = with_labels(config, labels)
     state = model.state_dict()
     shapes = expected_tensor_shapes(config)
     assert {k: tuple(v.shape) for k, v in state.items()} == shapes, "state_dict does not match config"
