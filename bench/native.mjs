@@ -1,7 +1,8 @@
 // The C++ kernels timed by bench/kernels.cpp (sensorformer_bench), built three ways: WebAssembly
 // (build/wasm, run under Node), native SSE4.1 only (build/bench-sse41, -DSF_NATIVE_ARCH=OFF: the
 // same 128-bit instruction set the WebAssembly build maps to) and native -march=native
-// (build/native). Each build folder is configured and the target built, incrementally. The three
+// (build/native). Each build folder is configured and the target built, incrementally (a folder
+// copied from another checkout is removed first and configured afresh: tools/build-dir.sh). The three
 // binaries run in alternation (wasm, sse4.1, native, wasm, ...) and each kernel's median over the
 // passes is kept; each pass itself reports medians of interleaved repetitions.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -11,14 +12,26 @@ import { median, table } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-function build(dir, configure, log) {
+/**
+ * tools/build-dir.sh's guard, as tools/build.sh runs it: a build folder configured for another
+ * checkout (a copied build/, a moved checkout) makes CMake refuse to configure, so it is removed,
+ * with a one-line note on stderr, and configured afresh. `dir` is relative to the repository.
+ */
+export function resetForeignBuildDir(dir) {
+  execFileSync('bash', ['-c', 'source tools/build-dir.sh && reset_foreign_build_dir "$1"', 'reset_foreign_build_dir', dir],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+// `run`: execFileSync's signature; tests/js/bench-native.test.js records the calls.
+export function build(dir, configure, log, run = execFileSync) {
   const env = { ...process.env, NODE_PATH: ['/usr/share/nodejs', process.env.NODE_PATH].filter(Boolean).join(':') };
+  resetForeignBuildDir(dir);
   // Configured every time (a second or two when up to date): a folder configured before the
   // bench target existed has no rule for it until CMake runs again.
   log(`configuring ${dir}`);
-  execFileSync(configure[0], configure.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  run(configure[0], configure.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   log(`building ${dir} sensorformer_bench`);
-  execFileSync('cmake', ['--build', dir, '--target', 'sensorformer_bench', '-j2'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  run('cmake', ['--build', dir, '--target', 'sensorformer_bench', '-j2'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 // goal(what, measured, met): records issue 10's kernel goals (bench/peers.mjs prints them).
