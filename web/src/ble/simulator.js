@@ -886,8 +886,8 @@ export class SimulatedBluetooth extends FakeBluetooth {
     const fake = sim.fake, phys = this.physiology, start = this.start;
     const t = { intervalSeconds: 5, exponent: -2, timeField: true, type: null, ...(this.options.thermometer ?? {}) };
     if (t.exponent !== -1 && t.exponent !== -2) throw invalid(`thermometer.exponent must be -1 or -2, got ${describe(t.exponent)}`);
-    // The Measurement Interval characteristic is a uint16 of seconds (Bluetooth SIG Health
-    // Thermometer Service 1.0, 3.4); 0 there means "no periodic measurement", which this device does not model.
+    // The Measurement Interval characteristic (0x2A21) is a uint16 of seconds (Bluetooth SIG Health
+    // Thermometer Service); 0 there means "no periodic measurement", which this device does not model.
     if (!(Number.isInteger(t.intervalSeconds) && t.intervalSeconds >= 1 && t.intervalSeconds <= 65535)) {
       throw invalid(`thermometer.intervalSeconds must be an integer 1-65535, got ${describe(t.intervalSeconds)}`);
     }
