@@ -14,8 +14,12 @@ reset_foreign_build_dir() {
   [ -f "$cache" ] || return 0
   home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$cache")
   cachedir=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$cache")
-  if ! same_dir "$home" . || ! same_dir "$cachedir" "$dir"; then
+  if ! same_dir "$home" .; then
     echo "$dir: configured for ${home:-an unknown source folder} (not $(pwd -P)); removing it and configuring afresh" >&2
+    rm -rf -- "$dir"
+  elif ! same_dir "$cachedir" "$dir"; then
+    # The source folder matches but the cache was written elsewhere: a checkout moved with its build/.
+    echo "$dir: configured in ${cachedir:-an unknown folder} (this one is $(cd "$dir" && pwd -P)); removing it and configuring afresh" >&2
     rm -rf -- "$dir"
   fi
 }
