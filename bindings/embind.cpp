@@ -237,6 +237,8 @@ class ModelHandle {
     r.set("outputs", outputs);
     r.set("layout", std::string(sf::layout_name(c.layout)));
     r.set("causal", c.causal);
+    // null: unlimited (the config's key absent or null).
+    r.set("attentionLookbackS", c.has_lookback() ? val(c.attention_lookback_s) : val::null());
     r.set("dModel", c.d_model);
     r.set("nHeads", c.n_heads);
     r.set("nLayers", c.n_layers);

@@ -14,7 +14,7 @@ namespace sf {
 
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o, float* x, int n,
                      const std::uint8_t* key_ignore, const int* key_limit, float* attn,
-                     LayerWorkspace* workspace) {
+                     LayerWorkspace* workspace, const int* key_start) {
   const bool ref = o.kernels == kernels::KernelSet::kReference;
   const auto layer_norm = ref ? kernels::layer_norm_ref : kernels::layer_norm;
   const auto add_layer_norm = ref ? kernels::add_layer_norm_ref : kernels::add_layer_norm;
@@ -34,6 +34,7 @@ Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o,
   MhaOptions mha;
   mha.key_padding_mask = key_ignore;
   mha.key_limit = key_limit;
+  mha.key_start = key_start;
   mha.weights = attn ? AttentionWeights::kPerHead : AttentionWeights::kNone;
   mha.kernels = o.kernels;
   mha.workspace = &ws.mha;

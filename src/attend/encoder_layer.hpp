@@ -51,11 +51,11 @@ struct EncoderLayerOptions {
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };
 
-// x:(n, d) updated in place. key_ignore (n) and key_limit (n) as in multihead_attention; attn
-// (H, n, n) receives the per-head attention weights when not null.
+// x:(n, d) updated in place. key_ignore (n), key_limit (n) and key_start (n) as in
+// multihead_attention; attn (H, n, n) receives the per-head attention weights when not null.
 // workspace may be null (the call allocates its own buffers).
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& options, float* x,
                      int n, const std::uint8_t* key_ignore, const int* key_limit, float* attn,
-                     LayerWorkspace* workspace = nullptr);
+                     LayerWorkspace* workspace = nullptr, const int* key_start = nullptr);
 
 }  // namespace sf

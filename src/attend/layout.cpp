@@ -44,4 +44,15 @@ std::vector<int> time_causal_limits(const std::vector<double>& sorted_times) {
   return limit;
 }
 
+std::vector<int> time_lookback_starts(const std::vector<double>& sorted_times, double lookback_s) {
+  std::vector<int> start(sorted_times.size());
+  for (size_t i = 0; i < sorted_times.size(); ++i) {
+    const double ti = sorted_times[i];
+    start[i] = static_cast<int>(std::partition_point(sorted_times.begin(), sorted_times.end(),
+                                                     [&](double tj) { return ti - tj > lookback_s; }) -
+                                sorted_times.begin());
+  }
+  return start;
+}
+
 }  // namespace sf

@@ -22,4 +22,10 @@ TokenGroups group_tokens(const Tokens& tokens, AttentionBlock block, double time
 // For tokens sorted by time: key_limit[i] = number of keys whose time is <= times[i].
 std::vector<int> time_causal_limits(const std::vector<double>& sorted_times);
 
+// For tokens sorted by time and a look-back of W seconds: key_start[i] = index of the first key j
+// with times[i] - times[j] <= W (in float64, the expression the reference evaluates), so keys
+// [key_start[i], key_limit[i]) are those in [t_i - W, t_i]. Float64 subtraction is monotone, so
+// the kept keys are one contiguous run of the sorted group.
+std::vector<int> time_lookback_starts(const std::vector<double>& sorted_times, double lookback_s);
+
 }  // namespace sf

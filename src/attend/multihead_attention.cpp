@@ -105,7 +105,7 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
     if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
     head(L, S, Dh, scale, qp + h * Dh, ldq, kp + h * Dh, ldkv,
          vp + h * Dh, ldkv, options.key_padding_mask, key_limit,
-         ctx.data() + h * Dh, E, weights, &workspace);
+         ctx.data() + h * Dh, E, weights, &workspace, options.key_start);
     if (options.weights == AttentionWeights::kAveraged)
       for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;
   }

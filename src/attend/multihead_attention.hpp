@@ -52,6 +52,7 @@ struct MhaOptions {
   const std::uint8_t* key_padding_mask = nullptr;  // (S) or null
   bool causal = false;
   const int* key_limit = nullptr;                  // (L) or null; overrides causal
+  const int* key_start = nullptr;                  // (L) or null: keys j < key_start[i] masked (look-back)
   AttentionWeights weights = AttentionWeights::kNone;  // kNone takes the online-softmax path
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
   MhaWorkspace* workspace = nullptr;  // null: the call allocates its own buffers

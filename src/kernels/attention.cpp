@@ -55,14 +55,24 @@ int valid_keys(int i, int S, const int* key_limit) {
   return key_limit ? std::max(0, std::min(key_limit[i], S)) : S;
 }
 
+int first_key(int i, int S, const int* key_start) {
+  return key_start ? std::max(0, std::min(key_start[i], S)) : 0;
+}
+
 // Explicit path of the twin: weights:(L,S) = masked_softmax(scale * q.k^T), out = weights.v.
+// Keys before key_start[i] get weight exactly 0: the row's softmax runs over [start, S) only.
 void attention_explicit_ref(int L, int S, int Dh, float scale, const float* q, int ldq,
                             const float* k, int ldk, const float* v, int ldv,
-                            const std::uint8_t* key_ignore, const int* key_limit, float* out,
-                            int ldo, float* weights) {
+                            const std::uint8_t* key_ignore, const int* key_limit,
+                            const int* key_start, float* out, int ldo, float* weights) {
   gemm_nt_ref(L, S, Dh, scale, q, ldq, k, ldk, nullptr, weights, S);
-  for (int i = 0; i < L; ++i)
-    masked_softmax_ref(weights + i * S, S, valid_keys(i, S, key_limit), key_ignore);
+  for (int i = 0; i < L; ++i) {
+    float* row = weights + static_cast<size_t>(i) * S;
+    const int start = first_key(i, S, key_start);
+    std::fill(row, row + start, 0.0f);
+    masked_softmax_ref(row + start, S - start, std::max(0, valid_keys(i, S, key_limit) - start),
+                       key_ignore ? key_ignore + start : nullptr);
+  }
   gemm_nn_ref(L, Dh, S, weights, S, v, ldv, out, ldo);
 }
 
@@ -98,7 +108,7 @@ fbatch exp2_nonpositive(fbatch x) {
 struct BlockState {
   alignas(64) float s[kRows * kKeyBlock];
   float m[kQueryBlock], l[kQueryBlock];
-  int lim[kQueryBlock];
+  int lim[kQueryBlock], start[kQueryBlock];  // keys [start, lim) may be seen by each query
 };
 
 // s(kRows, nc) = q(kRows, Dh) . kt(Dh, nc), nc a multiple of 2 vectors <= kKeyBlock (s and kt
@@ -225,20 +235,21 @@ float hmax(const float* x, int n) {  // n a lane multiple
 void attention_head_ref(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                         int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
                         const int* key_limit, float* out, int ldo, float* weights,
-                        AttentionWorkspace* /* unused: the twin keeps its own (L,S) scores */) {
+                        AttentionWorkspace* /* unused: the twin keeps its own (L,S) scores */,
+                        const int* key_start) {
   std::vector<float> scratch;
   if (!weights) {
     scratch.resize(static_cast<size_t>(L) * S);
     weights = scratch.data();
   }
-  attention_explicit_ref(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, key_limit, out, ldo,
-                         weights);
+  attention_explicit_ref(L, S, Dh, scale, q, ldq, k, ldk, v, ldv, key_ignore, key_limit, key_start,
+                         out, ldo, weights);
 }
 
 void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                     int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
                     const int* key_limit, float* out, int ldo, float* weights,
-                    AttentionWorkspace* workspace) {
+                    AttentionWorkspace* workspace, const int* key_start) {
   if (L <= 0 || Dh <= 0) return;
   const int tiles = (S + kKeyBlock - 1) / kKeyBlock;
   const int Sp = tiles * kKeyBlock;
@@ -298,10 +309,13 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
   for (int i0 = 0; i0 < L; i0 += kQueryBlock) {
     const int nq = std::min(kQueryBlock, L - i0);
     const int nr = (nq + kRows - 1) / kRows * kRows;  // rows past nq: zero queries, no keys
-    int kmax = 0;
+    int kmax = 0, kmin = S;
     for (int r = 0; r < nr; ++r) {
       blk.lim[r] = r < nq ? valid_keys(i0 + r, S, key_limit) : 0;
+      // Rows past nq see no key; start = S keeps them out of the block's lowest start.
+      blk.start[r] = r < nq ? first_key(i0 + r, S, key_start) : S;
       kmax = std::max(kmax, blk.lim[r]);
+      kmin = std::min(kmin, blk.start[r]);
       blk.m[r] = kNegInf;
       blk.l[r] = 0.0f;
       float* qr = qs + (r / kRows) * kRows * Dh + r % kRows;
@@ -310,22 +324,27 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     std::fill(o, o + nr * Dhp, 0.0f);
     if (tile_m) std::fill(tile_m, tile_m + static_cast<size_t>(nr) * tiles, kNegInf);
 
-    for (int t = 0; t * kKeyBlock < kmax; ++t) {  // tiles past every row's key limit: skipped
+    // Tiles past every row's key limit, and wholly before every row's look-back start: skipped.
+    for (int t = kmin / kKeyBlock; t * kKeyBlock < kmax; ++t) {
       if (tile_mask[t] == 2) continue;
       const int j0 = t * kKeyBlock;
       const int nk = std::min(kKeyBlock, S - j0);
       const float* kt_t = kt + static_cast<size_t>(t) * Dh * kKeyBlock;
       for (int r0 = 0; r0 < nr; r0 += kRows) {
         const int* lim = blk.lim + r0;
+        const int* st = blk.start + r0;
         const int lim_hi = std::max(std::max(lim[0], lim[1]), std::max(lim[2], lim[3]));
         const int lim_lo = std::min(std::min(lim[0], lim[1]), std::min(lim[2], lim[3]));
+        const int st_hi = std::max(std::max(st[0], st[1]), std::max(st[2], st[3]));
+        const int st_lo = std::min(std::min(st[0], st[1]), std::min(st[2], st[3]));
         if (lim_hi <= j0) continue;  // all four rows are causally cut before this tile
+        if (st_lo >= j0 + nk) continue;  // all four rows look back no further than past this tile
         // Columns that any row may see, in whole column pairs: a short sequence (the demo's groups
         // of 1-51 tokens) or a causal diagonal tile does not pay for a full tile of 64.
         const int nv = std::min(nk, lim_hi - j0);
         const int nc = std::min(kKeyBlock, (nv + 2 * kW - 1) / (2 * kW) * (2 * kW));
         // The fused max holds only when no column of the tile is masked for these rows.
-        const bool unmasked = tile_mask[t] == 0 && lim_lo >= j0 + nc;
+        const bool unmasked = tile_mask[t] == 0 && lim_lo >= j0 + nc && st_hi <= j0;
         float rmax[kRows];
         if (unmasked)
           tile_scores<true>(qs + r0 * Dh, Dh, kt_t, nc, s, rmax);
@@ -340,6 +359,8 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
                   .store_aligned(sr + j);
           if (lim_lo < j0 + nc)
             for (int j = std::max(0, lim[rr] - j0); j < nc; ++j) sr[j] = kNegInf;
+          if (st_hi > j0)
+            for (int j = 0, end = std::min(nc, st[rr] - j0); j < end; ++j) sr[j] = kNegInf;
           const int r = r0 + rr;
           const float mt = unmasked ? rmax[rr] : hmax(sr, nc);
           const float m_new = std::max(blk.m[r], mt);

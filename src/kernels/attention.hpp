@@ -37,14 +37,19 @@ struct AttentionWorkspace {
   std::vector<float> buffer;
 };
 
+//
+// key_start (L) or null, last so that callers without a look-back are unchanged: key j is also
+// masked for query i when j < key_start[i] (the model's time look-back over time-sorted keys,
+// layout.hpp's time_lookback_starts). Key tiles below every row's start are skipped like tiles
+// past every row's limit.
 void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                     int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
                     const int* key_limit, float* out, int ldo, float* weights,
-                    AttentionWorkspace* workspace = nullptr);
+                    AttentionWorkspace* workspace = nullptr, const int* key_start = nullptr);
 void attention_head_ref(int L, int S, int Dh, float scale, const float* q, int ldq, const float* k,
                         int ldk, const float* v, int ldv, const std::uint8_t* key_ignore,
                         const int* key_limit, float* out, int ldo, float* weights,
-                        AttentionWorkspace* workspace = nullptr);
+                        AttentionWorkspace* workspace = nullptr, const int* key_start = nullptr);
 
 // y = 2^x for x <= 0 (the softmax's exponential, in base 2), relative error <= 9.5e-8 (1.6 float32
 // ulp) for x >= -126; x < -126.5 and -inf give exactly 0. Exposed for its test.

@@ -135,6 +135,20 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
   SF_RETURN_IF_ERROR(get_bool(j, "norm_first", &c.norm_first));
   SF_RETURN_IF_ERROR(get_bool(j, "final_norm", &c.final_norm));
   SF_RETURN_IF_ERROR(get_bool(j, "causal", &c.causal));
+  // attention_lookback_s: absent or null = unlimited. The interval [t - W, t] ends at the query's
+  // own time, so it is a causal notion: a non-causal model has no meaning for it (refused rather
+  // than silently read as a symmetric window, which no streaming session could reproduce).
+  const auto lookback = j.find("attention_lookback_s");
+  if (lookback != j.end() && !lookback->is_null()) {
+    const double w = lookback->is_number() ? lookback->get<double>() : std::nan("");
+    if (!(std::isfinite(w) && w > 0))
+      return bad("\"attention_lookback_s\" must be a finite number of seconds > 0 (or null: unlimited), got " +
+                 lookback->dump());
+    if (!c.causal)
+      return bad("\"attention_lookback_s\" needs \"causal\": true (a query at time t attends to keys in "
+                 "[t - W, t]); this config has \"causal\": false");
+    c.attention_lookback_s = w;
+  }
   double eps = c.layer_norm_eps;
   // layer norm divides by sqrt(var + eps) in float32: a zero eps (1e-300 as float32) makes a
   // constant token 0 / 0.

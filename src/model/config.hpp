@@ -2,6 +2,7 @@
 // (docs/model.md). Parsing validates every field and names the one that is wrong.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct ModelConfig {
   bool final_norm = false;
   Layout layout = Layout::kFlattened;
   bool causal = false;
+  // attention_lookback_s W (seconds): a query at time t attends only to keys with t - t_key <= W
+  // (float64), on top of the causal cut t_key <= t. +Inf (the config's key absent or null): no
+  // lower limit. Finite and > 0 when given, and only with causal (docs/model.md, "Encoder").
+  double attention_lookback_s = std::numeric_limits<double>::infinity();
   double time_bin = 1.0;              // seconds, channel grouping
   double max_period = 10000.0;
   double min_present_fraction = 0.5;  // a patch needs this share of present samples
@@ -43,6 +48,7 @@ struct ModelConfig {
   // the arg-max's name.
   std::vector<std::string> labels;
 
+  bool has_lookback() const { return attention_lookback_s != std::numeric_limits<double>::infinity(); }
   int rate_buckets() const { return static_cast<int>(rate_bucket_edges_hz.size()) + 2; }
   int modality_index(const std::string& name) const;   // -1 when unknown
   int placement_index(const std::string& name) const;  // -1 when unknown

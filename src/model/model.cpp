@@ -256,7 +256,8 @@ const kernels::PackedWeights* Model::pack(const std::string& weight, const std::
 }
 
 Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups,
-                        const std::vector<std::vector<int>>& limits, const EncoderLayerWeights& w, const Tokens& t,
+                        const std::vector<std::vector<int>>& limits, const std::vector<std::vector<int>>& starts,
+                        const EncoderLayerWeights& w, const Tokens& t,
                         const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const {
   const int d = config_.d_model, H = config_.n_heads;
   const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
@@ -272,7 +273,8 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
     AttentionMap map;
     if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
     SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits[g].data(),
-                                     options.attention_maps ? map.weights.data() : nullptr, &ws->layer));
+                                     options.attention_maps ? map.weights.data() : nullptr, &ws->layer,
+                                     starts.empty() ? nullptr : starts[g].data()));
     for (int i = 0; i < n; ++i)
       std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
     if (options.attention_maps) {
@@ -365,19 +367,22 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   ws.layer.hidden.resize((ref ? largest : std::min<std::size_t>(largest, kFeedForwardRows)) * c.dim_feedforward);
   ws.layer.mha.qkv.resize(largest * 3 * d);
   ws.layer.mha.ctx.resize(largest * d);
-  // A causal model's key limits per block and group: the same for every layer.
-  std::vector<std::vector<std::vector<int>>> limits(blocks.size());
+  // A causal model's key range per block and group, [starts, limits): the same for every layer.
+  // Without a look-back, starts stay empty (no lower limit).
+  std::vector<std::vector<std::vector<int>>> limits(blocks.size()), starts(blocks.size());
   if (c.causal)
     for (size_t b = 0; b < blocks.size(); ++b)
       for (const std::vector<int>& members : groups[b]) {
         std::vector<double> times(members.size());
         for (size_t i = 0; i < members.size(); ++i) times[i] = t.time[members[i]];
         limits[b].push_back(time_causal_limits(times));
+        if (c.has_lookback()) starts[b].push_back(time_lookback_starts(times, c.attention_lookback_s));
       }
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t b = 0; b < blocks.size(); ++b)  // factorized: layers.{l} (time), channel_layers.{l}
-      SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], limits[b], b == 0 ? layers_[l] : channel_layers_[l], t,
-                                   options, r.embeddings.data(), &r.attention, &ws));
+      SF_RETURN_IF_ERROR(run_block(l, blocks[b], groups[b], limits[b], starts[b],
+                                   b == 0 ? layers_[l] : channel_layers_[l], t, options, r.embeddings.data(),
+                                   &r.attention, &ws));
   if (c.final_norm && T > 0)
     (ref ? kernels::layer_norm_ref : kernels::layer_norm)(r.embeddings.data(), T, d, param("encoder.norm.weight"),
                                                           param("encoder.norm.bias"), c.layer_norm_eps, r.embeddings.data());

@@ -98,10 +98,12 @@ class Model {
     std::vector<float> group;          // (g, d) the group's rows, gathered
     std::vector<std::uint8_t> ignore;  // (g)
   };
-  // limits: per group, its time-causal key limits (causal models; empty otherwise), computed once
-  // per forward since every layer sees the same groups.
+  // limits: per group, its time-causal key limits (causal models; empty otherwise); starts: per
+  // group, its look-back key starts (models with attention_lookback_s; empty otherwise). Computed
+  // once per forward since every layer sees the same groups.
   Status run_block(int layer, AttentionBlock block, const TokenGroups& groups,
-                   const std::vector<std::vector<int>>& limits, const EncoderLayerWeights& w, const Tokens& t,
+                   const std::vector<std::vector<int>>& limits, const std::vector<std::vector<int>>& starts,
+                   const EncoderLayerWeights& w, const Tokens& t,
                    const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const;
 
   ModelConfig config_;

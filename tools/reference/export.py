@@ -26,7 +26,7 @@ import sys
 import numpy as np
 import torch
 
-from sensorformer_ref import INV_FREQ, SensorformerRef, expected_tensor_shapes
+from sensorformer_ref import INV_FREQ, SensorformerRef, check_lookback, expected_tensor_shapes
 from st_io import f32_to_bf16_bits, read_safetensors, write_safetensors
 
 STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -89,6 +89,7 @@ def export_safetensors(model, config, path, dtype="F32", labels=None):
     whatever `dtype` the weights take: it is what the module computed its encoding with, and F16
     would move a day-old angle by radians. `labels`: the head's class names (see with_labels)."""
     config = with_labels(config, labels)
+    check_lookback(config)  # a file the loader would refuse is never written
     state = model.state_dict()
     shapes = expected_tensor_shapes(config)
     assert {k: tuple(v.shape) for k, v in state.items()} == shapes, "state_dict does not match config"

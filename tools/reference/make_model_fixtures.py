@@ -1,7 +1,8 @@
 """Generate the end-to-end model fixtures in tests/fixtures/model/ (see FIXTURES.md).
 
 * {model}.safetensors  - weight files (docs/model.md format) of small random models covering every
-  layout, pre/post norm, relu/gelu, causal masks, final norm, heads, and F16/BF16 storage.
+  layout, pre/post norm, relu/gelu, causal masks, look-back windows (attention_lookback_s, every
+  layout), final norm, heads, and F16/BF16 storage.
 * windows.json         - three input windows (docs/model.md input format) at Unix-epoch times.
 * expected.safetensors - reference outputs of every model on every window, computed in float64
   by tools/reference/sensorformer_ref.py from the stored (float32, or f16/bf16-rounded) weights.
@@ -10,7 +11,8 @@ On the way it asserts, on the reference itself: the hand-written layer math equa
 nn.TransformerEncoderLayer (math path, float64) on every query that has an unmasked key; the
 exported files read back exactly; permuting streams and appending entirely missing streams leave
 the pooled output unchanged; shifting a window in absolute time changes nothing; a causal model's
-embeddings do not depend on later samples.
+embeddings do not depend on later samples; a look-back model's do not depend on tokens older than
+their receptive field (n_layers * W, twice that when factorized).
 
     /usr/bin/python3 tools/reference/make_model_fixtures.py            # regenerate
     /usr/bin/python3 tools/reference/make_model_fixtures.py --check    # validate existing files
@@ -65,6 +67,27 @@ MODELS = {
                                                            causal=True, time_bin=1.0,
                                                            n_outputs=0)),
 }
+# Causal models with a look-back W (attention_lookback_s), one per layout, each W short enough to
+# cut keys inside its groups: channel groups span one time_bin, so W < time_bin there.
+MODELS.update({
+    "flattened_lookback": ("flattened_lookback", "F32", dict(layout="flattened", norm_first=True,
+                                                             activation="gelu", final_norm=True,
+                                                             causal=True, attention_lookback_s=2.0,
+                                                             n_outputs=2)),
+    "time_lookback": ("time_lookback", "F32", dict(layout="time", norm_first=False, activation="relu",
+                                                   final_norm=False, causal=True,
+                                                   attention_lookback_s=1.5, n_outputs=0, n_heads=4)),
+    "channel_lookback": ("channel_lookback", "F32", dict(layout="channel", norm_first=True,
+                                                         activation="gelu", final_norm=False,
+                                                         causal=True, time_bin=2.0,
+                                                         attention_lookback_s=0.5, n_outputs=0)),
+    "factorized_lookback": ("factorized_lookback", "F32", dict(layout="factorized", norm_first=True,
+                                                               activation="gelu", final_norm=True,
+                                                               causal=True, time_bin=1.0,
+                                                               attention_lookback_s=0.75,
+                                                               n_outputs=3)),
+})
+LOOKBACK_MODELS = [n for n in MODELS if "attention_lookback_s" in MODELS[n][2]]
 MODELS["factorized_f16"] = ("factorized", "F16", MODELS["factorized"][2])
 MODELS["factorized_bf16"] = ("factorized", "BF16", MODELS["factorized"][2])
 # The time model with the time-encoding table a seed-000 module trains with: float32
@@ -72,7 +95,8 @@ MODELS["factorized_bf16"] = ("factorized", "BF16", MODELS["factorized"][2])
 MODELS["time_f32_table"] = ("time", "F32", MODELS["time"][2])
 SEED_TABLE_MODELS = {"time_f32_table"}
 CONFIG_ORDER = ["format", "d_model", "n_heads", "n_layers", "dim_feedforward", "activation",
-                "norm_first", "layer_norm_eps", "final_norm", "layout", "causal", "time_bin",
+                "norm_first", "layer_norm_eps", "final_norm", "layout", "causal",
+                "attention_lookback_s", "time_bin",
                 "max_period", "min_present_fraction", "n_sensors", "modalities", "placements",
                 "rate_bucket_edges_hz", "n_outputs"]
 
@@ -90,7 +114,7 @@ def seed_of(name):
 def config_of(name):
     merged = dict(COMMON, time_bin=1.0)  # time_bin is unused by flattened/time; written anyway
     merged.update(MODELS[name][2])
-    return {k: merged[k] for k in CONFIG_ORDER}
+    return {k: merged[k] for k in CONFIG_ORDER if k in merged}  # look-back only where set
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,11 +389,63 @@ def check_causal_truncation(model, window, seconds=5.0):
     return len(pairs), len(out["token_time"]), len(base["token_time"]), first_change - cutoff + seconds
 
 
+def check_lookback_truncation(model, window):
+    """With a look-back W, a token's output depends only on tokens at most B * W older (B = the
+    attention blocks a token passes: n_layers, twice that when factorized): dropping every token
+    older than a cutoff leaves the embeddings of tokens at or after cutoff + B * W unchanged, with
+    the same reference time. Event-driven streams lose their older events (whole patches);
+    regular streams keep their samples' times (a new startTime would round the later patch times
+    differently) and have the older patches marked missing: absent tokens are masked as keys, so
+    they reach no other token. tests/cpp/test_lookback.cpp drops regular patches outright at rates
+    whose patch times are exact."""
+    config = model.config
+    base = model(window)
+    blocks = config["n_layers"] * (2 if config["layout"] == "factorized" else 1)
+    span = blocks * config["attention_lookback_s"]
+    t_all = base["token_time"].tolist()
+    cutoff = min(t_all) + 0.4 * (max(t_all) - min(t_all) - span)
+    patch = {m["name"]: m["patch_len"] for m in config["modalities"]}
+    streams = []
+    for s in window["streams"]:
+        s, P = dict(s), patch[s["modality"]]
+        if s.get("timestamps") is not None:
+            k = next((k for k in range(0, len(s["timestamps"]), P) if s["timestamps"][k] >= cutoff),
+                     len(s["timestamps"]))
+            s["timestamps"] = s["timestamps"][k:]
+            s["samples"] = s["samples"][k:]
+            if s.get("present") is not None:
+                s["present"] = s["present"][k:]
+        else:
+            n = len(s["samples"])
+            k = next((k for k in range(0, n, P) if s["startTime"] + k / s["rateHz"] >= cutoff), n)
+            s["samples"] = [None] * k + s["samples"][k:]
+        streams.append(s)
+    out = model(dict(window, streams=streams, referenceTime=base["referenceTime"]))
+    orig = {(s, t): i for i, (s, t) in enumerate(zip(base["token_stream"].tolist(), t_all))}
+    pairs = [(i, orig[(s, t)]) for i, (s, t) in
+             enumerate(zip(out["token_stream"].tolist(), out["token_time"].tolist()))
+             if t >= cutoff + span]
+    assert pairs and int(out["token_present"].sum()) < int(base["token_present"].sum())
+    ia, ib = zip(*pairs)
+    diff = maxdiff(out["embeddings"][list(ia)], base["embeddings"][list(ib)])
+    assert diff < TOL, diff
+    # and the look-back is not vacuous: without it those tokens differ
+    unlimited = copy.deepcopy(model)
+    unlimited.config = {k: v for k, v in config.items() if k != "attention_lookback_s"}
+    moved = maxdiff(unlimited(window)["embeddings"], base["embeddings"])
+    assert moved > 1e-3, moved
+    return len(pairs), len(t_all), moved
+
+
 def check_fixture_times(out, config):
     """Keep the fixtures away from float64 knife edges: distinct token times (no ties to order),
-    channel-bin boundaries not within 1e-6 s."""
+    channel-bin boundaries not within 1e-6 s, no two token times exactly W +- 1e-6 s apart."""
     t = sorted(out["token_time"].tolist())
     assert all(b - a > 1e-6 for a, b in zip(t, t[1:])), "token times too close"
+    w = config.get("attention_lookback_s")
+    if w is not None:
+        assert all(abs((b - a) - w) > 1e-6 for i, a in enumerate(t) for b in t[i + 1:]), \
+            "two token times on the look-back edge"
     if config["layout"] in ("channel", "factorized"):
         for ti in t:
             r = (ti - out["referenceTime"]) / config["time_bin"]
@@ -451,6 +527,10 @@ def generate(out_dir):
         for w in windows:
             check_shift(model, w)
         line = f"{name}: permutation |d pooled| {perm:.1e}, missing streams {miss:.1e}, shift ok"
+        if config.get("attention_lookback_s") is not None:
+            kept, total, moved = check_lookback_truncation(model, w0)
+            line += (f", look-back: {kept} of {total} tokens unchanged when older tokens are "
+                     f"dropped; without the look-back they move by {moved:.1e}")
         if config["causal"]:
             kept, t_trunc, t_full, first = check_causal_truncation(model, w0)
             line += (f", truncation to 5 s: {t_full} -> {t_trunc} tokens, {kept} compared "

@@ -29,7 +29,8 @@ NaN or None in `samples` is a missing sample. The pipeline is four small functio
       One stock nn.TransformerEncoderLayer's parameters applied to one group with our own math:
       identical to torch's math path, except that a query with no unmasked key gets a zero
       attention context (zero weights) where torch 1.13 returns NaN. Absent tokens are masked as
-      keys; with `causal`, key j is masked for query i when t_j > t_i.
+      keys; with `causal`, key j is masked for query i when t_j > t_i, and with
+      `attention_lookback_s` W (causal models only) also when t_i - t_j > W (float64).
   pool(model, x, present) -> (embeddings, pooled, head)
       Optional final LayerNorm, mean over present tokens (zero vector when none), optional head.
 
@@ -86,6 +87,7 @@ class SensorformerRef(nn.Module):
         assert config.get("format", FORMAT) == FORMAT
         assert config["layout"] in BLOCKS and config["activation"] in ("relu", "gelu")
         assert config["d_model"] % 2 == 0 and config["d_model"] % config["n_heads"] == 0
+        check_lookback(config)
         self.config = dict(config)
         self.tokenizer = Tokenizer(config)
         self.time_encoding = TimeEncoding(config)
@@ -262,13 +264,28 @@ def groups(tokens, block, time_bin=None):
     raise ValueError(block)
 
 
-def key_mask(tokens, idx, causal):
+def check_lookback(config):
+    """attention_lookback_s, as the loader checks it: absent or None (unlimited), or a finite
+    number of seconds > 0 in a causal config. ValueError otherwise."""
+    w = config.get("attention_lookback_s")
+    if w is None:
+        return
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+        raise ValueError(f"attention_lookback_s must be a finite number of seconds > 0 (or None), got {w!r}")
+    if not config.get("causal", False):
+        raise ValueError("attention_lookback_s needs causal: True (a query at time t attends to keys "
+                         "in [t - W, t]); this config has causal: False")
+
+
+def key_mask(tokens, idx, causal, lookback=None):
     """(g, g) bool, True = key j hidden from query i."""
     idx = torch.tensor(idx, dtype=torch.int64)
     mask = (~tokens.present[idx])[None, :].expand(len(idx), len(idx)).clone()
     if causal:
-        t = tokens.time[idx]
+        t = tokens.time[idx]  # float64, absolute seconds: the differences are the C++ ones
         mask |= t[None, :] > t[:, None]
+        if lookback is not None:
+            mask |= (t[:, None] - t[None, :]) > lookback
     return mask
 
 
@@ -307,6 +324,7 @@ def encoder_layer(layer, x, mask):
 def encode(model, tokens, layer_hook=None):
     cfg, enc = model.config, model.encoder
     causal = cfg.get("causal", False)
+    lookback = cfg.get("attention_lookback_s")
     x, attention = tokens.x, {}
     for i in range(cfg["n_layers"]):
         for block in BLOCKS[cfg["layout"]]:
@@ -314,7 +332,7 @@ def encode(model, tokens, layer_hook=None):
                 else enc.layers[i]
             y = x.clone()
             for gi, idx in enumerate(groups(tokens, block, cfg.get("time_bin"))):
-                mask = key_mask(tokens, idx, causal)
+                mask = key_mask(tokens, idx, causal, lookback)
                 out, w = encoder_layer(layer, x[idx], mask)
                 if layer_hook is not None:
                     layer_hook(layer, x[idx], mask, out, w)
