@@ -223,6 +223,8 @@ export interface ModelConfig {
   final_norm?: boolean;
   layout: 'flattened' | 'time' | 'channel' | 'factorized';
   causal?: boolean;
+  /** Look-back W in seconds (finite, > 0, needs causal: true); absent or null: unlimited. */
+  attention_lookback_s?: number | null;
   time_bin?: number;
   max_period?: number;
   min_present_fraction?: number;
@@ -282,6 +284,11 @@ export interface ModelInfo {
   readonly outputs: ModelOutputs;
   readonly layout: 'flattened' | 'time' | 'channel' | 'factorized';
   readonly causal: boolean;
+  /**
+   * Seconds W of causal look-back (config `attention_lookback_s`): a query at time t attends only
+   * to keys in [t - W, t]. null: unlimited.
+   */
+  readonly attentionLookbackS: number | null;
   readonly dModel: number;
   readonly nHeads: number;
   readonly nLayers: number;

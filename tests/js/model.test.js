@@ -292,6 +292,25 @@ test('loading errors are typed and name the problem', async () => {
   assert.equal((await code(42)).code, 'INVALID_ARGUMENT');
 });
 
+test('attention_lookback_s: a bad value, or a look-back without causal, is BAD_FORMAT naming the keys', async () => {
+  const refused = async (edit) => {
+    try { await loadModel(edited('flattened_lookback', { config: edit }), { warmup: false }); } catch (e) {
+      assert.ok(e instanceof SensorformerError && e.code === 'BAD_FORMAT', String(e));
+      return e.message;
+    }
+    assert.fail('loaded');
+  };
+  for (const bad of [0, -2, '2', true, [1]])
+    assert.match(await refused((c) => { c.attention_lookback_s = bad; }), /attention_lookback_s/, String(bad));
+  const message = await refused((c) => { c.causal = false; });
+  assert.match(message, /attention_lookback_s/);
+  assert.match(message, /causal/);
+  // null means unlimited: the model is then its causal self
+  const m = await loadModel(edited('flattened_lookback', { config: (c) => { c.attention_lookback_s = null; } }), { warmup: false });
+  assert.equal(m.info.attentionLookbackS, null);
+  m.dispose();
+});
+
 test('dispose frees the model; using it afterwards is a typed error', async () => {
   const m = await loadModel(readFileSync(fixturePath('model/time.safetensors')));
   m.forward(windows[2]);
@@ -408,6 +427,7 @@ test('model.info: inputs, outputs, architecture and size, from the file as an in
       [info.layout, info.causal, info.dModel, info.nHeads, info.nLayers, info.dimFeedforward, info.activation, info.normFirst, info.finalNorm, info.timeBin, info.maxPeriod],
       [c.layout, c.causal ?? false, c.d_model, c.n_heads, c.n_layers, c.dim_feedforward, c.activation ?? 'relu', c.norm_first ?? false, c.final_norm ?? false, c.time_bin ?? 1, c.max_period ?? 10000], name);
     assert.equal(info.layerNormEps, Math.fround(c.layer_norm_eps ?? 1e-5), name);
+    assert.equal(info.attentionLookbackS, c.attention_lookback_s ?? null, name);
     // Parameters: every tensor's elements but the time table (a buffer, as torch counts them).
     const params = Object.entries(header).filter(([t]) => t !== '__metadata__' && t !== 'time_encoding.inv_freq').reduce((n, [, t]) => n + t.shape.reduce((a, b) => a * b, 1), 0);
     assert.equal(info.size.parameters, params, name);
@@ -421,8 +441,8 @@ test('model.info fills in the defaults of a config that leaves them out', async 
   const m = await loadModel(edited('time', { config: (c) => { for (const k of optional) delete c[k]; } }), { warmup: false });
   const { info } = m;
   assert.deepEqual(
-    [info.activation, info.normFirst, info.layerNormEps, info.causal, info.timeBin, info.maxPeriod, info.inputs.minPresentFraction],
-    ['relu', false, Math.fround(1e-5), false, 1, 10000, 0.5]);  // docs/model.md
+    [info.activation, info.normFirst, info.layerNormEps, info.causal, info.timeBin, info.maxPeriod, info.inputs.minPresentFraction, info.attentionLookbackS],
+    ['relu', false, Math.fround(1e-5), false, 1, 10000, 0.5, null]);  // docs/model.md
   m.dispose();
   assert.equal(m.info, info, 'info stays readable after dispose()');
 });
