@@ -185,10 +185,8 @@ function sameBytes(a, b) {
   return true;
 }
 
-function memo(entry, create, forget) {
-  entry.pending = create().catch((e) => { forget(); throw e; });
-  return entry.pending;
-}
+// The promise, with forget() called if it rejects (so that the next call tries again).
+const forgetOnFailure = (promise, forget) => promise.catch((e) => { forget(); throw e; });
 
 /**
  * Resolves to the Embind module for { wasmUrl } (string or URL) or { wasmBinary } (ArrayBuffer
@@ -202,8 +200,9 @@ export function loadWasm(options) {
     const known = byBytes.find((e) => sameBytes(e.bytes, bytes));
     if (known) return known.pending;
     const entry = { bytes: bytes.slice() };
+    entry.pending = forgetOnFailure(instantiate({ wasmBinary: entry.bytes }), () => byBytes.splice(byBytes.indexOf(entry), 1));
     byBytes.push(entry);
-    return memo(entry, () => instantiate({ wasmBinary: entry.bytes }), () => byBytes.splice(byBytes.indexOf(entry), 1));
+    return entry.pending;
   }
   let url;
   try {
@@ -211,8 +210,6 @@ export function loadWasm(options) {
   } catch (cause) {
     return Promise.reject(new SensorformerError('INVALID_ARGUMENT', `options.wasmUrl ${JSON.stringify(String(wasmUrl))} is not a URL: ${cause.message}`, { cause }));
   }
-  if (byUrl.has(url.href)) return byUrl.get(url.href);
-  const entry = {};
-  byUrl.set(url.href, memo(entry, () => instantiate({ url }), () => byUrl.delete(url.href)));
-  return entry.pending;
+  if (!byUrl.has(url.href)) byUrl.set(url.href, forgetOnFailure(instantiate({ url }), () => byUrl.delete(url.href)));
+  return byUrl.get(url.href);
 }
