@@ -14,6 +14,7 @@
 #include "encode/time_encoding.hpp"
 #include "kernels/simd.hpp"
 #include "model/model.hpp"
+#include "stream/session.hpp"
 
 using emscripten::val;
 
@@ -287,8 +288,116 @@ class ModelHandle {
     return out;
   }
 
+ const sf::Model& model() const { return model_; }
+
  private:
   sf::Model model_;
+};
+
+bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
+
+// A chunk as normalised by web/src/stream.js: streams[i] null (nothing new) or an object whose
+// descriptor fields are present iff `modality` is a string; typed arrays for the data.
+sf::Chunk chunk_from_js(const val& chunk) {
+  sf::Chunk c;
+  const val streams = chunk["streams"];
+  const int n = streams["length"].as<int>();
+  c.streams.resize(n);
+  c.skip.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const val s = streams[i];
+    if (!given(s)) {
+      c.skip[i] = 1;
+      continue;
+    }
+    sf::ChunkStream& in = c.streams[i];
+    in.has_descriptor = s["modality"].isString();
+    if (in.has_descriptor) {
+      in.sensor = s["sensor"].as<int>();
+      in.modality = s["modality"].as<std::string>();
+      in.placement = s["placement"].as<std::string>();
+      in.rate_hz = given(s["rateHz"]) ? s["rateHz"].as<double>() : 0.0;
+      in.event_driven = !given(s["rateHz"]);
+    }
+    in.has_start_time = given(s["startTime"]);
+    if (in.has_start_time) in.start_time = s["startTime"].as<double>();
+    in.has_until = given(s["until"]);
+    if (in.has_until) in.until = s["until"].as<double>();
+    in.timestamps = copy_in<double>(s["timestamps"]);
+    if (given(s["timestamps"]) && !in.has_descriptor) in.event_driven = true;
+    in.samples = copy_in<float>(s["samples"]);
+    in.present = copy_in<std::uint8_t>(s["present"]);
+  }
+  return c;
+}
+
+// A streaming session over a ModelHandle (web/src/stream.js; the JS side disposes sessions before
+// their model, since the core keeps a pointer to it).
+class StreamHandle {
+ public:
+  // options: { referenceTime: number|null, attention: boolean, historySeconds: number }
+  val start(const ModelHandle& model, val opts) {
+    sf::StreamOptions o;
+    if (given(opts["referenceTime"])) {
+      o.has_reference_time = true;
+      o.reference_time = opts["referenceTime"].as<double>();
+    }
+    o.attention_rows = opts["attention"].as<bool>();
+    if (given(opts["historySeconds"])) o.history_s = opts["historySeconds"].as<double>();
+    const sf::Status s = sf::StreamSession::create(model.model(), o, &session_);
+    return s.ok() ? ok_object() : failure(s);
+  }
+
+  val push(val chunk) {
+    sf::StreamUpdate u;
+    const sf::Status s = session_.push(chunk_from_js(chunk), &u);
+    if (!s.ok()) return failure(s);
+    const sf::Tokens& t = u.tokens;
+    val out = ok_object();
+    out.set("tokenStream", copy_out("Int32Array", t.stream));
+    out.set("tokenModality", copy_out("Int32Array", t.modality));
+    out.set("tokenTime", copy_out("Float64Array", t.time));
+    out.set("tokenPresent", copy_out("Uint8Array", t.present));
+    out.set("tokenIndex", copy_out("Float64Array", std::vector<double>(u.index.begin(), u.index.end())));
+    out.set("embeddings", copy_out("Float32Array", u.embeddings));
+    out.set("frontier", u.frontier);
+    out.set("referenceTime", reference_time());
+    val rows = val::array();
+    for (size_t i = 0; i < u.attention.size(); ++i) {
+      const sf::AttentionRow& a = u.attention[i];
+      val r = val::object();
+      r.set("query", static_cast<double>(a.query));
+      r.set("layer", a.layer);
+      r.set("block", std::string(sf::block_name(a.block)));
+      r.set("keys", copy_out("Float64Array", std::vector<double>(a.keys.begin(), a.keys.end())));
+      r.set("keyTimes", copy_out("Float64Array", a.key_times));
+      r.set("weights", copy_out("Float32Array", a.weights));
+      rows.set(i, r);
+    }
+    out.set("attention", rows);
+    return out;
+  }
+
+  val pooled(double seconds) const {
+    sf::PooledResult r;
+    const sf::Status s = session_.pooled(seconds, &r);
+    if (!s.ok()) return failure(s);
+    val out = ok_object();
+    out.set("pooled", copy_out("Float32Array", r.pooled));
+    out.set("head", copy_out("Float32Array", r.head));
+    out.set("presentTokens", r.present_tokens);
+    out.set("from", r.from);
+    out.set("to", r.to);
+    return out;
+  }
+
+  double frontier() const { return session_.frontier(); }
+  val reference_time() const { return session_.has_reference_time() ? val(session_.reference_time()) : val::null(); }
+  double memory_bytes() const { return static_cast<double>(session_.memory_bytes()); }
+  double final_tokens() const { return static_cast<double>(session_.final_tokens()); }
+
+ private:
+  sf::StreamSession session_;
 };
 
 }  // namespace
@@ -308,4 +417,13 @@ EMSCRIPTEN_BINDINGS(sensorformer) {
       .function("configJson", &ModelHandle::config_json)
       .function("info", &ModelHandle::info)
       .function("forward", &ModelHandle::forward);
+  emscripten::class_<StreamHandle>("StreamSession")
+      .constructor<>()
+      .function("start", &StreamHandle::start)
+      .function("push", &StreamHandle::push)
+      .function("pooled", &StreamHandle::pooled)
+      .function("frontier", &StreamHandle::frontier)
+      .function("referenceTime", &StreamHandle::reference_time)
+      .function("memoryBytes", &StreamHandle::memory_bytes)
+      .function("finalTokens", &StreamHandle::final_tokens);
 }

@@ -15,6 +15,22 @@ namespace sf {
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o, float* x, int n,
                      const std::uint8_t* key_ignore, const int* key_limit, float* attn,
                      LayerWorkspace* workspace, const int* key_start) {
+  LayerWorkspace local;
+  LayerWorkspace& ws = workspace ? *workspace : local;
+  MhaOptions mha;
+  mha.key_padding_mask = key_ignore;
+  mha.key_limit = key_limit;
+  mha.key_start = key_start;
+  mha.weights = attn ? AttentionWeights::kPerHead : AttentionWeights::kNone;
+  mha.kernels = o.kernels;
+  mha.workspace = &ws.mha;
+  return encoder_layer_with(
+      w, o, x, n, [&](const float* in, float* out) { return multihead_attention(w.self_attn, in, n, in, n, mha, out, attn); },
+      &ws);
+}
+
+Status encoder_layer_with(const EncoderLayerWeights& w, const EncoderLayerOptions& o, float* x, int n,
+                          const SelfAttention& attend, LayerWorkspace* workspace) {
   const bool ref = o.kernels == kernels::KernelSet::kReference;
   const auto layer_norm = ref ? kernels::layer_norm_ref : kernels::layer_norm;
   const auto add_layer_norm = ref ? kernels::add_layer_norm_ref : kernels::add_layer_norm;
@@ -31,16 +47,7 @@ Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& o,
   float* sa = ws.sa.data();
   float* hidden = ws.hidden.data();
 
-  MhaOptions mha;
-  mha.key_padding_mask = key_ignore;
-  mha.key_limit = key_limit;
-  mha.key_start = key_start;
-  mha.weights = attn ? AttentionWeights::kPerHead : AttentionWeights::kNone;
-  mha.kernels = o.kernels;
-  mha.workspace = &ws.mha;
-  const auto self_attention = [&](const float* in) {
-    return multihead_attention(w.self_attn, in, n, in, n, mha, sa, attn);
-  };
+  const auto self_attention = [&](const float* in) { return attend(in, sa); };
   // out += linear2(act(linear1(in))): in and out may be the same buffer (a block's hidden rows are
   // complete before linear2 writes that block).
   const auto feed_forward_add = [&](const float* in, float* out) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "attend/multihead_attention.hpp"
@@ -57,5 +58,12 @@ struct EncoderLayerOptions {
 Status encoder_layer(const EncoderLayerWeights& w, const EncoderLayerOptions& options, float* x,
                      int n, const std::uint8_t* key_ignore, const int* key_limit, float* attn,
                      LayerWorkspace* workspace = nullptr, const int* key_start = nullptr);
+
+// The same layer with the self-attention sublayer supplied by the caller: attend(in, out) writes
+// SA(in) for the n rows of `in` into out (n, d). The streaming session (src/stream/) passes its
+// attention over cached keys and values; everything else in the layer is shared with the forward.
+using SelfAttention = std::function<Status(const float* in, float* out)>;
+Status encoder_layer_with(const EncoderLayerWeights& w, const EncoderLayerOptions& options, float* x,
+                          int n, const SelfAttention& attend, LayerWorkspace* workspace = nullptr);
 
 }  // namespace sf

@@ -15,6 +15,16 @@ const char* block_name(AttentionBlock b) {
   return "?";
 }
 
+std::vector<AttentionBlock> layout_blocks(Layout layout) {
+  switch (layout) {
+    case Layout::kFlattened: return {AttentionBlock::kFlattened};
+    case Layout::kTime: return {AttentionBlock::kTime};
+    case Layout::kChannel: return {AttentionBlock::kChannel};
+    case Layout::kFactorized: return {AttentionBlock::kTime, AttentionBlock::kChannel};
+  }
+  return {};
+}
+
 TokenGroups group_tokens(const Tokens& t, AttentionBlock block, double time_bin) {
   TokenGroups groups;
   if (block == AttentionBlock::kFlattened) {

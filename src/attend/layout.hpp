@@ -16,6 +16,9 @@ namespace sf {
 enum class AttentionBlock { kFlattened, kTime, kChannel };
 const char* block_name(AttentionBlock b);
 
+// The attention blocks each layer of a layout runs, in order: factorized runs time, then channel.
+std::vector<AttentionBlock> layout_blocks(Layout layout);
+
 using TokenGroups = std::vector<std::vector<int>>;
 TokenGroups group_tokens(const Tokens& tokens, AttentionBlock block, double time_bin);
 

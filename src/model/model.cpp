@@ -61,17 +61,6 @@ std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c
   return t;
 }
 
-// The attention blocks each layer runs, in order (seed 003's layouts).
-std::vector<AttentionBlock> layout_blocks(Layout layout) {
-  switch (layout) {
-    case Layout::kFlattened: return {AttentionBlock::kFlattened};
-    case Layout::kTime: return {AttentionBlock::kTime};
-    case Layout::kChannel: return {AttentionBlock::kChannel};
-    case Layout::kFactorized: return {AttentionBlock::kTime, AttentionBlock::kChannel};
-  }
-  return {};
-}
-
 std::string shape_text(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);

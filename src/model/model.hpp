@@ -83,6 +83,9 @@ class Model {
   const std::vector<double>& inv_freq() const { return inv_freq_; }
 
  private:
+  // The streaming session (src/stream/session.cpp) runs the same stages on the same weights, a
+  // batch of final tokens at a time.
+  friend class StreamSession;
   Status bind();
   Status load_time_encoding(const SafetensorsFile& file);
   Status check_budgets(const Tokens& tokens, const std::vector<TokenGroups>& block_groups,

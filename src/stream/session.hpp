@@ -122,6 +122,8 @@ class StreamSession {
 
  private:
   struct State;
+  struct Batch;
+  Status compute(Batch& batch, StreamUpdate* out);
   std::unique_ptr<State> s_;
 };
 

@@ -1,0 +1,568 @@
+#include "stream/session.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "attend/encoder_layer.hpp"
+#include "attend/kv_cache.hpp"
+#include "core/limits.hpp"
+#include "encode/token_embedding.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/matmul.hpp"
+#include "model/model.hpp"
+#include "pool/pooling.hpp"
+
+namespace sf {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Samples one push may append to all streams together, missing ones filled in for a gap included
+// (a gap of 10^8 samples would otherwise allocate and compute 10^8 / P mask tokens in one call).
+// 2^26 is 6 days of one 130 Hz stream; a longer gap is marked in several pushes.
+constexpr std::int64_t kMaxSamplesPerPush = std::int64_t(1) << 26;
+
+struct StreamState {
+  int sensor = 0, modality = 0, placement = 0, rate_bucket = 0, patch_len = 1;
+  bool event = false;
+  double rate_hz = 0.0, start0 = 0.0;
+  std::int64_t samples = 0;  // regular: samples so far, missing ones included
+  std::int64_t patches = 0;  // complete patches (tokens) so far
+  // The incomplete patch: normalised values (missing: 0), presence, event times.
+  std::vector<float> values;
+  std::vector<std::uint8_t> present;
+  std::vector<double> times;
+  double last_event = -kInf, watermark = -kInf;
+
+  // No token of this stream can come with a time below this (see the header).
+  double bound() const {
+    if (!event) return start0 + static_cast<double>(patches * patch_len) / rate_hz;
+    if (!times.empty()) return times.front();
+    return std::max(last_event, watermark);
+  }
+};
+
+struct PendingToken {
+  int stream = 0;
+  std::int64_t patch = 0;
+  double time = 0.0;
+  bool present = false;
+  std::vector<float> values;  // (P) normalised
+};
+
+struct HistoryEntry {
+  double time;
+  bool present;
+};
+
+Status stream_error(ErrorCode code, std::size_t s, const std::string& m) {
+  return {code, "stream " + std::to_string(s) + ": " + m};
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+}  // namespace
+
+struct StreamSession::State {
+  const Model* model = nullptr;
+  StreamOptions options;
+  bool has_ref = false;
+  double ref = 0.0;
+  double frontier = -kInf;
+  std::int64_t next_index = 0;
+  std::string failure;  // set when a computation failed half-way: the session is unusable
+  std::vector<StreamState> streams;
+  std::vector<PendingToken> pending;
+  std::vector<AttentionBlock> blocks;
+  std::vector<std::map<long long, KeyValueCache>> caches;  // [layer * blocks + block][group]
+  std::vector<HistoryEntry> history;
+  std::vector<float> history_rows;  // (history.size(), d)
+  LayerWorkspace ws;
+};
+
+struct StreamSession::Batch {
+  std::vector<PendingToken> tokens;  // final, in time order
+};
+
+StreamSession::StreamSession() = default;
+StreamSession::~StreamSession() = default;
+StreamSession::StreamSession(StreamSession&&) noexcept = default;
+StreamSession& StreamSession::operator=(StreamSession&&) noexcept = default;
+
+bool StreamSession::has_reference_time() const { return s_ && s_->has_ref; }
+double StreamSession::reference_time() const { return s_ ? s_->ref : 0.0; }
+double StreamSession::frontier() const { return s_ ? s_->frontier : -kInf; }
+int StreamSession::stream_count() const { return s_ ? static_cast<int>(s_->streams.size()) : 0; }
+std::int64_t StreamSession::final_tokens() const { return s_ ? s_->next_index : 0; }
+
+std::size_t StreamSession::memory_bytes() const {
+  if (!s_) return 0;
+  const State& s = *s_;
+  std::size_t bytes = s.streams.capacity() * sizeof(StreamState) + s.pending.capacity() * sizeof(PendingToken);
+  for (const StreamState& st : s.streams)
+    bytes += st.values.capacity() * sizeof(float) + st.present.capacity() + st.times.capacity() * sizeof(double);
+  for (const PendingToken& p : s.pending) bytes += p.values.capacity() * sizeof(float);
+  for (const auto& groups : s.caches)
+    for (const auto& [key, cache] : groups) bytes += sizeof(cache) + 48 + cache.bytes();  // ~48: a map node
+  bytes += s.history.capacity() * sizeof(HistoryEntry) + s.history_rows.capacity() * sizeof(float);
+  return bytes;
+}
+
+Status StreamSession::create(const Model& model, const StreamOptions& options, StreamSession* out) {
+  const ModelConfig& c = model.config();
+  if (!c.causal)
+    return {ErrorCode::kInvalidArgument,
+            "this model is not causal (config \"causal\": false): its tokens attend to later tokens, so no token is "
+            "ever final while data keeps arriving and it cannot be streamed; run it on windows with forward(), or "
+            "train a causal model (with attention_lookback_s to bound a session's memory)"};
+  if (options.has_reference_time && !std::isfinite(options.reference_time))
+    return {ErrorCode::kNonFinite, "stream session: referenceTime is not finite"};
+  if (!(options.history_s > 0.0) || !std::isfinite(options.history_s))
+    return {ErrorCode::kInvalidArgument, "stream session: historySeconds must be finite and > 0, got " + num(options.history_s)};
+  auto s = std::make_unique<State>();
+  s->model = &model;
+  s->options = options;
+  s->has_ref = options.has_reference_time;
+  s->ref = options.reference_time;
+  s->blocks = layout_blocks(c.layout);
+  s->caches.resize(static_cast<std::size_t>(c.n_layers) * s->blocks.size());
+  out->s_ = std::move(s);
+  return Status::Ok();
+}
+
+namespace {
+
+// Everything one push changes before any token is computed, staged on copies so that a rejected
+// chunk leaves the session as it was.
+struct Staged {
+  std::vector<StreamState> streams;
+  std::vector<PendingToken> added;
+  bool has_ref = false;
+  double ref = 0.0;
+  std::int64_t samples = 0;
+};
+
+Status append_sample(const ModelConfig& c, std::size_t index, StreamState* st, float value, bool given_present,
+                     double time, Staged* staged) {
+  const ModalityConfig& mod = c.modalities[st->modality];
+  const bool present = given_present && !std::isnan(value);
+  float v = 0.0f;
+  if (present) {
+    v = (value - mod.mean) / mod.std;
+    // A session checks every present sample as it arrives (a window checks those of present
+    // patches only): the patch's presence is not known until it is complete.
+    if (!std::isfinite(v))
+      return stream_error(ErrorCode::kNonFinite, index, "sample " + num(value) + " normalised as (x - mean) / std = (" +
+                                                            num(value) + " - " + num(mod.mean) + ") / " + num(mod.std) +
+                                                            " overflows float32");
+  }
+  st->values.push_back(v);
+  st->present.push_back(present);
+  if (st->event) st->times.push_back(time);
+  if (!st->event) ++st->samples;
+  if (static_cast<int>(st->values.size()) < st->patch_len) return Status::Ok();
+  int count = 0;
+  for (std::uint8_t p : st->present) count += p;
+  PendingToken tok;
+  tok.stream = static_cast<int>(index);
+  tok.patch = st->patches;
+  // The tokenizer's expressions (tokenizer.cpp), so that times agree to the bit with a forward.
+  tok.time = st->event ? st->times.front() : st->start0 + static_cast<double>(st->patches * st->patch_len) / st->rate_hz;
+  tok.present = static_cast<double>(count) / st->patch_len >= c.min_present_fraction;
+  tok.values = std::move(st->values);
+  if (!tok.present) std::fill(tok.values.begin(), tok.values.end(), 0.0f);
+  st->values.clear();
+  st->present.clear();
+  st->times.clear();
+  ++st->patches;
+  staged->added.push_back(std::move(tok));
+  return Status::Ok();
+}
+
+Status fill_missing(const ModelConfig& c, std::size_t index, StreamState* st, std::int64_t count, Staged* staged) {
+  if (count <= 0) return Status::Ok();
+  staged->samples += count;
+  if (staged->samples > kMaxSamplesPerPush)
+    return stream_error(ErrorCode::kResourceExhausted, index,
+                        "this push would append " + std::to_string(staged->samples) + " samples (missing ones of a gap included), over the limit of " +
+                            std::to_string(kMaxSamplesPerPush) + " per push: mark long gaps in several pushes");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t i = 0; i < count; ++i)
+    SF_RETURN_IF_ERROR(append_sample(c, index, st, std::numeric_limits<float>::quiet_NaN(), false, nan, staged));
+  return Status::Ok();
+}
+
+Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, double frontier, StreamState* st) {
+  if (!in.has_descriptor)
+    return stream_error(ErrorCode::kInvalidArgument, i, "the session has not seen this stream yet: its first chunk must describe it (sensor, modality, placement, and rateHz + startTime or timestamps)");
+  if (in.sensor < 0 || in.sensor >= c.n_sensors)
+    return stream_error(ErrorCode::kIndexOutOfRange, i, "sensor " + std::to_string(in.sensor) + " is outside the model's " + std::to_string(c.n_sensors) + " sensors");
+  st->modality = c.modality_index(in.modality);
+  if (st->modality < 0) return stream_error(ErrorCode::kInvalidArgument, i, "modality \"" + in.modality + "\" is not one the model knows");
+  st->placement = c.placement_index(in.placement);
+  if (st->placement < 0) return stream_error(ErrorCode::kInvalidArgument, i, "placement \"" + in.placement + "\" is not one the model knows");
+  st->sensor = in.sensor;
+  st->event = in.event_driven;
+  st->patch_len = c.modalities[st->modality].patch_len;
+  if (st->event) {
+    if (in.rate_hz != 0.0) return stream_error(ErrorCode::kInvalidArgument, i, "give rateHz or timestamps, not both");
+    // Joining a session whose tokens are final up to `frontier`: no event of it may come earlier.
+    st->watermark = frontier;
+  } else {
+    if (!(in.rate_hz > 0.0) || !std::isfinite(in.rate_hz))
+      return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream needs a finite rateHz > 0 (or give timestamps)");
+    if (!in.has_start_time) return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream's first chunk needs startTime (the time of its first sample)");
+    if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, i, "startTime is not finite");
+    if (in.start_time < frontier)
+      return stream_error(ErrorCode::kInvalidArgument, i,
+                          "this new stream starts at " + num(in.start_time) + " s, before the session's frontier " + num(frontier) +
+                              " s: tokens up to the frontier are already final. Declare every stream in the session's first chunk "
+                              "(with no samples if it has none yet), so that finality waits for it");
+    st->rate_hz = in.rate_hz;
+    st->start0 = in.start_time;
+  }
+  st->rate_bucket = c.rate_bucket(in.rate_hz, st->event);
+  return Status::Ok();
+}
+
+Status check_descriptor(const ModelConfig& c, std::size_t i, const ChunkStream& in, const StreamState& st) {
+  if (!in.has_descriptor) return Status::Ok();
+  const auto differs = [&](const std::string& field, const std::string& got, const std::string& has) {
+    return stream_error(ErrorCode::kInvalidArgument, i, field + " " + got + " differs from the stream's " + has +
+                                                            " (a session's streams keep their description)");
+  };
+  if (in.sensor != st.sensor) return differs("sensor", std::to_string(in.sensor), std::to_string(st.sensor));
+  if (in.modality != c.modalities[st.modality].name) return differs("modality", "\"" + in.modality + "\"", "\"" + c.modalities[st.modality].name + "\"");
+  if (in.placement != c.placements[st.placement]) return differs("placement", "\"" + in.placement + "\"", "\"" + c.placements[st.placement] + "\"");
+  if (in.event_driven != st.event) return differs("kind", in.event_driven ? "event-driven" : "regular", st.event ? "event-driven" : "regular");
+  if (!st.event && in.rate_hz != st.rate_hz) return differs("rateHz", num(in.rate_hz), num(st.rate_hz));
+  return Status::Ok();
+}
+
+Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool is_new, Staged* staged) {
+  StreamState& st = staged->streams[i];
+  const std::size_t n = in.samples.size();
+  if (!in.present.empty() && in.present.size() != n)
+    return stream_error(ErrorCode::kShapeMismatch, i, "present has " + std::to_string(in.present.size()) + " entries for " + std::to_string(n) + " samples");
+  for (std::size_t j = 0; j < n; ++j)
+    if (std::isinf(in.samples[j]))
+      return stream_error(ErrorCode::kNonFinite, i, "sample " + std::to_string(j) + " is " + (in.samples[j] > 0 ? "+Inf" : "-Inf") + " (NaN marks a missing sample)");
+  if (in.has_until && !std::isfinite(in.until)) return stream_error(ErrorCode::kNonFinite, i, "until is not finite");
+  const auto present = [&](std::size_t j) { return in.present.empty() || in.present[j] != 0; };
+  if (st.event) {
+    if (!in.timestamps.size() && n) return stream_error(ErrorCode::kShapeMismatch, i, "an event-driven stream's samples need timestamps");
+    if (in.timestamps.size() != n)
+      return stream_error(ErrorCode::kShapeMismatch, i, "timestamps has " + std::to_string(in.timestamps.size()) + " entries for " + std::to_string(n) + " samples");
+    if (!in.event_driven && in.rate_hz != 0.0) return stream_error(ErrorCode::kInvalidArgument, i, "an event-driven stream takes timestamps, not rateHz");
+    staged->samples += static_cast<std::int64_t>(n);
+    if (staged->samples > kMaxSamplesPerPush)
+      return stream_error(ErrorCode::kResourceExhausted, i, "more than " + std::to_string(kMaxSamplesPerPush) + " samples in one push");
+    for (std::size_t j = 0; j < n; ++j) {
+      const double t = in.timestamps[j];
+      if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, i, "timestamp " + std::to_string(j) + " is not finite");
+      if (t < st.last_event)
+        return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's previous event (" +
+                                                                num(st.last_event) + " s): events are appended in time order");
+      if (t < st.watermark)
+        return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's watermark (" +
+                                                                num(st.watermark) + " s): `until` said no event before it would come" +
+                                                                (is_new ? " (a stream that joins a session starts at its frontier)" : ""));
+      st.last_event = t;
+      SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), t, staged));
+    }
+    if (in.has_until) st.watermark = std::max(st.watermark, in.until);
+    return Status::Ok();
+  }
+  if (!in.timestamps.empty() || in.event_driven) return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream takes samples on its rate, not timestamps");
+  // Where this chunk's first sample falls on the stream's grid start0 + j / rateHz.
+  const auto slot = [&](double t) { return (t - st.start0) * st.rate_hz; };
+  if (in.has_start_time && !is_new) {
+    if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, i, "startTime is not finite");
+    const double x = slot(in.start_time);
+    if (x < static_cast<double>(st.samples) - 0.5)
+      return stream_error(ErrorCode::kInvalidArgument, i,
+                          "startTime " + num(in.start_time) + " s is sample " + num(x) + " of the stream, but " + std::to_string(st.samples) +
+                              " samples were already received (the next is due at " + num(st.start0 + st.samples / st.rate_hz) +
+                              " s): chunks must not overlap");
+    if (x > static_cast<double>(kMaxSamplesPerPush) + st.samples)
+      return stream_error(ErrorCode::kResourceExhausted, i, "startTime " + num(in.start_time) + " s leaves a gap of more than " +
+                                                                std::to_string(kMaxSamplesPerPush) + " samples: mark long gaps in several pushes");
+    SF_RETURN_IF_ERROR(fill_missing(c, i, &st, std::llround(x) - st.samples, staged));
+  }
+  staged->samples += static_cast<std::int64_t>(n);
+  if (staged->samples > kMaxSamplesPerPush)
+    return stream_error(ErrorCode::kResourceExhausted, i, "more than " + std::to_string(kMaxSamplesPerPush) + " samples in one push");
+  for (std::size_t j = 0; j < n; ++j) SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), 0.0, staged));
+  if (in.has_until) {
+    // Samples with time start0 + j / rateHz < until that were not received are missing.
+    const double x = std::ceil(slot(in.until));
+    if (x > static_cast<double>(kMaxSamplesPerPush) + st.samples)
+      return stream_error(ErrorCode::kResourceExhausted, i, "until " + num(in.until) + " s marks more than " + std::to_string(kMaxSamplesPerPush) +
+                                                                " missing samples: mark long gaps in several pushes");
+    if (x > static_cast<double>(st.samples)) SF_RETURN_IF_ERROR(fill_missing(c, i, &st, static_cast<std::int64_t>(x) - st.samples, staged));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
+  if (!s_) return {ErrorCode::kInvalidArgument, "stream session: not created (StreamSession::create)"};
+  State& s = *s_;
+  if (!s.failure.empty()) return {ErrorCode::kInvalidArgument, "stream session: stopped by an earlier error (" + s.failure + "); start a new session"};
+  const ModelConfig& c = s.model->config();
+  if (!chunk.skip.empty() && chunk.skip.size() != chunk.streams.size())
+    return {ErrorCode::kShapeMismatch, "chunk: skip has " + std::to_string(chunk.skip.size()) + " entries for " + std::to_string(chunk.streams.size()) + " streams"};
+  const auto skipped = [&](std::size_t i) { return !chunk.skip.empty() && chunk.skip[i]; };
+
+  Staged staged;
+  staged.streams = s.streams;  // the incomplete patches only: small
+  staged.has_ref = s.has_ref;
+  staged.ref = s.ref;
+  if (!staged.has_ref) {  // the earliest time this chunk gives
+    double earliest = kInf;
+    for (std::size_t i = 0; i < chunk.streams.size(); ++i) {
+      if (skipped(i)) continue;
+      const ChunkStream& in = chunk.streams[i];
+      const bool event = i < s.streams.size() ? s.streams[i].event : in.event_driven;
+      if (event && !in.timestamps.empty() && std::isfinite(in.timestamps.front())) earliest = std::min(earliest, in.timestamps.front());
+      if (!event && in.has_start_time && std::isfinite(in.start_time)) earliest = std::min(earliest, in.start_time);
+    }
+    if (earliest < kInf) staged.has_ref = true, staged.ref = earliest;
+  }
+  for (std::size_t i = 0; i < chunk.streams.size(); ++i) {
+    if (skipped(i)) continue;
+    const ChunkStream& in = chunk.streams[i];
+    const bool is_new = i >= staged.streams.size();
+    if (is_new) {
+      if (i > staged.streams.size())
+        return stream_error(ErrorCode::kInvalidArgument, i, "stream " + std::to_string(staged.streams.size()) +
+                                                                " has never been given: streams join a session in order");
+      staged.streams.emplace_back();
+      SF_RETURN_IF_ERROR(declare(c, i, in, s.frontier, &staged.streams.back()));
+    } else {
+      SF_RETURN_IF_ERROR(check_descriptor(c, i, in, staged.streams[i]));
+    }
+    SF_RETURN_IF_ERROR(append(c, i, in, is_new, &staged));
+  }
+  // New tokens' value bytes, bounded like a window's (tokenizer.cpp).
+  double value_bytes = 0;
+  for (const PendingToken& t : s.pending) value_bytes += 4.0 * t.values.size() + 64.0;
+  for (const PendingToken& t : staged.added) value_bytes += 4.0 * t.values.size() + 64.0;
+  if (value_bytes > limits::kMaxWorkBytes)
+    return {ErrorCode::kResourceExhausted, "stream session: the patches waiting to be final would take " +
+                                               std::to_string(static_cast<long long>(value_bytes / (1 << 20))) +
+                                               " MiB: a stream holds finality back (mark its gaps with `until`)"};
+  for (const PendingToken& t : staged.added) {
+    const double dt = t.time - staged.ref;
+    if (!(std::fabs(dt) <= limits::kMaxTimeOffsetSeconds))
+      return stream_error(ErrorCode::kNonFinite, t.stream, "token time " + num(t.time) + " s is more than 1e12 s from the reference time " +
+                                                               num(staged.ref) + " s: its time encoding would not be finite");
+  }
+
+  // Commit the staged input, then find the tokens that became final.
+  s.streams = std::move(staged.streams);
+  s.has_ref = staged.has_ref;
+  s.ref = staged.ref;
+  for (PendingToken& t : staged.added) s.pending.push_back(std::move(t));
+  double frontier = s.streams.empty() ? -kInf : kInf;
+  for (const StreamState& st : s.streams) frontier = std::min(frontier, st.bound());
+  frontier = std::max(frontier, s.frontier);
+  std::vector<PendingToken> ready, waiting;
+  for (PendingToken& t : s.pending) (t.time < frontier ? ready : waiting).push_back(std::move(t));
+  s.pending = std::move(waiting);
+  s.frontier = frontier;
+  std::stable_sort(ready.begin(), ready.end(), [](const PendingToken& a, const PendingToken& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.stream != b.stream) return a.stream < b.stream;
+    return a.patch < b.patch;
+  });
+  StreamUpdate u;
+  u.frontier = frontier;
+  Batch batch{std::move(ready)};
+  const Status st = compute(batch, &u);
+  if (!st.ok()) {
+    s.failure = st.message();
+    return st;
+  }
+  *out = std::move(u);
+  return Status::Ok();
+}
+
+// The forward's stages on a batch of final tokens: embed, then per layer and block each group's new
+// rows through the encoder layer with attention over the group's cached keys, then the final norm.
+Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
+  State& s = *s_;
+  const Model& model = *s.model;
+  const ModelConfig& c = model.config();
+  const int d = c.d_model, H = c.n_heads, m = static_cast<int>(batch.tokens.size());
+  const kernels::KernelSet ks = s.options.kernels;
+  const bool ref = ks == kernels::KernelSet::kReference;
+  Tokens& t = out->tokens;
+  t.count = m;
+  t.reference_time = s.ref;
+  t.value_offset.push_back(0);
+  for (const PendingToken& p : batch.tokens) {
+    const StreamState& st = s.streams[p.stream];
+    t.stream.push_back(p.stream);
+    t.sensor.push_back(st.sensor);
+    t.modality.push_back(st.modality);
+    t.placement.push_back(st.placement);
+    t.rate_bucket.push_back(st.rate_bucket);
+    t.time.push_back(p.time);
+    t.present.push_back(p.present);
+    t.values.insert(t.values.end(), p.values.begin(), p.values.end());
+    t.value_offset.push_back(t.values.size());
+    out->index.push_back(s.next_index++);
+  }
+  if (m > 0) {
+    std::vector<float>& x = out->embeddings;
+    x.assign(static_cast<std::size_t>(m) * d, 0.0f);
+    SF_RETURN_IF_ERROR(embed_tokens(c, model.embedding_, t, ks, x.data()));
+    const EncoderLayerOptions lo{c.norm_first, c.activation, c.layer_norm_eps, ks};
+    const double W = c.attention_lookback_s;
+    const std::size_t nb = s.blocks.size();
+    std::vector<float> rows, weights;
+    std::vector<double> times;
+    std::vector<std::uint8_t> ignore;
+    std::vector<std::int64_t> index;
+    std::vector<int> starts, limits;
+    for (int l = 0; l < c.n_layers; ++l)
+      for (std::size_t b = 0; b < nb; ++b) {
+        const AttentionBlock block = s.blocks[b];
+        const EncoderLayerWeights& w = b == 0 ? model.layers_[l] : model.channel_layers_[l];
+        // The batch's tokens by group (layout.cpp's keys), each group's members in batch order.
+        std::map<long long, std::vector<int>> groups;
+        for (int i = 0; i < m; ++i) {
+          long long key = 0;
+          if (block == AttentionBlock::kTime) key = t.stream[i];
+          if (block == AttentionBlock::kChannel) key = static_cast<long long>(std::floor((t.time[i] - s.ref) / c.time_bin));
+          groups[key].push_back(i);
+        }
+        for (const auto& [key, members] : groups) {
+          const int n = static_cast<int>(members.size());
+          KeyValueCache& cache = s.caches[l * nb + b][key];
+          cache.embed_dim = d;
+          rows.resize(static_cast<std::size_t>(n) * d);
+          times.resize(n);
+          ignore.resize(n);
+          index.resize(n);
+          for (int i = 0; i < n; ++i) {
+            std::memcpy(rows.data() + static_cast<std::size_t>(i) * d, x.data() + static_cast<std::size_t>(members[i]) * d, d * sizeof(float));
+            times[i] = t.time[members[i]];
+            ignore[i] = !t.present[members[i]];
+            index[i] = out->index[members[i]];
+          }
+          const std::size_t keys = cache.live() + n;  // after this group's keys are appended
+          float* maps = nullptr;
+          if (s.options.attention_rows) {
+            SF_RETURN_IF_ERROR(check_mha_budget(d, H, n, static_cast<int>(keys), AttentionWeights::kPerHead));
+            weights.assign(static_cast<std::size_t>(H) * n * keys, 0.0f);
+            maps = weights.data();
+          }
+          SF_RETURN_IF_ERROR(encoder_layer_with(
+              w, lo, rows.data(), n,
+              [&](const float* in, float* sa) {
+                return cached_attention(w.self_attn, in, n, times.data(), ignore.data(), index.data(), W, ks, &cache,
+                                        &s.ws.mha, sa, &starts, &limits, maps);
+              },
+              &s.ws));
+          for (int i = 0; i < n; ++i)
+            std::memcpy(x.data() + static_cast<std::size_t>(members[i]) * d, rows.data() + static_cast<std::size_t>(i) * d, d * sizeof(float));
+          if (!maps) continue;
+          const std::size_t live = cache.live();
+          for (int i = 0; i < n; ++i) {
+            AttentionRow row;
+            row.query = index[i];
+            row.layer = l;
+            row.block = block;
+            std::vector<std::size_t> kept;
+            for (int j = starts[i]; j < limits[i]; ++j)
+              if (!cache.ignore[cache.begin + j]) kept.push_back(j);
+            for (std::size_t j : kept) {
+              row.keys.push_back(cache.index[cache.begin + j]);
+              row.key_times.push_back(cache.time[cache.begin + j]);
+            }
+            for (int h = 0; h < H; ++h)
+              for (std::size_t j : kept) row.weights.push_back(weights[(static_cast<std::size_t>(h) * n + i) * live + j]);
+            out->attention.push_back(std::move(row));
+          }
+        }
+      }
+    if (c.final_norm)
+      (ref ? kernels::layer_norm_ref : kernels::layer_norm)(x.data(), m, d, model.param("encoder.norm.weight"),
+                                                            model.param("encoder.norm.bias"), c.layer_norm_eps, x.data());
+    for (float v : x)
+      if (!std::isfinite(v))
+        return {ErrorCode::kNonFinite, "stream session: a token's embedding is not finite (weights too large for float32)"};
+    std::stable_sort(out->attention.begin(), out->attention.end(), [](const AttentionRow& a, const AttentionRow& b) {
+      return a.query != b.query ? a.query < b.query : a.layer < b.layer;
+    });
+  }
+  t.values.clear();
+  t.value_offset.clear();
+
+  // Evict what no later query can reach: every token still to come has time >= the frontier.
+  const double f = out->frontier;
+  if (std::isfinite(f)) {
+    const double W = c.attention_lookback_s;
+    for (std::size_t lb = 0; lb < s.caches.size(); ++lb) {
+      const bool channel = s.blocks[lb % s.blocks.size()] == AttentionBlock::kChannel;
+      const long long bin = static_cast<long long>(std::floor((f - s.ref) / c.time_bin));
+      auto& groups = s.caches[lb];
+      for (auto it = groups.begin(); it != groups.end();) {
+        if (c.has_lookback()) it->second.evict(f, W);
+        if ((channel && it->first < bin) || it->second.live() == 0)
+          it = groups.erase(it);
+        else
+          ++it;
+      }
+    }
+  }
+  // The pooling history: the final rows of the last history_s seconds.
+  for (int i = 0; i < m; ++i) s.history.push_back({t.time[i], t.present[i] != 0});
+  s.history_rows.insert(s.history_rows.end(), out->embeddings.begin(), out->embeddings.end());
+  std::size_t drop = 0;
+  while (drop < s.history.size() && s.history[drop].time < f - s.options.history_s) ++drop;
+  if (drop > 0) {
+    s.history.erase(s.history.begin(), s.history.begin() + drop);
+    s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + drop * d);
+  }
+  return Status::Ok();
+}
+
+Status StreamSession::pooled(double seconds, PooledResult* out) const {
+  if (!s_) return {ErrorCode::kInvalidArgument, "stream session: not created (StreamSession::create)"};
+  const State& s = *s_;
+  if (!(seconds > 0.0) || !(seconds <= s.options.history_s))
+    return {ErrorCode::kInvalidArgument, "pooled: seconds must be > 0 and at most the session's historySeconds (" + num(s.options.history_s) +
+                                             "), got " + num(seconds)};
+  const ModelConfig& c = s.model->config();
+  const int d = c.d_model;
+  PooledResult r;
+  r.to = s.frontier;
+  r.from = s.frontier - seconds;
+  std::size_t first = 0;
+  while (first < s.history.size() && !(s.history[first].time >= r.from)) ++first;
+  const int T = static_cast<int>(s.history.size() - first);
+  std::vector<std::uint8_t> present(T);
+  for (int i = 0; i < T; ++i) r.present_tokens += present[i] = s.history[first + i].present;
+  r.pooled.assign(d, 0.0f);
+  masked_mean(s.history_rows.data() + first * d, T, d, present.data(), r.pooled.data());
+  if (c.n_outputs > 0) {
+    r.head.resize(c.n_outputs);
+    (s.options.kernels == kernels::KernelSet::kReference ? kernels::linear_ref : kernels::linear)(
+        1, d, c.n_outputs, r.pooled.data(), s.model->param("head.weight"), s.model->param("head.bias"), r.head.data());
+  }
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+}  // namespace sf
