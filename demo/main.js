@@ -1,9 +1,17 @@
 // The demo page: a wearable (simulated by default, or real over Web Bluetooth) -> the package's
-// device layer -> one WindowAssembler -> the model in a Web Worker, once a second -> prediction,
-// attention maps and live traces.
+// device layer -> a model in a Web Worker -> prediction, attention and live traces. Two modes:
+// - stream (the default when the stream model loads): the device layer's samples become chunks of
+//   a streaming session as notifications arrive; each push that makes a patch final updates the
+//   prediction (session.pooled over the last 10 s) and the newest token's look-back attention;
+// - window: the last 10 s through the windowed model's forward once a second, with the maps.
 //
 // Query parameters:
-//   model=URL          weights (default model/demo.safetensors, relative to this page)
+//   mode=stream|window the mode to start in (default: stream when the stream model loads, else window)
+//   model=URL          the windowed model's weights (default model/demo.safetensors, relative to this page)
+//   streamModel=URL    the stream model's weights (default model/stream.safetensors): causal, with
+//                      attention_lookback_s
+//   record=1           keep every chunk pushed and every streamed prediction in the page (for the
+//                      tests: globalThis.sensorformerDemo.recording()); memory grows with the visit
 //   source=bluetooth   use navigator.bluetooth at once, without a click (a page where a test
 //                      injected a fake; real browsers need the Connect button's click)
 //   outage=SECONDS     how long "Simulate disconnect" keeps the strap out of range (0-3600, default 3)
@@ -15,10 +23,12 @@
 // A value out of range or not a number is ignored with a notice that says so; the default is used.
 import { bluetoothAvailability } from '../web/src/ble/index.js';
 import { AttentionPanel } from './ui/attention-panel.js';
-import { $, clockTime, h } from './ui/dom.js';
+import { $, clockTime, h, hostNow, relTime } from './ui/dom.js';
 import { InferenceLoop } from './ui/inference.js';
+import { LookbackStrip } from './ui/lookback-strip.js';
 import { PredictionPanel } from './ui/prediction.js';
 import { Session } from './ui/source.js';
+import { StreamInference } from './ui/stream-inference.js';
 import { KEY_COLOR, QUERY_COLOR } from './ui/streams.js';
 import { TracesPanel } from './ui/traces-panel.js';
 
@@ -33,6 +43,17 @@ function numberParam(name, fallback, { min, max, integer = false }) {
   return fallback;
 }
 const MODEL_URL = params.get('model') || 'model/demo.safetensors';
+const STREAM_MODEL_URL = params.get('streamModel') || 'model/stream.safetensors';
+let MODE = params.get('mode');
+if (MODE !== null && MODE !== 'stream' && MODE !== 'window') {
+  badParams.push(`mode=${MODE} (stream or window)`);
+  MODE = null;
+}
+let RECORD = params.get('record');
+if (RECORD !== null && RECORD !== '1' && RECORD !== '0') {
+  badParams.push(`record=${RECORD} (1 or 0)`);
+  RECORD = null;
+}
 const OUTAGE_SECONDS = numberParam('outage', 3, { min: 0, max: 3600 });
 const DROPOUT = numberParam('dropout', 0.005, { min: 0, max: 1 });
 const SEED = numberParam('seed', null, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }) ?? Math.floor(Math.random() * 2 ** 32);
@@ -68,7 +89,7 @@ if (badParams.length) showNotice(`Ignored ${badParams.join('; ')}: using the def
 
 const traces = new TracesPanel($('#traces'), $('#time-axis'), $('#gap-indicator'));
 const prediction = new PredictionPanel({
-  predicted: $('#predicted'), confidence: $('#confidence'), probs: $('#probs'), latency: $('#latency'), rate: $('#rate'),
+  predicted: $('#predicted'), confidence: $('#confidence'), probs: $('#probs'), latency: $('#latency'), cost: $('#cost'), rate: $('#rate'),
   updates: $('#updates'), tokens: $('#tokens'), truth: $('#truth'), history: $('#history'), legend: $('#history-legend'), announce: $('#announce'),
 });
 const attention = new AttentionPanel($('#maps'), {
@@ -127,6 +148,8 @@ async function switchTo(next) {
   traces.window = null;
   attention.clear();
   renderDevices();
+  // A stream session is fed by one source from its start: a new source, a new session.
+  if (mode === 'stream') streamer.start(next);
   $('#history-note').textContent = next.sim ? 'last 2 min · top: simulator · bottom: model' : 'last 2 min · the model’s class';
   if (previous && previous !== next) await previous.close();
 }
@@ -185,9 +208,34 @@ $('#disconnect').addEventListener('click', () => {
   if (session?.simulateDisconnect(OUTAGE_SECONDS)) renderDevices();
 });
 
-// --- the model --------------------------------------------------------------------------------
+// --- the models -------------------------------------------------------------------------------
 const loop = new InferenceLoop({ modelUrl: MODEL_URL, getSession: () => session });
+const streamer = new StreamInference({ modelUrl: STREAM_MODEL_URL, record: RECORD === '1' });
+if (RECORD === '1') globalThis.sensorformerDemo = { recording: () => streamer.recording, stats: () => streamer.stats, feed: () => streamer.feed };
+const lookback = new LookbackStrip($('#lookback'), $('#lookback-caption'));
+let mode = null;           // 'stream' | 'window' once chosen
+let modeChange = 0;        // the latest setMode call: an earlier one that is still loading gives way
+const windowState = { loading: null, failed: null };
+const streamState = { failed: null };
+
+function modelInfo(url, c, how) {
+  const file = new URL(url, location.href).pathname.split('/').pop();
+  const extra = c.attention_lookback_s ? ` · causal, look-back ${c.attention_lookback_s} s` : '';
+  $('#model-info').replaceChildren(
+    h('b', {}, file), ` · ${c.layout} attention${extra} · ${c.n_layers} layers × ${c.n_heads} heads · d ${c.d_model} · `,
+    `${c.modalities.length} modalities · ${c.time_bin} s time bins · ${how}`);
+  return file;
+}
+
+function logLoaded(url, c, what) {
+  const file = new URL(url, location.href).pathname.split('/').pop();
+  const labels = c.labels ?? [];
+  addLog({ kind: 'model', text: `${what} loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads${c.attention_lookback_s ? `, causal, look-back ${c.attention_lookback_s} s` : ''}, ${labels.length ? `classes ${labels.join(' / ')}` : 'no class labels'})`, time: Date.now() / 1000 });
+}
+
+
 loop.addEventListener('result', (e) => {
+  if (mode !== 'window') return;  // a window that was in the Worker when the mode changed
   const d = e.detail;
   const truth = d.session.sim ? d.session.sim.truth.activityAt(d.end) : null;
   prediction.update(d, truth);
@@ -196,39 +244,165 @@ loop.addEventListener('result', (e) => {
 });
 loop.addEventListener('error', (e) => {
   const { error, phase } = e.detail;
-  if (phase === 'load') {
-    $('#predicted').textContent = 'no model';
-    $('#maps').replaceChildren(h('p', { class: 'placeholder' }, `No attention maps without a model (${error.code ?? 'error'}).`));
-    $('#model-info').textContent = `The model did not load from ${MODEL_URL}: ${error.message}`;
-    showNotice(`The model did not load (${error.code ?? 'error'}): ${error.message}. The signals still stream; train the demo model (tools/demo/train_demo_model.py) or pass ?model=URL.`, 'warn');
-  }
+  if (phase === 'load') windowState.failed = error;  // setMode says it
   addLog({ kind: 'error', text: `${phase}: ${error.message}`, time: Date.now() / 1000 });
 });
-loop.addEventListener('loaded', (e) => {
-  const c = e.detail.config;
-  // Without labels the model's head is not a classifier (forward gives no probabilities or label).
-  const labels = c.labels ?? [];
-  prediction.setLabels(labels);
+loop.addEventListener('loaded', (e) => logLoaded(MODEL_URL, e.detail.config, 'windowed model'));
+streamer.addEventListener('loaded', (e) => logLoaded(STREAM_MODEL_URL, e.detail.config, 'stream model'));
+streamer.addEventListener('log', (e) => addLog({ ...e.detail, time: Date.now() / 1000 }));
+streamer.addEventListener('error', (e) => {
+  const { error, phase } = e.detail;
+  if (phase === 'load') {
+    streamState.failed = error;  // setMode says it
+    return;
+  }
+  addLog({ kind: 'error', text: `stream session: ${error.code ?? 'error'}: ${error.message}`, time: Date.now() / 1000 });
+  showNotice(`The stream session stopped (${error.code ?? 'error'}): ${error.message}. A new one starts in a moment.`, 'warn');
+});
+
+const sessionLine = $('#session-line');
+streamer.addEventListener('result', (e) => {
+  if (mode !== 'stream') return;
+  const d = e.detail;
+  const p = d.prediction;
+  const truth = d.source.sim ? d.source.sim.truth.activityAt(p.to) : null;
+  prediction.show({
+    probabilities: p.probabilities ?? null, label: p.label ?? null, end: p.to, truth,
+    tokens: { text: String(d.finalTokens), title: `${d.finalTokens} final tokens in this session (${d.absentTokens} absent: missing data); ${p.presentTokens} present ones pooled over the last ${streamer.seconds} s` },
+    stats: d.stats,
+  });
+  lookback.update(d.lookback);
+  traces.window = { t0: p.from, t1: p.to };
+  const q = d.lookback?.query;
+  traces.highlights = q ? [{ id: q.id, t0: q.time, t1: q.t1, color: QUERY_COLOR, label: 'Q' }] : [];
+  // The feeder's accounting: every sample received is given to the session, held for a late
+  // neighbour, or (a stream that joined later) before the session's frontier.
+  let received = 0, given = 0, pending = 0, before = 0, missing = 0, balanced = true;
+  for (const s of Object.values(d.feed)) {
+    received += s.received; given += s.given; pending += s.pending; before += s.beforeFrontier; missing += s.missing;
+    if (s.received !== s.given + s.pending + s.beforeFrontier) balanced = false;
+  }
+  Object.assign(sessionLine.dataset, {
+    final: String(d.finalTokens), absent: String(d.absentTokens), received: String(received), given: String(given),
+    pending: String(pending), before: String(before), missing: String(missing), balanced: balanced ? '1' : '0',
+    frontier: d.frontier.toFixed(3), memory: String(d.memoryBytes),
+  });
+  sessionLine.textContent = `session: ${d.finalTokens} final tokens (${d.absentTokens} absent) · frontier ${relTime(d.frontier - hostNow())} · ${(d.memoryBytes / 1024).toFixed(0)} KiB in the Worker · samples: ${given} pushed, ${pending} waiting, ${missing} marked missing${balanced ? '' : ' · MISMATCH'}`;
+});
+
+const STAT_TITLES = {
+  window: {
+    latency: 'median of the last 21 forward passes with attention maps, main thread → Worker → main thread',
+    rate: 'model windows per second over the last 10 s', updates: 'windows run through the model since the page opened', updatesName: 'windows',
+    tokens: 'tokens in the latest window (patches of every stream)',
+  },
+  stream: {
+    latency: 'notification to updated prediction: median of the last 50, from a notification reaching the device layer to the prediction it made written on this page (chunk, push and pooled() in the Worker, the panels)',
+    rate: 'predictions per second over the last 10 s (one per push that made a patch final)', updates: 'predictions since the stream session started', updatesName: 'predictions',
+    tokens: 'final tokens of the stream session',
+  },
+};
+
+function showMode(next) {
+  document.body.dataset.mode = next;
+  $('#mode').dataset.mode = next;
+  $(`#mode-${next}`).checked = true;
+  const stream = next === 'stream';
+  $('#lookback-row').hidden = !stream;
+  $('#stream-note').hidden = !stream;
+  $('#maps').hidden = stream;
+  $('#attention-controls').hidden = stream;
+  $('#cost-stat').hidden = !stream;
+  const t = STAT_TITLES[next];
+  $('#latency-stat').title = t.latency;
+  $('#rate-stat').title = t.rate;
+  $('#updates-stat').title = t.updates;
+  $('#updates-name').textContent = t.updatesName;
+  $('#tokens-stat').title = t.tokens;
+  $('#window-legend').textContent = stream ? 'pooled by the prediction (10 s)' : 'model window (10 s)';
+  for (const id of ['#latency', '#cost', '#rate', '#tokens']) { $(id).textContent = '–'; if ($(id).dataset.ms !== undefined) $(id).dataset.ms = ''; }
+  $('#updates').textContent = '0';
+  $('#updates').dataset.count = '0';
+  prediction.reset();
+  traces.window = null;
+  traces.highlights = [];
+}
+
+/** Switches the page to `next` ('stream' | 'window'), loading its model the first time. */
+async function setMode(next, { fallback = false } = {}) {
+  if (next === mode) return true;
+  const call = ++modeChange;
+  const previous = mode;
+  mode = next;
+  showMode(next);
+  if (next === 'stream') {
+    loop.stop();
+    attention.clearSelection();
+    if (!streamer.loaded) {
+      $('#model-info').textContent = 'loading the stream model…';
+      if (!(await streamer.load())) {
+        if (call !== modeChange) return false;
+        $('#mode-stream').disabled = true;
+        const error = streamState.failed;
+        const why = `${error?.code ?? 'error'}: ${error?.message}`;
+        $('#mode-stream').closest('label').title = `the stream model did not load from ${STREAM_MODEL_URL} (${why})`;
+        addLog({ kind: fallback ? 'model' : 'error', text: `no stream model from ${STREAM_MODEL_URL} (${why}): the windowed model runs (train one with tools/demo/train_stream_model.py, or pass ?streamModel=URL)`, time: Date.now() / 1000 });
+        if (!fallback) showNotice(`The stream model did not load from ${STREAM_MODEL_URL} (${why}): the windowed model runs instead.`, 'warn');
+        mode = previous;
+        return setMode('window');
+      }
+      if (call !== modeChange) return false;
+    }
+    const c = streamer.config;
+    prediction.setLabels(c.labels ?? []);
+    modelInfo(STREAM_MODEL_URL, c, 'a streaming session in a Web Worker, fed as notifications arrive');
+    await streamer.start(session);
+    return true;
+  }
+  await streamer.stop();
+  if (call !== modeChange) return false;
+  if (!loop.config) {
+    $('#model-info').textContent = 'loading the windowed model…';
+    windowState.loading ??= loop.load();
+    const config = await windowState.loading;
+    windowState.loading = null;
+    if (call !== modeChange) return false;
+    if (!config) {
+      const error = windowState.failed ?? {};
+      $('#predicted').textContent = 'no model';
+      $('#maps').replaceChildren(h('p', { class: 'placeholder' }, `No attention maps without a model (${error.code ?? 'error'}).`));
+      $('#model-info').textContent = `The model did not load from ${MODEL_URL}: ${error.message}`;
+      showNotice(`The model did not load (${error.code ?? 'error'}): ${error.message}. The signals still stream; train the demo model (tools/demo/train_demo_model.py) or pass ?model=URL.`, 'warn');
+      return false;
+    }
+  }
+  const c = loop.config;
+  prediction.setLabels(c.labels ?? []);
   attention.setConfig(c);
   attention.redraw();
-  const file = new URL(MODEL_URL, location.href).pathname.split('/').pop();
-  $('#model-info').replaceChildren(
-    h('b', {}, file), ` · ${c.layout} attention · ${c.n_layers} layers × ${c.n_heads} heads · d ${c.d_model} · `,
-    `${c.modalities.length} modalities · ${c.time_bin} s time bins · runs in a Web Worker`);
-  addLog({ kind: 'model', text: `model loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads, ${labels.length ? `classes ${labels.join(' / ')}` : 'no class labels'})`, time: Date.now() / 1000 });
-});
+  modelInfo(MODEL_URL, c, 'runs in a Web Worker');
+  loop.start();
+  return true;
+}
+
+for (const value of ['stream', 'window']) {
+  $(`#mode-${value}`).addEventListener('change', (e) => { if (e.target.checked) setMode(value); });
+}
 
 const pause = $('#pause');
 // "1" while a window is in the Worker: once paused and "0", no further result will land.
 loop.addEventListener('state', () => { pause.dataset.inflight = loop.inFlight ? '1' : '0'; });
 pause.addEventListener('click', () => {
   loop.paused = !loop.paused;
+  // Paused, the stream session is still fed (nothing is lost, no gap appears): only the page stops.
+  streamer.paused = loop.paused;
   pause.textContent = loop.paused ? 'Resume' : 'Pause';
   pause.setAttribute('aria-pressed', String(loop.paused));
   document.body.classList.toggle('paused', loop.paused);
 });
 
 // --- go ---------------------------------------------------------------------------------------
+traces.afterDraw = () => { if (mode === 'stream') lookback.draw(); };
 traces.start();
 if (params.get('source') === 'bluetooth' && bluetoothAvailability().available) {
   startBluetooth(['strap', 'thermometer', 'oximeter']).then((ok) => ok || startSimulator());
@@ -236,4 +410,4 @@ if (params.get('source') === 'bluetooth' && bluetoothAvailability().available) {
   if (params.get('source') === 'bluetooth') showNotice(bluetoothAvailability().message, 'warn');
   startSimulator();
 }
-if (await loop.load()) loop.start();
+setMode(MODE ?? 'stream', { fallback: MODE === null });

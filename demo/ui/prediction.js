@@ -8,13 +8,20 @@ const HISTORY_SECONDS = 120;
 
 export class PredictionPanel {
   #history = [];
+  #frame = 0;
   #bars = [];
   #strip;
 
-  constructor({ predicted, confidence, probs, latency, rate, updates, tokens, truth, history, legend, announce = null }) {
-    Object.assign(this, { predicted, confidence, probs, latency, rate, updates, tokens, truth, legend, announce });
+  constructor({ predicted, confidence, probs, latency, cost = null, rate, updates, tokens, truth, history, legend, announce = null }) {
+    Object.assign(this, { predicted, confidence, probs, latency, cost, rate, updates, tokens, truth, legend, announce });
     this.labels = [];
     this.#strip = { canvas: history, fit: fitCanvas(history, () => this.drawHistory()) };
+  }
+
+  /** A new source of predictions (the other model, another source): the strip starts afresh. */
+  reset() {
+    this.#history = [];
+    this.drawHistory();
   }
 
   setLabels(labels) {
@@ -32,14 +39,25 @@ export class PredictionPanel {
 
   /** detail: InferenceLoop 'result' detail; truth: the simulator's activity at the window end (or null). */
   update(detail, truth) {
-    // Given by forward when the config has labels; null both when the window held no present
-    // token (a head from no data), absent without labels (the head is then not a classifier).
-    const { probabilities: p = null, label = null } = detail.result;
     const tokens = detail.result.tokens;
     const present = tokens.present.reduce((a, b) => a + b, 0);
-    this.tokens.textContent = `${tokens.time.length}`;
-    this.tokens.title = `${present} present, ${tokens.time.length - present} masked (missing data)`;
-    this.showStats(detail.stats);
+    this.show({
+      // Given by forward when the config has labels; null both when the window held no present
+      // token (a head from no data), absent without labels (the head is then not a classifier).
+      probabilities: detail.result.probabilities ?? null, label: detail.result.label ?? null, end: detail.end, truth,
+      tokens: { text: `${tokens.time.length}`, title: `${present} present, ${tokens.time.length - present} masked (missing data)` },
+      stats: detail.stats,
+    });
+  }
+
+  /**
+   * A prediction: { probabilities, label (null: no present token), end (its time, host s), truth
+   * (the simulator's activity then, or null), tokens: { text, title }, stats }.
+   */
+  show({ probabilities: p, label, end, truth, tokens, stats }) {
+    this.tokens.textContent = tokens.text;
+    this.tokens.title = tokens.title;
+    this.showStats(stats);
     if (!this.labels.length) {
       this.predicted.textContent = 'no class labels';
       this.predicted.title = 'The model\'s config has no labels: its head is not a classifier, so there is no prediction to show.';
@@ -57,7 +75,7 @@ export class PredictionPanel {
         b.value.textContent = '–';
         b.row.classList.remove('best');
       }
-      this.#pushHistory(detail.end, -1, truth);
+      this.#pushHistory(end, -1, truth);
       return;
     }
     const best = this.labels.indexOf(label);
@@ -84,19 +102,29 @@ export class PredictionPanel {
     } else {
       this.truth.hidden = true;
     }
-    this.#pushHistory(detail.end, best, truth);
+    this.#pushHistory(end, best, truth);
   }
 
   // best: the label's index, -1 for a window without a prediction (drawn as a gap).
   #pushHistory(end, best, truth) {
     this.#history.push({ t: end, best, truth });
     while (this.#history.length && this.#history[0].t < end - HISTORY_SECONDS - 5) this.#history.shift();
-    this.drawHistory();
+    // On the next frame: the stream mode predicts several times a second, and the strip is not
+    // the prediction (its drawing stays out of the notification-to-prediction latency).
+    if (this.#frame) return;
+    this.#frame = requestAnimationFrame(() => {
+      this.#frame = 0;
+      this.drawHistory();
+    });
   }
 
   showStats(stats) {
     this.latency.textContent = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(1) : '–';
     this.latency.dataset.ms = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(3) : '';
+    if (this.cost) {
+      this.cost.textContent = Number.isFinite(stats.costMs) ? stats.costMs.toFixed(2) : '–';
+      this.cost.dataset.ms = Number.isFinite(stats.costMs) ? stats.costMs.toFixed(3) : '';
+    }
     this.rate.textContent = Number.isFinite(stats.rateHz) ? stats.rateHz.toFixed(2) : '–';
     this.updates.textContent = String(stats.updates);
     this.updates.dataset.count = String(stats.updates);

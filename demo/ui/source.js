@@ -27,7 +27,8 @@ export function demoSchedule(repeats = 40) {
 }
 
 /**
- * Events: 'change' (a device's state changed), 'log' ({ detail: { kind, text, time, device } }).
+ * Events: 'change' (a device's state changed), 'log' ({ detail: { kind, text, time, device } }),
+ * 'wearable' ({ detail: { kind, wearable } }: a device connected).
  * devices: Map kind -> { kind, name, state: 'connecting' | 'streaming' | 'reconnecting' | 'lost' | 'closed', wearable, battery, location }
  */
 export class Session extends EventTarget {
@@ -40,6 +41,7 @@ export class Session extends EventTarget {
     this.assembler = new WindowAssembler();
     for (const [id, spec] of Object.entries(ALL_STREAMS)) this.assembler.add(id, { capacitySeconds: 120, ...spec });
     this.devices = new Map();
+    this.sinks = new Set();  // takers of every device's samples and gap marks (Wearable.addSink)
     this.closed = false;
     this.started = hostNow();
   }
@@ -79,7 +81,8 @@ export class Session extends EventTarget {
     this.#changed();
     let wearable;
     try {
-      wearable = await connectWearable({ bluetooth: this.bluetooth, filters: DEVICE_FILTERS[kind], assembler: this.assembler, streams: streamsOf(kind) });
+      // The sinks from the first notification on: a stream session fed later would miss samples.
+      wearable = await connectWearable({ bluetooth: this.bluetooth, filters: DEVICE_FILTERS[kind], assembler: this.assembler, streams: streamsOf(kind), sinks: [...this.sinks] });
     } catch (error) {
       this.devices.delete(kind);
       this.#changed();
@@ -90,6 +93,8 @@ export class Session extends EventTarget {
       return null;
     }
     Object.assign(entry, { wearable, name: wearable.name, state: 'streaming', battery: wearable.battery, location: wearable.location });
+    // addSink's listeners take the new device (a sink added while it was connecting included).
+    this.dispatchEvent(new CustomEvent('wearable', { detail: { kind, wearable } }));
     const device = wearable.name;
     this.#log('connect', `${device} connected${wearable.battery !== null ? ` (battery ${wearable.battery} %)` : ''}`, { device });
     wearable.addEventListener('disconnect', (e) => {
@@ -121,6 +126,23 @@ export class Session extends EventTarget {
     });
     this.#changed();
     return entry;
+  }
+
+  /**
+   * Adds a taker of every device's samples and gap marks ({ push, markGap }: a streaming
+   * session's feeder), on the devices connected now and on those that connect later. Returns a
+   * function that removes it from all of them.
+   */
+  addSink(sink) {
+    this.sinks.add(sink);
+    const removers = [...this.devices.values()].filter((d) => d.wearable).map((d) => d.wearable.addSink(sink));
+    const onConnect = (e) => { if (this.sinks.has(sink)) removers.push(e.detail.wearable.addSink(sink)); };
+    this.addEventListener('wearable', onConnect);
+    return () => {
+      this.sinks.delete(sink);
+      this.removeEventListener('wearable', onConnect);
+      for (const remove of removers) remove();
+    };
   }
 
   /** Connects every kind of device the simulator offers (no chooser: the fake picks). */

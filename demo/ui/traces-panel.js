@@ -6,11 +6,11 @@ import { fitCanvas, h, hostNow } from './dom.js';
 import { STREAM_VIEW } from './streams.js';
 
 export const VIEW_SECONDS = 15;
-const VIEW_LAG = 0.6;  // s: the newest ECG frame (73 samples, ~0.56 s) has arrived by then
+export const VIEW_LAG = 0.6;  // s: the newest ECG frame (73 samples, ~0.56 s) has arrived by then
 const BACKGROUND = '#0f141b';
 // The value axis's gutter (CSS px), the same for every trace and the shared time axis so their
 // plot areas line up: "−1000 µV" (ACC, ECG) fits at 10 px.
-const AXIS_WIDTH = 52;
+export const AXIS_WIDTH = 52;
 
 export class TracesPanel {
   #rows = [];
@@ -24,6 +24,7 @@ export class TracesPanel {
     this.gapBadge = gapBadge;
     this.window = null;        // { t0, t1 } of the latest inference
     this.highlights = [];      // [{ id, t0, t1, color, label }]
+    this.afterDraw = null;     // called after each frame (the look-back strip scrolls with the traces)
     for (const view of STREAM_VIEW) {
       const value = h('span', { class: 'value' }, '–');
       const source = h('span', { class: 'src' }, '');
@@ -97,6 +98,7 @@ export class TracesPanel {
       this.gapBadge.hidden = gapsInView === 0;
       this.gapBadge.dataset.count = String(gapsInView);
     }
+    this.afterDraw?.();
   }
 }
 

@@ -33,7 +33,8 @@ before(async () => {
   ctx.page = await ctx.browser.newPage({ viewport: { width: 1440, height: 900 } });
   await ctx.page.addInitScript({ content: CSP_HOOK });
   ctx.watch = watch(ctx.page, ctx.server.url.replace(/\/$/, ''));
-  ctx.url = `${ctx.server.url}?seed=${SEED}&outage=${OUTAGE}${ctx.model.query}`;
+  // The windowed model's page (?mode=window): its maps, keyboard and card (demo-stream.test.js: the stream mode).
+  ctx.url = `${ctx.server.url}?mode=window&seed=${SEED}&outage=${OUTAGE}${ctx.model.query}`;
   log('demo', `${ctx.url} (model: ${ctx.model.kind}), Chromium ${ctx.browser.version()}`);
   await ctx.page.goto(ctx.url);
 });
@@ -79,7 +80,7 @@ test('?seed=N seeds the page\'s simulator: its devices are the ones the simulato
     const other = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
     await other.addInitScript({ content: CSP_HOOK });
     const watcher = watch(other, ctx.server.url.replace(/\/$/, ''));
-    await other.goto(`${ctx.server.url}?${query}${ctx.model.query.slice(1)}`);
+    await other.goto(`${ctx.server.url}?mode=window&${query}${ctx.model.query.slice(1)}`);
     await waitFor(other, `the three simulated devices (?${query})`, allConnected);
     const seed = await other.getAttribute('#source-name', 'data-seed');
     assert.match(seed, /^\d+$/, `?${query}: the seed shown is ${seed}`);
@@ -328,7 +329,7 @@ test('the prediction is a polite live region, announced when the class changes, 
 
 /** A copy of the page's model whose config has no `labels` (the safetensors header rewritten), served from demo/<dir>/. */
 function unlabeledModel() {
-  const source = ctx.model.query ? join(repo, 'demo', /model=([^&]+)/.exec(ctx.model.query)[1]) : join(repo, 'demo/model/demo.safetensors');
+  const source = join(repo, 'demo', ctx.model.file);
   const bytes = readFileSync(source);
   const n = Number(bytes.readBigUInt64LE(0));
   const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
@@ -367,7 +368,7 @@ test('the card shows forward\'s own label and probabilities; a model without lab
   try {
     await other.addInitScript({ content: CSP_HOOK });
     const watcher = watch(other, ctx.server.url.replace(/\/$/, ''));
-    await other.goto(`${ctx.server.url}?seed=${SEED}&${model.query}`);
+    await other.goto(`${ctx.server.url}?mode=window&seed=${SEED}&${model.query}${ctx.model.query.replace(/&model=[^&]*/, '')}`);
     await waitFor(other, 'two inference updates (model without labels)', () => Number(document.querySelector('#updates')?.dataset.count) >= 2);
     const shown = await other.evaluate(() => ({
       predicted: document.querySelector('#predicted').textContent,

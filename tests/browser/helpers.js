@@ -49,26 +49,42 @@ const PAGE_STATE = () => ({
 });
 
 /**
- * The weights the page loads. The trained demo model (demo/model/demo.safetensors) when it exists;
- * otherwise a stand-in with the same config and random weights (build/demo-standin.safetensors,
- * made by make_standin.py if missing or older than the training script's CONFIG), copied for the test's duration to a directory of its own
- * under demo/ (the server serves demo/ and web/ only; demo/model/ is never touched).
- * Returns { query: '' | '&model=...', kind, cleanup() }.
+ * The weights the page loads: the windowed model and the stream model. Each is the trained file in
+ * demo/model/ when it exists (demo.safetensors, stream.safetensors); otherwise a stand-in with the
+ * same config and random weights (build/demo-standin.safetensors, build/stream-standin.safetensors,
+ * made by make_standin.py if missing or older than the training script's CONFIG), copied for the
+ * test's duration to a directory of its own under demo/ (the server serves demo/ and web/ only;
+ * demo/model/ is never touched).
+ * Returns { query: '' | '&model=...&streamModel=...', file, streamFile (paths under demo/), kind, cleanup() }.
  */
 export function demoModel() {
-  if (existsSync(join(repo, 'demo/model/demo.safetensors'))) return { query: '', kind: 'demo/model/demo.safetensors (trained)', cleanup() {} };
-  const standin = join(repo, 'build/demo-standin.safetensors');
-  const config = join(repo, 'tools/demo/train_demo_model.py');  // holds CONFIG: a newer one means a stale stand-in
-  if (!existsSync(standin) || statSync(config).mtimeMs > statSync(standin).mtimeMs) {
-    const r = spawnSync('/usr/bin/python3', [join(repo, 'tests/browser/make_standin.py'), standin], { encoding: 'utf8' });
-    assert.equal(r.status, 0, `demo/model/demo.safetensors is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
-  }
+  const models = [
+    { param: 'model', trained: 'demo.safetensors', standin: 'demo-standin.safetensors', args: [] },
+    { param: 'streamModel', trained: 'stream.safetensors', standin: 'stream-standin.safetensors', args: ['--stream'] },
+  ];
   const dir = `standin-${process.pid}`;
-  mkdirSync(join(repo, 'demo', dir), { recursive: true });
-  copyFileSync(standin, join(repo, 'demo', dir, 'model.safetensors'));
+  const config = join(repo, 'tools/demo/train_demo_model.py');  // holds CONFIG: a newer one means a stale stand-in
+  let query = '';
+  const kinds = [], files = [];
+  for (const m of models) {
+    if (existsSync(join(repo, 'demo/model', m.trained))) {
+      files.push(`model/${m.trained}`);
+      kinds.push(`demo/model/${m.trained} (trained)`);
+      continue;
+    }
+    const standin = join(repo, 'build', m.standin);
+    if (!existsSync(standin) || statSync(config).mtimeMs > statSync(standin).mtimeMs) {
+      const r = spawnSync('/usr/bin/python3', [join(repo, 'tests/browser/make_standin.py'), ...m.args, standin], { encoding: 'utf8' });
+      assert.equal(r.status, 0, `demo/model/${m.trained} is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
+    }
+    mkdirSync(join(repo, 'demo', dir), { recursive: true });
+    copyFileSync(standin, join(repo, 'demo', dir, m.trained));
+    query += `&${m.param}=${dir}/${m.trained}`;
+    files.push(`${dir}/${m.trained}`);
+    kinds.push(`stand-in for demo/model/${m.trained} (random weights, its config): the trained file is not there yet`);
+  }
   return {
-    query: `&model=${dir}/model.safetensors`,
-    kind: 'stand-in (random weights, the demo config): demo/model/demo.safetensors is not there yet',
+    query, file: files[0], streamFile: files[1], kind: kinds.join('; '),
     cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }),
   };
 }

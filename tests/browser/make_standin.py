@@ -1,8 +1,11 @@
-"""A stand-in for demo/model/demo.safetensors while the real one is being trained: the demo model's
-exact config (tools/demo/train_demo_model.py CONFIG: labels, modalities, layout) with random
-weights, so the page and its tests run before training has finished.
+"""Stand-ins for the demo's models while the real ones are being trained: the demo model's exact
+config (tools/demo/train_demo_model.py CONFIG: labels, modalities, layout) with random weights, so
+the page and its tests run before training has finished. With --stream, the streaming demo
+model's config instead: the same with `causal: true` and `attention_lookback_s` 4 s (the value
+tools/demo/train_stream_model.py trains demo/model/stream.safetensors with).
 
-    /usr/bin/python3 tests/browser/make_standin.py [OUT]   (default build/demo-standin.safetensors)
+    /usr/bin/python3 tests/browser/make_standin.py [--stream] [OUT]
+    (default build/demo-standin.safetensors, with --stream build/stream-standin.safetensors)
 """
 import pathlib
 import sys
@@ -16,8 +19,13 @@ from export import export_safetensors  # noqa: E402
 from sensorformer_ref import SensorformerRef  # noqa: E402
 from train_demo_model import CONFIG  # noqa: E402
 
-out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "demo-standin.safetensors"
+args = sys.argv[1:]
+stream = "--stream" in args
+args = [a for a in args if a != "--stream"]
+config = dict(CONFIG, causal=True, attention_lookback_s=4.0) if stream else CONFIG
+default = "stream-standin.safetensors" if stream else "demo-standin.safetensors"
+out = pathlib.Path(args[0]) if args else ROOT / "build" / default
 out.parent.mkdir(parents=True, exist_ok=True)
 torch.manual_seed(42)
-export_safetensors(SensorformerRef(CONFIG), CONFIG, str(out), dtype="F16")
+export_safetensors(SensorformerRef(config), config, str(out), dtype="F16")
 print(out)

@@ -1,0 +1,114 @@
+// The stream mode's attention picture: the newest final token's attention over its look-back, as
+// one strip with a row per stream on the traces' time axis (the same seconds, the same value-axis
+// gutter, so a key sits under the patch of the trace it stands for). Each key's patch is coloured
+// by its weight (viridis, 0 -> that block's largest weight), the query's patch is outlined and
+// the look-back [t - W, t] is shaded. Last layer, mean over heads. With two blocks per layer
+// (factorized) the query's own stream shows its within-stream (time) block and the other streams
+// the across-streams (channel) block: each block's weights sum to 1 over its own keys, so each is
+// scaled by its own largest weight.
+import { viridis } from '../../web/src/render/index.js';
+import { fitCanvas, hostNow, relTime } from './dom.js';
+import { QUERY_COLOR, STREAM_VIEW } from './streams.js';
+import { AXIS_WIDTH, VIEW_LAG, VIEW_SECONDS } from './traces-panel.js';
+
+const BACKGROUND = '#0f141b';
+const ROW_LINE = '#1a222c';
+const LABEL = '#7d8896';
+
+// Which block's weight a key's row shows: the query's own stream reads its within-stream block,
+// the other streams the block across streams; 'flattened' (one block) serves both.
+const PRIORITY = { own: ['time', 'flattened', 'channel'], other: ['channel', 'flattened'] };
+
+export class LookbackStrip {
+  #fit;
+
+  constructor(canvas, caption) {
+    this.canvas = canvas;
+    this.caption = caption;
+    this.lookback = null;
+    this.#fit = fitCanvas(canvas, () => this.draw());
+  }
+
+  /** The newest token's look-back (StreamInference 'result' detail.lookback). */
+  update(lookback) {
+    this.lookback = lookback;
+    if (!lookback) {
+      this.caption.textContent = 'waiting for the first final token…';
+      return;
+    }
+    const q = lookback.query;
+    const view = STREAM_VIEW.find((v) => v.id === q.id);
+    const counts = lookback.blocks.map((b) => `${b.keys.length} ${b.block}`).join(' + ');
+    this.caption.textContent = `newest token: ${view?.title ?? q.id} at ${relTime(q.time - hostNow())} · attends to ${counts} keys within ${lookback.lookbackSeconds} s · layer ${lookback.layer + 1}, mean of ${lookback.heads} heads · colour: weight ÷ its block's largest`;
+  }
+
+  /** Cells to draw: { row, t0, t1, v } per key, with the block it was read from. */
+  cells() {
+    const lb = this.lookback;
+    if (!lb) return [];
+    const byBlock = new Map(lb.blocks.map((b) => [b.block, b]));
+    const out = [];
+    for (const [r, view] of STREAM_VIEW.entries()) {
+      const block = (view.id === lb.query.id ? PRIORITY.own : PRIORITY.other).map((name) => byBlock.get(name)).find((b) => b?.keys.some((k) => k.id === view.id));
+      if (!block) continue;
+      for (const k of block.keys) if (k.id === view.id) out.push({ row: r, t0: k.time, t1: k.t1, v: block.max > 0 ? k.weight / block.max : 0, weight: k.weight, block: block.block });
+    }
+    return out;
+  }
+
+  draw() {
+    const ctx = this.canvas.getContext('2d');
+    const pr = this.#fit.pixelRatio, W = this.canvas.width / pr, H = this.canvas.height / pr;
+    ctx.save();
+    ctx.setTransform(pr, 0, 0, pr, 0, 0);
+    ctx.fillStyle = BACKGROUND;
+    ctx.fillRect(0, 0, W, H);
+    const now = hostNow(), t1 = now - VIEW_LAG, t0 = t1 - VIEW_SECONDS;
+    const plotW = Math.max(1, W - AXIS_WIDTH);
+    const x = (t) => AXIS_WIDTH + ((t - t0) / (t1 - t0)) * plotW;
+    const rows = STREAM_VIEW.length, rh = H / rows;
+    ctx.font = '9.5px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    ctx.textAlign = 'right';
+    for (const [r, view] of STREAM_VIEW.entries()) {
+      ctx.fillStyle = LABEL;
+      ctx.fillText(view.short, AXIS_WIDTH - 6, (r + 0.5) * rh);
+      if (r) {
+        ctx.fillStyle = ROW_LINE;
+        ctx.fillRect(AXIS_WIDTH, Math.round(r * rh), plotW, 1);
+      }
+    }
+    ctx.beginPath();
+    ctx.rect(AXIS_WIDTH, 0, plotW, H);
+    ctx.clip();
+    const lb = this.lookback;
+    let drawn = 0;
+    if (lb) {
+      const q = lb.query;
+      // the look-back: keys can only lie in [t - W, t]
+      ctx.fillStyle = 'rgba(88, 166, 255, 0.10)';
+      ctx.fillRect(x(q.time - lb.lookbackSeconds), 0, x(q.time) - x(q.time - lb.lookbackSeconds), H);
+      for (const c of this.cells()) {
+        const [red, green, blue] = viridis(c.v);
+        ctx.fillStyle = `rgb(${red}, ${green}, ${blue})`;
+        const a = x(c.t0), b = x(c.t1);
+        ctx.fillRect(a, c.row * rh + 1, Math.max(1.5, b - a - 0.5), rh - 2);
+        drawn++;
+      }
+      const r = STREAM_VIEW.findIndex((v) => v.id === q.id);
+      if (r >= 0) {
+        ctx.strokeStyle = QUERY_COLOR;
+        ctx.lineWidth = 1.5;
+        ctx.strokeRect(x(q.time), r * rh + 0.75, Math.max(2, x(q.t1) - x(q.time)), rh - 1.5);
+      }
+    }
+    ctx.restore();
+    const ds = this.canvas.dataset;
+    ds.draws = String(Number(ds.draws ?? 0) + 1);
+    ds.keys = String(drawn);
+    ds.query = lb ? `${lb.query.id} ${lb.query.time.toFixed(3)}` : '';
+    this.canvas.setAttribute('aria-label', lb
+      ? `Look-back attention of the newest token (${lb.query.id}, ${relTime(lb.query.time - now)}): ${drawn} keys coloured by weight, last layer, mean over heads`
+      : 'Look-back attention strip, waiting for the first final token');
+  }
+}

@@ -1,0 +1,288 @@
+// The demo page's stream mode (issue 12) in headless Chromium: the stream model (causal, with
+// attention_lookback_s) is the default, a session in the Worker is fed from the simulated strap as
+// notifications arrive, the prediction updates as patches become final, the newest token's
+// look-back attention is drawn, the latency and update-cost readouts show numbers. With ?record=1
+// the page keeps every chunk it pushed and every prediction: the test recomputes them from the
+// same chunks with a full model.forward in Node (the rows' masked mean and the head from the
+// weights file), follows a simulated disconnect (a gap marked, no session error, nothing lost),
+// and switches to the windowed model and back. Screenshot: test-artifacts/demo-stream.png.
+//
+// Every wait is for a condition with a deadline (helpers.waitFor); no timing is asserted (the
+// latency and update-cost medians are logged for the record).
+//
+//   node --test tests/browser/demo-stream.test.js
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadModel } from '../../web/src/index.js';
+import { CSP_HOOK, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
+
+const SEED = 9912;    // the seed of demo.test.js: late first thermometer reading (a stream joining late)
+const OUTAGE = 1;     // s out of range: the device layer's first retry (2 s) gets the strap back
+const t0 = performance.now();
+const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+const ctx = {};
+
+before(async () => {
+  ctx.model = demoModel();
+  ctx.server = await demoServer();
+  ctx.browser = await launchChromium();
+  ctx.page = await ctx.browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await ctx.page.addInitScript({ content: CSP_HOOK });
+  ctx.watch = watch(ctx.page, ctx.server.url.replace(/\/$/, ''));
+  ctx.url = `${ctx.server.url}?seed=${SEED}&outage=${OUTAGE}&record=1${ctx.model.query}`;
+  log('stream', `${ctx.url} (models: ${ctx.model.kind}), Chromium ${ctx.browser.version()}`);
+  await ctx.page.goto(ctx.url);
+});
+
+after(async () => {
+  await ctx.browser?.close();
+  await ctx.server?.close();
+  ctx.model?.cleanup();
+  log('stream', `done in ${elapsed()}`);
+});
+
+const predictions = () => Number(document.querySelector('#updates')?.dataset.count);
+
+// The page's recording as plain arrays (NaN as null: it crosses as JSON).
+const RECORDING = () => {
+  const r = globalThis.sensorformerDemo.recording();
+  const plain = (x) => (x == null ? x : Array.from(x, (v) => (Number.isNaN(v) ? null : v)));
+  return {
+    streamIds: [...r.streamIds],
+    chunks: r.chunks.map((c) => ({
+      streams: c.streams.map((s) => s && {
+        ...s, samples: plain(s.samples), timestamps: plain(s.timestamps), present: plain(s.present),
+      }),
+    })),
+    predictions: r.predictions.map((p) => ({ ...p, pooled: plain(p.pooled), head: plain(p.head), probabilities: plain(p.probabilities) })),
+    received: Object.fromEntries(Object.entries(r.received).map(([id, v]) => [id, plain(v)])),
+    shown: { label: document.querySelector('#predicted').textContent, best: document.querySelector('.prob.best .name')?.textContent ?? null },
+    stats: globalThis.sensorformerDemo.stats(),
+  };
+};
+
+/**
+ * The window of everything the chunks gave, per session stream (docs/model.md "Streaming
+ * sessions": a regular stream's later startTime fills the samples up to its slot, rounded to the
+ * nearest, with missing ones; `until` fills the slots with time < until; event streams append).
+ */
+function windowFromChunks(chunks, referenceTime) {
+  const streams = [];
+  for (const chunk of chunks) {
+    chunk.streams.forEach((s, i) => {
+      if (!s) return;
+      if (!streams[i]) {
+        streams[i] = s.timestamps
+          ? { sensor: s.sensor, modality: s.modality, placement: s.placement, timestamps: [], samples: [] }
+          : { sensor: s.sensor, modality: s.modality, placement: s.placement, rateHz: s.rateHz, startTime: s.startTime, samples: [] };
+      }
+      const w = streams[i];
+      if (w.timestamps) {
+        w.timestamps.push(...(s.timestamps ?? []));
+        w.samples.push(...(s.samples ?? []));
+        return;
+      }
+      const slot = (t) => (t - w.startTime) * w.rateHz;
+      if (s.startTime != null && w.samples.length) {
+        const k = Math.round(slot(s.startTime));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+      w.samples.push(...(s.samples ?? []));
+      if (s.until != null) {
+        const k = Math.ceil(slot(s.until));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+    });
+  }
+  return { referenceTime, streams };
+}
+
+/** An F16 bit pattern's value (IEEE 754 binary16). */
+function f16(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, m = bits & 0x3ff;
+  if (e === 0) return sign * m * 2 ** -24;
+  if (e === 31) return m ? NaN : sign * Infinity;
+  return sign * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+/** The head (a Linear layer on the pooled vector: docs/model.md "Outputs") from the weights file. */
+function headOf(path) {
+  const bytes = readFileSync(path);
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
+  const tensor = (name) => {
+    const { dtype, shape, data_offsets: [a, b] } = header[name];
+    const raw = bytes.subarray(8 + n + a, 8 + n + b);
+    const values = dtype === 'F16' ? Array.from({ length: raw.length / 2 }, (_, i) => f16(raw.readUInt16LE(2 * i)))
+      : Array.from({ length: raw.length / 4 }, (_, i) => raw.readFloatLE(4 * i));
+    return { shape, values };
+  };
+  const w = tensor('head.weight'), bias = tensor('head.bias');
+  const [out, d] = w.shape;
+  return (x) => Array.from({ length: out }, (_, o) => {
+    let z = bias.values[o];
+    for (let j = 0; j < d; j++) z += w.values[o * d + j] * x[j];
+    return z;
+  });
+}
+
+test('stream mode is the default: predictions as patches become final, the look-back strip, latency and update cost', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'the stream mode', () => document.querySelector('#mode')?.dataset.mode === 'stream' && !document.querySelector('#lookback-row').hidden);
+  await waitFor(page, 'three streamed predictions', () => Number(document.querySelector('#updates')?.dataset.count) >= 3 && document.querySelector('.prob.best'));
+  const predicted = await page.textContent('#predicted');
+  assert.match(predicted, /^(rest|walk|run)$/, `the card shows ${predicted}`);
+  // The look-back strip: the newest token's keys, drawn (pixels other than the background).
+  await waitFor(page, 'keys on the look-back strip', () => Number(document.querySelector('#lookback').dataset.keys) > 0);
+  const strip = await canvasStats(page, '#lookback');
+  assert.ok(strip.nonBackground > 200, `the look-back strip is nearly empty: ${JSON.stringify(strip)}`);
+  assert.match(await page.textContent('#lookback-caption'), /newest token: .+ attends to \d+ .*keys within 4 s · layer 2, mean of 4 heads/);
+  // Readouts: numbers, in ms (not asserted against a bound: a shared machine is no benchmark).
+  await waitFor(page, 'latency and update-cost readouts', () => ['#latency', '#cost'].every((s) => Number(document.querySelector(s).dataset.ms) > 0));
+  const readout = await page.evaluate(() => ({
+    latency: Number(document.querySelector('#latency').dataset.ms), cost: Number(document.querySelector('#cost').dataset.ms),
+    latencyText: document.querySelector('#latency').textContent, costText: document.querySelector('#cost').textContent,
+  }));
+  assert.match(readout.latencyText, /^\d+\.\d$/);
+  assert.match(readout.costText, /^\d+\.\d\d$/);
+  // The prediction moves with finality, not once a second: the predictions' count grows with the
+  // session's final tokens (each prediction follows a push that made tokens final).
+  const before = await page.evaluate(predictions);
+  await waitFor(page, 'five more predictions', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 5, before);
+  const final = await page.getAttribute('#session-line', 'data-final');
+  assert.ok(Number(final) > 0, `no final token counted: ${final}`);
+  log('stream', `${elapsed()}: "${predicted}"; medians: notification -> prediction ${readout.latency.toFixed(2)} ms, push round trip ${readout.cost.toFixed(3)} ms; strip ${strip.nonBackground} px; ${final} final tokens`);
+});
+
+test('the streamed predictions equal a full forward over the same chunks (pooled rows and head)', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'ten streamed predictions with present tokens', () =>
+    globalThis.sensorformerDemo.recording().predictions.filter((p) => p.presentTokens > 0).length >= 10);
+  const rec = await page.evaluate(RECORDING);
+  const last = rec.predictions[rec.predictions.length - 1];
+  // The card shows the latest prediction, the session's own label.
+  assert.equal(rec.shown.label, last.label ?? '–');
+  const referenceTime = last.referenceTime;
+  // Every chunk the page pushed so far, as one window: the rows of every final token are final
+  // (a later chunk cannot change them: the model is causal), so one forward serves every prediction.
+  const window = windowFromChunks(rec.chunks, referenceTime);
+  const modelPath = join(repo, 'demo', ctx.model.streamFile);
+  const model = await loadModel(readFileSync(modelPath));
+  const head = headOf(modelPath);
+  const fwd = model.forward(window);
+  const [T, d] = [fwd.tokens.time.length, fwd.embeddings.length / fwd.tokens.time.length];
+  let checked = 0, worstPooled = 0, worstP = 0;
+  for (const p of rec.predictions) {
+    if (!p.presentTokens) continue;
+    // Masked mean of the forward's rows in [from, to): the pooled vector the session gave.
+    const mean = new Float64Array(d);
+    let count = 0;
+    for (let t = 0; t < T; t++) {
+      const time = fwd.tokens.time[t];
+      if (!fwd.tokens.present[t] || time < p.from || time >= p.to) continue;
+      for (let j = 0; j < d; j++) mean[j] += fwd.embeddings[t * d + j];
+      count++;
+    }
+    assert.equal(count, p.presentTokens, `prediction at frontier ${p.frontier}: ${p.presentTokens} present tokens pooled, the forward has ${count} in [${p.from}, ${p.to})`);
+    for (let j = 0; j < d; j++) {
+      const diff = Math.abs(mean[j] / count - p.pooled[j]);
+      worstPooled = Math.max(worstPooled, diff);
+      // 1e-5: a session's rows equal the forward's within float32 rounding of differently tiled
+      // sums (docs/model.md "Streaming sessions"); a mean of such rows keeps that bound.
+      assert.ok(diff <= 1e-5, `pooled[${j}] at frontier ${p.frontier}: session ${p.pooled[j]}, forward ${mean[j] / count}`);
+    }
+    // The head from the weights file (F16, decoded here) on the forward's mean, softmax in float64.
+    const z = head(Array.from(mean, (v) => v / count));
+    const m = Math.max(...z);
+    const e = z.map((v) => Math.exp(v - m));
+    const sum = e.reduce((a, b) => a + b, 0);
+    for (let k = 0; k < z.length; k++) {
+      const diff = Math.abs(e[k] / sum - p.probabilities[k]);
+      worstP = Math.max(worstP, diff);
+      // 1e-4: the pooled vector's 1e-5 through a 32-wide linear layer of |w| < 1 and a softmax
+      // (slope <= 1/4), plus float32 accumulation in the core.
+      assert.ok(diff <= 1e-4, `probability ${k} at frontier ${p.frontier}: page ${p.probabilities[k]}, forward + head ${e[k] / sum}`);
+    }
+    assert.equal(p.label, model.config.labels[z.indexOf(m)], `label at frontier ${p.frontier}`);
+    checked++;
+  }
+  model.dispose();
+  assert.ok(checked >= 10, `only ${checked} predictions checked`);
+  log('stream', `${elapsed()}: ${checked} streamed predictions = forward over ${rec.chunks.length} chunks (${T} tokens): max |pooled diff| ${worstPooled.toExponential(2)}, max |p diff| ${worstP.toExponential(2)}`);
+});
+
+test('a simulated disconnect: the gap is marked in the chunks, the session keeps going, nothing received is lost', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'Simulate disconnect enabled', () => !document.querySelector('#disconnect').disabled);
+  const from = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  await page.click('#disconnect');
+  await waitFor(page, 'the strap back after its outage', () => document.querySelector('#log li[data-kind="reconnect"]') && document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
+  const back = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  // Finality passes the outage: the session's frontier moves beyond the reconnect.
+  await waitFor(page, 'the frontier past the reconnect', (t) => Number(document.querySelector('#session-line').dataset.frontier) > t + 1, back);
+  const n = await page.evaluate(predictions);
+  await waitFor(page, 'predictions after the reconnect', (k) => Number(document.querySelector('#updates').dataset.count) >= k + 3, n);
+  const rec = await page.evaluate(RECORDING);
+  const ecg = rec.streamIds.indexOf('ecg');
+  assert.ok(ecg >= 0, `no ECG stream in the session: ${rec.streamIds}`);
+  // The outage in the ECG chunks: a startTime past the next slot, or an `until` (the feeder's two
+  // ways to mark missing samples), inside [from, back + a second].
+  const window = windowFromChunks(rec.chunks, 0).streams[ecg];
+  const missing = [];
+  window.samples.forEach((v, i) => { if (v === null) missing.push(window.startTime + i / window.rateHz); });
+  const inOutage = missing.filter((t) => t >= from - 0.5 && t <= back + 1);
+  assert.ok(inOutage.length >= Math.floor(OUTAGE * window.rateHz * 0.5), `the outage is not marked missing in the ECG stream: ${inOutage.length} missing samples in [${from}, ${back}] (${missing.length} in all)`);
+  // Nothing received is lost: every value the device layer gave the feeder is in a chunk (float32,
+  // as the chunks carry it), except those it still holds (pending) or that came before the frontier
+  // of a stream joining later (beforeFrontier); counted per stream.
+  const stats = await page.evaluate(() => ({ ...document.querySelector('#session-line').dataset }));
+  const feed = await page.evaluate(() => globalThis.sensorformerDemo.feed());
+  for (const [id, values] of Object.entries(rec.received)) {
+    const index = rec.streamIds.indexOf(id);
+    const given = [];
+    for (const c of rec.chunks) for (const v of c.streams[index]?.samples ?? []) if (v !== null) given.push(v);
+    const got = new Map();
+    for (const v of given) got.set(v, (got.get(v) ?? 0) + 1);
+    let unmatched = 0;
+    for (const v of values) {
+      if (v === null) continue;
+      const f = Math.fround(v);
+      if (got.get(f)) got.set(f, got.get(f) - 1);
+      else unmatched++;
+    }
+    const extra = [...got.values()].reduce((a, b) => a + b, 0);
+    assert.equal(extra, 0, `${id}: ${extra} values in the chunks that the device layer did not give`);
+    const held = feed[id].pending + feed[id].beforeFrontier;
+    assert.ok(unmatched <= held, `${id}: ${unmatched} received values are in no chunk, and the feeder holds only ${held} (pending ${feed[id].pending}, before the frontier ${feed[id].beforeFrontier})`);
+  }
+  // No session error, no restart.
+  const logged = await page.$$eval('#log li', (els) => els.map((e) => `${e.dataset.kind}: ${e.querySelector('.text').textContent}`));
+  assert.deepEqual(logged.filter((l) => /stream session|new stream session/.test(l)), [], 'the stream session failed');
+  log('stream', `${elapsed()}: outage ${from.toFixed(2)}-${back.toFixed(2)}: ${inOutage.length} ECG samples marked missing; frontier ${stats.frontier}; every received value in a chunk or held`);
+});
+
+test('the windowed model stays available: Window shows its maps, Stream comes back with a new session', async () => {
+  const page = ctx.page;
+  await page.click('label[for="mode-window"]');
+  await waitFor(page, 'the window mode with its maps', () => document.querySelector('#mode').dataset.mode === 'window' &&
+    ['map-time', 'map-channel'].every((id) => Number(document.getElementById(id)?.dataset.size) > 0));
+  assert.equal(await page.isVisible('#lookback-row'), false, 'the look-back strip stays in window mode');
+  await waitFor(page, 'two window updates', () => Number(document.querySelector('#updates').dataset.count) >= 2);
+  await page.click('label[for="mode-stream"]');
+  await waitFor(page, 'streamed predictions again', () => document.querySelector('#mode').dataset.mode === 'stream' && Number(document.querySelector('#updates').dataset.count) >= 2);
+  assert.equal(await page.isVisible('#maps'), false, 'the window maps stay in stream mode');
+  log('stream', `${elapsed()}: window -> stream again`);
+});
+
+test('no console errors, no CSP violation; screenshot', async () => {
+  const page = ctx.page;
+  await waitFor(page, 'keys on the look-back strip', () => Number(document.querySelector('#lookback').dataset.keys) > 0);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const shot = join(ensureArtifacts(), 'demo-stream.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.deepEqual(await ctx.watch.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+  log('stream', `${elapsed()}: no console error; screenshot ${shot}`);
+});
