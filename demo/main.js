@@ -312,6 +312,7 @@ function showMode(next) {
   $('#stream-note').hidden = !stream;
   $('#maps').hidden = stream;
   $('#attention-controls').hidden = stream;
+  $('#selection').hidden = stream;
   $('#cost-stat').hidden = !stream;
   const t = STAT_TITLES[next];
   $('#latency-stat').title = t.latency;

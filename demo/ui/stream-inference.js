@@ -223,8 +223,10 @@ export class StreamInference extends EventTarget {
     if (!made.length || !pooled) return;
     const last = made[made.length - 1];
     run.lookback = this.#lookback(run, last) ?? run.lookback;
+    const answered = performance.now();
     const prediction = await pooled;
     if (run.closed) return;
+    const pooledAt = performance.now();
     this.updates++;
     pushBounded(this.#completions, performance.now(), 30);
     const detail = {
@@ -235,7 +237,13 @@ export class StreamInference extends EventTarget {
     if (run.record) run.record.predictions.push({ chunks: run.record.chunks.length, frontier: last.frontier, referenceTime: last.referenceTime, ...prediction });
     this.dispatchEvent(new CustomEvent('result', { detail }));
     // After the panels wrote the prediction: the latency includes the page's own work.
-    if (arrival !== null) pushBounded(this.#latencies, performance.now() - arrival);
+    const shown = performance.now();
+    if (arrival !== null) pushBounded(this.#latencies, shown - arrival);
+    // Where the latency goes (ms): the feeder (arrival -> chunks sent), the pushes' answers, the
+    // pooled() answer, the panels.
+    if (run.record && arrival !== null) {
+      run.record.predictions[run.record.predictions.length - 1].timing = { feed: sent - arrival, pushes: answered - sent, pooled: pooledAt - answered, page: shown - pooledAt, chunks: chunks.length };
+    }
   }
 
   #fail(run, error) {
