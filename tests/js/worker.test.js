@@ -596,10 +596,14 @@ test('worker session dispose: calls made before complete, calls after reject DIS
   assert.equal(settled[5].reason.message, 'this stream session was disposed');
   assert.equal(settled[7].status, 'fulfilled');
   assert.equal(await s.dispose(), undefined, 'dispose is idempotent');
+  // The getters too, as on the main thread.
+  for (const getter of ['frontier', 'referenceTime', 'memoryBytes', 'finalTokens'])
+    assert.throws(() => s[getter], (e) => e.code === 'DISPOSED' && e.message === 'this stream session was disposed', getter);
   const t = await m.stream();
   await t.push(plan.chunks[0]);
   await m.dispose();
   await assert.rejects(t.push(plan.chunks[1]), (e) => e.code === 'DISPOSED' && e.message === 'this stream session ended when its model was disposed');
+  assert.throws(() => t.frontier, (e) => e.code === 'DISPOSED' && e.message === 'this stream session ended when its model was disposed');
   await t.dispose();  // never rejects
   await assert.rejects(m.stream(), (e) => e.code === 'DISPOSED');
   here.dispose();
