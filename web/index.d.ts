@@ -523,6 +523,7 @@ export class WorkerModel {
    * Frees the model and stops the workers. Calls made after dispose() (awaited or not) reject
    * with DISPOSED; work already sent to a worker completes (every forward() made before, and a
    * batch on one worker); a batch on a pool with windows not sent yet rejects with DISPOSED.
+   * Its stream sessions end with it (later calls on them reject with DISPOSED).
    */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

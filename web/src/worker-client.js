@@ -247,10 +247,17 @@ export class WorkerStreamSession {
     return this.#send('streamPooled', { options }, [], 'the options');
   }
 
-  get frontier() { return this.#state.frontier; }
-  get referenceTime() { return this.#state.referenceTime; }
-  get memoryBytes() { return this.#state.memoryBytes; }
-  get finalTokens() { return this.#state.finalTokens; }
+  // As StreamSession's getters: DISPOSED once the session or its model is disposed.
+  #current() {
+    if (this.#disposing) throw sessionDisposedError();
+    if (this.#modelDisposed()) throw sessionEndedError();
+    return this.#state;
+  }
+
+  get frontier() { return this.#current().frontier; }
+  get referenceTime() { return this.#current().referenceTime; }
+  get memoryBytes() { return this.#current().memoryBytes; }
+  get finalTokens() { return this.#current().finalTokens; }
 
   /**
    * Frees the session in its worker. Calls made before complete (the worker answers in order);
@@ -284,7 +291,8 @@ export class WorkerStreamSession {
  * forward() made before dispose() completes, and so does a batch on one worker; a batch on a pool
  * that still has windows not sent to any worker rejects with DISPOSED at once (dispose does not
  * wait for a long batch). Whatever is still unanswered when the workers stop rejects with
- * DISPOSED. No call is left pending.
+ * DISPOSED. No call is left pending. Stream sessions (stream()) end with their model: their calls
+ * made after dispose() reject with DISPOSED, those already sent complete.
  *
  * A worker that dies (its thread exited or crashed) rejects the calls it holds with WORKER_FAILED,
  * a batch with a chunk on it included; later calls go to the workers still alive, and when none
