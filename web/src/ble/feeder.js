@@ -509,19 +509,24 @@ export class SessionFeeder {
  * every batch of samples and every gap mark is taken by a SessionFeeder, flushed at the end of
  * the notification's task, and pushed into `session` (model.stream() or a Worker's session: a
  * push may return a promise; pushes are made one at a time, in order). Returns
- * { feeder, flush(), close(), stats }: close() detaches, pushes the rest with every watermark at
- * the wearables' "now", and resolves when the last push is done.
+ * { feeder, sink, attach(wearable), flush(), close(), stats, frontier, error }: close() detaches,
+ * pushes the rest with every watermark at "now", and resolves when the last push is done. Call it
+ * right after connectWearable resolves (the first PMD frame comes ~0.6 s after the start), or
+ * pass `sink` to connectWearable({ sinks }) and `clock` here (with `wearables` = []) to miss
+ * nothing from the first notification on. Other options: SessionFeeder's (lateness, config, ...).
  * onUpdate(update, chunk) gets every push's result; onError(error) a push that failed, after which
  * feeding stops (a session refusing a chunk would refuse every later one of that stream).
  */
-export function feedSession(wearables, session, { onUpdate, onError, feeder, ...options } = {}) {
-  const list = Array.isArray(wearables) ? wearables : [wearables];
-  if (!list.length || list.some((w) => typeof w?.addSink !== 'function' || typeof w?.now !== 'function'))
+export function feedSession(wearables, session, { onUpdate, onError, feeder, clock = null, ...options } = {}) {
+  const list = Array.isArray(wearables) ? [...wearables] : [wearables];
+  if (list.some((w) => typeof w?.addSink !== 'function' || typeof w?.now !== 'function'))
     throw bad('feedSession: wearables must be a Wearable (connectWearable) or an array of them');
+  if (clock !== null && typeof clock?.now !== 'function') throw bad('feedSession: clock must have now() (seconds), like the device layer\'s clocks');
+  if (!list.length && !clock) throw bad('feedSession: give a Wearable, an array of them, or [] with the clock their samples are stamped with');
   if (typeof session?.push !== 'function') throw bad('feedSession: session must have push(chunk) (model.stream())');
   feeder = feeder ?? new SessionFeeder(options);
   let queue = Promise.resolve(), scheduled = false, failed = null, closed = false, frontier = null;
-  const now = () => Math.max(...list.map((w) => w.now()));
+  const now = () => (clock ? clock.now() : Math.max(...list.map((w) => w.now())));
   const pushAll = (chunks) => {
     for (const chunk of chunks) {
       queue = queue.then(async () => {
@@ -567,6 +572,14 @@ export function feedSession(wearables, session, { onUpdate, onError, feeder, ...
   const detach = list.map((w) => w.addSink(sink));
   return {
     feeder,
+    /** The sink itself: connectWearable({ sinks: [feeding.sink] }) feeds from the first notification on. */
+    sink,
+    /** Feeds from one more wearable (connected later). */
+    attach(wearable) {
+      if (typeof wearable?.addSink !== 'function') throw bad('feedSession.attach: not a Wearable');
+      list.push(wearable);
+      detach.push(wearable.addSink(sink));
+    },
     get stats() { return feeder.stats; },
     get frontier() { return frontier; },
     get error() { return failed; },
