@@ -394,7 +394,7 @@ async function streamCommand(values, options) {
   try {
     const { leftOut, stats } = await replayIntoSession(text, session, { config: model.config, onUpdate, between });
     if (Object.keys(leftOut).length)
-      note(`the model has no use for ${Object.values(leftOut).map((s) => `${s.modality}@${s.placement}#${s.sensor}`).join(', ')}: left out`);
+      note(`the model has no use for ${Object.values(leftOut).map((s) => `${s.modality}@${s.placement}#${s.sensor}`).sort().join(', ')}: left out`);
     const late = Object.entries(stats).filter(([, s]) => s.beforeFrontier > 0);
     if (late.length) note(`samples that came after their tokens were final, not given: ${late.map(([id, s]) => `${id} ${s.beforeFrontier}`).join(', ')}`);
   } finally {
