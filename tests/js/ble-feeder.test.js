@@ -338,3 +338,48 @@ test('end to end: simulated bytes -> device layer -> feeder -> session of a caus
     model.dispose();
   }
 });
+
+test('feedSession: chunks flushed at the end of the task, pushed one at a time in order into an async session; a refused push stops feeding and is reported', async () => {
+  let t = 100;
+  const fake = { sinks: [], addSink(s) { this.sinks.push(s); return () => this.sinks.splice(this.sinks.indexOf(s), 1); }, now: () => t };
+  const pushed = [], updates = [];
+  let inFlight = 0, most = 0;
+  const session = {
+    async push(chunk) {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 1));  // a Worker's round trip
+      inFlight--;
+      pushed.push(chunk);
+      return { n: pushed.length };
+    },
+  };
+  const feeding = feedSession(fake, session, { lateness: 0.5, streams: { hr: { ...X, modality: 'hr', rateHz: null } }, onUpdate: (u) => updates.push(u.n) });
+  const sink = fake.sinks[0];
+  for (let k = 0; k < 20; k++) {
+    t = 100 + k * 0.25;
+    sink.push('hr', [t], [60 + k]);
+    sink.push('hr', [t + 0.01], [61 + k]);  // two batches in one task: one flush
+    await Promise.resolve();
+  }
+  t = 105;
+  await feeding.close();
+  assert.equal(most, 1, 'one push at a time');
+  assert.deepEqual(updates, range(1, pushed.length + 1), 'updates in push order');
+  const times = pushed.flatMap((c) => Array.from(c.streams[0]?.timestamps ?? []));
+  assert.deepEqual(times, range(0, 20).flatMap((k) => [100 + k * 0.25, 100 + k * 0.25 + 0.01]), 'every event, in order');
+  assert.equal(pushed.at(-1).streams[0].until, t, 'close(): the watermark at now');
+  assert.equal(fake.sinks.length, 0, 'close() detaches');
+
+  // A session that refuses a chunk: onError once, nothing pushed after it.
+  const errors = [];
+  let calls = 0;
+  const refusing = { push() { calls++; throw new SensorformerError('INVALID_ARGUMENT', 'refused'); } };
+  const f2 = feedSession(fake, refusing, { lateness: 0, measureSeconds: 0, streams: { hr: { ...X, modality: 'hr', rateHz: null } }, onError: (e) => errors.push(e) });
+  const sink2 = fake.sinks[0];
+  for (let k = 0; k < 5; k++) { t += 1; sink2.push('hr', [t], [60]); await new Promise((r) => setTimeout(r, 0)); }
+  await f2.close();
+  assert.equal(calls, 1);
+  assert.equal(errors.length, 1);
+  assert.equal(f2.error.code, 'INVALID_ARGUMENT');
+});
