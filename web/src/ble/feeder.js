@@ -158,17 +158,18 @@ class RegularTrack {
     }
     this.stats.measuredRateHz = rate;
     this.rate = rate * (1 + this.options.rateMargin);
-    // Phase: slots by the measured rate in order of time (a step of k periods = k slots, at least
-    // one), then the midrange of time - slot / rate, which makes the largest error the smallest.
+    // Phase: slots by the rate in order of time (a step of k periods = k slots, at least one),
+    // then the grid through the earliest of time - slot / rate: no held sample is before its slot
+    // (a lead could never be taken back), and a sample more than half a period after its slot is
+    // re-anchored when it is given. (The first second's host times are the least certain: the
+    // device clock fit has seen one or two frames.)
     const base = this.pending[0][0];
-    let k = 0, lo = 0, hi = 0;
+    let k = 0, lo = 0;
     for (let i = 1; i < this.pending.length; i++) {
       k += Math.max(1, Math.round((this.pending[i][0] - this.pending[i - 1][0]) * this.rate));
-      const r = this.pending[i][0] - base - k / this.rate;
-      if (r < lo) lo = r;
-      if (r > hi) hi = r;
+      lo = Math.min(lo, this.pending[i][0] - base - k / this.rate);
     }
-    this.start = base + (lo + hi) / 2;
+    this.start = base + lo;
     this.stats.rateHz = this.rate;
     this.stats.startTime = this.start;
     this.ready = true;
@@ -197,19 +198,21 @@ class RegularTrack {
     return this.gaps.some((g) => g[0] <= t0 && t1 <= g[1]);
   }
 
-  flush(builder, now, final, frontier) {
-    const half = 0.5 / this.rate, lateness = this.options.lateness;
-    if (!this.described) {
-      if (frontier > -Infinity) {
-        // A joining stream starts at its first slot at or after the frontier (docs/model.md).
-        const first = Math.max(0, Math.ceil((frontier - this.start) * this.rate - 1e-9));
-        const cut = this.slot(first) - half;
-        while (this.pending.length && this.pending[0][0] < cut) { this.pending.shift(); this.stats.beforeFrontier++; }
-        this.start = this.slot(first);
-        this.stats.startTime = this.start;
-      }
-      builder.part(this.index).startTime = this.start;  // the descriptor's startTime0
+  // The stream's first part, in the flush's first chunk (see SessionFeeder.flush).
+  begin(builder, frontier) {
+    if (frontier > -Infinity) {
+      // A joining stream starts at its first slot at or after the frontier (docs/model.md).
+      const first = Math.max(0, Math.ceil((frontier - this.start) * this.rate - 1e-9));
+      const cut = this.slot(first) - 0.5 / this.rate;
+      while (this.pending.length && this.pending[0][0] < cut) { this.pending.shift(); this.stats.beforeFrontier++; }
+      this.start = this.slot(first);
+      this.stats.startTime = this.start;
     }
+    builder.part(this.index).startTime = this.start;  // the descriptor's startTime0
+  }
+
+  flush(builder, now, final) {
+    const half = 0.5 / this.rate, lateness = this.options.lateness;
     let i = 0;
     for (; i < this.pending.length; i++) {
       const [m, v] = this.pending[i];
@@ -286,12 +289,17 @@ class EventTrack {
   get measuring() { return false; }
   bound() { return Math.max(this.last, this.watermark); }
 
-  flush(builder, now, final, frontier) {
-    if (!this.described && frontier > -Infinity) {
+  // The stream's first part, in the flush's first chunk (see SessionFeeder.flush).
+  begin(builder, frontier) {
+    if (frontier > -Infinity) {
       // A joining event stream's watermark starts at the frontier: earlier events cannot be given.
       while (this.pending.length && this.pending[0][0] < frontier) { this.pending.shift(); this.stats.beforeFrontier++; }
       this.watermark = Math.max(this.watermark, frontier);
     }
+    builder.part(this.index);
+  }
+
+  flush(builder, now, final) {
     for (const [t0, v] of this.pending) {
       let t = t0;
       if (t < this.watermark) {
@@ -339,16 +347,22 @@ export class SessionFeeder {
   #options;
   #firstArrival = null;
   #lastNow = -Infinity;
+  #config;
+  #ignored = new Map();  // id -> { spec, received }: streams the model (config) has no use for
 
   /**
    * @param {{ streams?: object, lateness?: number, measureSeconds?: number, rateMargin?: number }} options
    *   streams: id -> { sensor, modality, placement, rateHz | null } (added up front; others by add()
-   *   or on the first push that names their spec)
+   *   or on the first push that names their spec); config: a model's config (model.config): streams
+   *   whose modality, placement or sensor it does not know are left out (`leftOut`), not pushed
    */
   constructor({
     streams = {}, lateness = FEEDER_DEFAULTS.lateness, streamLateness = FEEDER_DEFAULTS.streamLateness,
-    measureSeconds = FEEDER_DEFAULTS.measureSeconds, rateMargin = FEEDER_DEFAULTS.rateMargin,
+    measureSeconds = FEEDER_DEFAULTS.measureSeconds, rateMargin = FEEDER_DEFAULTS.rateMargin, config = null,
   } = {}) {
+    if (config !== null && !(Array.isArray(config?.modalities) && Array.isArray(config?.placements) && Number.isInteger(config?.n_sensors)))
+      throw bad('SessionFeeder: config must be a model config (model.config: modalities, placements, n_sensors) or null');
+    this.#config = config;
     this.#options = {
       lateness: number(lateness, 'lateness', { inclusive: true }),
       measureSeconds: number(measureSeconds, 'measureSeconds', { inclusive: true }),
@@ -363,17 +377,26 @@ export class SessionFeeder {
 
   /** Adds a stream: { sensor, modality, placement, rateHz (regular) | null (event-driven) }. */
   add(id, spec) {
-    if (this.#tracks.has(id)) throw bad(`SessionFeeder.add: a stream ${JSON.stringify(id)} exists already`);
+    if (this.#tracks.has(id) || this.#ignored.has(id)) throw bad(`SessionFeeder.add: a stream ${JSON.stringify(id)} exists already`);
     // The same checks as the assembler's (sensor, names, rate).
     new StreamBuffer({ ...spec, capacitySeconds: 1, maxSamples: 1 });
     const clean = { sensor: spec.sensor, modality: spec.modality, placement: spec.placement, rateHz: spec.rateHz ?? null };
+    const c = this.#config;
+    if (c && !(c.modalities.some((m) => m.name === clean.modality) && c.placements.includes(clean.placement) && clean.sensor < c.n_sensors)) {
+      // The session would refuse the stream (and so every chunk naming it): left out, counted.
+      this.#ignored.set(id, { ...clean, received: 0 });
+      return this;
+    }
     const options = { ...this.#options, lateness: this.#options.streamLateness[id] ?? this.#options.lateness };
     const track = clean.rateHz === null ? new EventTrack(id, clean, options) : new RegularTrack(id, clean, options);
     this.#tracks.set(id, track);
     return this;
   }
 
-  get ids() { return [...this.#tracks.keys()]; }
+  get ids() { return [...this.#tracks.keys(), ...this.#ignored.keys()]; }
+
+  /** Streams left out because the config (the model) has no use for them: id -> { ...spec, received }. */
+  get leftOut() { return Object.fromEntries([...this.#ignored].map(([id, x]) => [id, { ...x }])); }
 
   /** The session's stream index of each declared stream id (the order of chunk.streams). */
   get streamIds() { return this.#declared.map((t) => t.id); }
@@ -384,9 +407,14 @@ export class SessionFeeder {
    * device clock's seconds of the same samples, PMD frames) measure a regular stream's rate.
    */
   push(id, times, values, spec, deviceTimes = null) {
-    if (!this.#tracks.has(id)) {
+    if (!this.#tracks.has(id) && !this.#ignored.has(id)) {
       if (!spec) throw bad(`SessionFeeder.push: no stream ${JSON.stringify(id)} (add it first)`);
       this.add(id, spec);
+    }
+    const ignored = this.#ignored.get(id);
+    if (ignored) {
+      ignored.received += times?.length ?? 0;
+      return this;
     }
     if (!(Array.isArray(times) || ArrayBuffer.isView(times)) || !(Array.isArray(values) || ArrayBuffer.isView(values)))
       throw bad('SessionFeeder.push: times and values must be arrays or typed arrays');
@@ -416,6 +444,7 @@ export class SessionFeeder {
   markGap(t0, t1, ids = null) {
     if (!(Number.isFinite(t0) && Number.isFinite(t1) && t0 < t1)) throw bad(`SessionFeeder.markGap: need finite t0 < t1, got ${t0}, ${t1}`);
     for (const id of ids ?? this.#tracks.keys()) {
+      if (this.#ignored.has(id)) continue;
       const track = this.#tracks.get(id);
       if (!track) throw bad(`SessionFeeder.markGap: no stream ${JSON.stringify(id)}`);
       if (track instanceof RegularTrack) {
@@ -460,7 +489,10 @@ export class SessionFeeder {
       this.#declared.push(t);
     }
     const builder = new ChunkBuilder(this.#declared.length);
-    for (const t of this.#declared) t.flush(builder, now, final, t.described ? -Infinity : bound);
+    // Every stream declared in this flush is described in its first chunk: once the session has
+    // that chunk its frontier may pass a stream that only a later chunk would describe.
+    for (const t of this.#declared) if (!t.described) t.begin(builder, bound);
+    for (const t of this.#declared) t.flush(builder, now, final);
     return builder.finish((index, p) => this.#declared[index].describe(p));
   }
 
@@ -477,19 +509,24 @@ export class SessionFeeder {
  * every batch of samples and every gap mark is taken by a SessionFeeder, flushed at the end of
  * the notification's task, and pushed into `session` (model.stream() or a Worker's session: a
  * push may return a promise; pushes are made one at a time, in order). Returns
- * { feeder, flush(), close(), stats }: close() detaches, pushes the rest with every watermark at
- * the wearables' "now", and resolves when the last push is done.
+ * { feeder, sink, attach(wearable), flush(), close(), stats, frontier, error }: close() detaches,
+ * pushes the rest with every watermark at "now", and resolves when the last push is done. Call it
+ * right after connectWearable resolves (the first PMD frame comes ~0.6 s after the start), or
+ * pass `sink` to connectWearable({ sinks }) and `clock` here (with `wearables` = []) to miss
+ * nothing from the first notification on. Other options: SessionFeeder's (lateness, config, ...).
  * onUpdate(update, chunk) gets every push's result; onError(error) a push that failed, after which
  * feeding stops (a session refusing a chunk would refuse every later one of that stream).
  */
-export function feedSession(wearables, session, { onUpdate, onError, feeder, ...options } = {}) {
-  const list = Array.isArray(wearables) ? wearables : [wearables];
-  if (!list.length || list.some((w) => typeof w?.addSink !== 'function' || typeof w?.now !== 'function'))
+export function feedSession(wearables, session, { onUpdate, onError, feeder, clock = null, ...options } = {}) {
+  const list = Array.isArray(wearables) ? [...wearables] : [wearables];
+  if (list.some((w) => typeof w?.addSink !== 'function' || typeof w?.now !== 'function'))
     throw bad('feedSession: wearables must be a Wearable (connectWearable) or an array of them');
+  if (clock !== null && typeof clock?.now !== 'function') throw bad('feedSession: clock must have now() (seconds), like the device layer\'s clocks');
+  if (!list.length && !clock) throw bad('feedSession: give a Wearable, an array of them, or [] with the clock their samples are stamped with');
   if (typeof session?.push !== 'function') throw bad('feedSession: session must have push(chunk) (model.stream())');
   feeder = feeder ?? new SessionFeeder(options);
   let queue = Promise.resolve(), scheduled = false, failed = null, closed = false, frontier = null;
-  const now = () => Math.max(...list.map((w) => w.now()));
+  const now = () => (clock ? clock.now() : Math.max(...list.map((w) => w.now())));
   const pushAll = (chunks) => {
     for (const chunk of chunks) {
       queue = queue.then(async () => {
@@ -535,6 +572,14 @@ export function feedSession(wearables, session, { onUpdate, onError, feeder, ...
   const detach = list.map((w) => w.addSink(sink));
   return {
     feeder,
+    /** The sink itself: connectWearable({ sinks: [feeding.sink] }) feeds from the first notification on. */
+    sink,
+    /** Feeds from one more wearable (connected later). */
+    attach(wearable) {
+      if (typeof wearable?.addSink !== 'function') throw bad('feedSession.attach: not a Wearable');
+      list.push(wearable);
+      detach.push(wearable.addSink(sink));
+    },
     get stats() { return feeder.stats; },
     get frontier() { return frontier; },
     get error() { return failed; },
