@@ -1,6 +1,6 @@
 // The stream mode's inference (issue 12): the stream model (causal, with attention_lookback_s) runs
 // in a Web Worker as a streaming session (docs/model.md "Streaming sessions"). The device layer's
-// samples become session chunks as notifications arrive (SessionFeeder, web/src/ble/feeder.js:
+// samples become session chunks as notifications arrive (SessionFeeder of sensorformer/ble, web/src/ble/feeder.js:
 // the fixed grid, the watermarks, the gaps of a disconnect) and are pushed at once, not once a
 // second; a push that makes tokens final is followed by session.pooled({ seconds }), whose label
 // and probabilities are the prediction. This is the only module of the page that knows the
@@ -13,7 +13,7 @@
 // - latency: the first notification of a flush arriving at the device layer -> the prediction it
 //   led to written to the page (feeder, pushes, pooled(), the panels' DOM updates).
 import { loadModelInWorker } from '../../web/src/index.js';
-import { SessionFeeder } from '../../web/src/ble/feeder.js';
+import { SessionFeeder } from '../../web/src/ble/index.js';
 import { hostNow } from './dom.js';
 import { ALL_STREAMS } from './streams.js';
 
@@ -234,7 +234,14 @@ export class StreamInference extends EventTarget {
       finalTokens: run.finalTokens, absentTokens: run.absentTokens, memoryBytes: run.session.memoryBytes,
       source: run.source, stats: this.stats, feed: run.feeder.stats, streamIds: run.feeder.streamIds,
     };
-    if (run.record) run.record.predictions.push({ chunks: run.record.chunks.length, frontier: last.frontier, referenceTime: last.referenceTime, ...prediction });
+    if (run.record) {
+      // The simulator's activity at both ends of the pooled seconds (null for a real wearable).
+      const truth = run.source.sim?.truth;
+      run.record.predictions.push({
+        chunks: run.record.chunks.length, frontier: last.frontier, referenceTime: last.referenceTime, ...prediction,
+        truth: truth ? [truth.activityAt(prediction.from), truth.activityAt(prediction.to)] : null,
+      });
+    }
     this.dispatchEvent(new CustomEvent('result', { detail }));
     // After the panels wrote the prediction: the latency includes the page's own work.
     const shown = performance.now();

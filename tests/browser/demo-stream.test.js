@@ -214,6 +214,31 @@ test('the streamed predictions equal a full forward over the same chunks (pooled
   log('stream', `${elapsed()}: ${checked} streamed predictions = forward over ${rec.chunks.length} chunks (${T} tokens): max |pooled diff| ${worstPooled.toExponential(2)}, max |p diff| ${worstP.toExponential(2)}`);
 });
 
+test('the trained stream model predicts "rest" at the end of the tour\'s first rest segment', async (t) => {
+  if (!ctx.model.streamFile.startsWith('model/')) {
+    t.skip('demo/model/stream.safetensors is not there yet: the stand-in has random weights');
+    return;
+  }
+  const page = ctx.page;
+  // The tour starts with 30 s of rest (ui/source.js TOUR). The predictions that count pool 10 s
+  // wholly inside it, every token of which had its full receptive field (12 s: 2 layers x (W 4 s +
+  // the 2 s time bin), tools/demo/train_stream_model.py) inside the session: what the model was
+  // trained on.
+  const CONTEXT = 12;
+  const qualifying = (context) => globalThis.sensorformerDemo.recording().predictions.filter((p) =>
+    p.presentTokens > 0 && p.truth?.every((a) => a === 'rest') && p.from >= p.referenceTime + context);
+  await waitFor(page, 'three predictions over rest with full context, or the end of the rest segment', (c) => {
+    const all = globalThis.sensorformerDemo.recording().predictions;
+    return all.filter((p) => p.presentTokens > 0 && p.truth?.every((a) => a === 'rest') && p.from >= p.referenceTime + c).length >= 3 ||
+      all.some((p) => p.truth?.[1] && p.truth[1] !== 'rest');
+  }, CONTEXT);
+  const rest = (await page.evaluate(qualifying, CONTEXT)).map((p) => ({ label: p.label, from: p.from, to: p.to }));
+  assert.ok(rest.length >= 1, 'no prediction pooled over rest with full context before the segment ended (the session started late?)');
+  const wrong = rest.filter((p) => p.label !== 'rest');
+  assert.deepEqual(wrong, [], `predictions over rest that are not "rest" (${wrong.length} of ${rest.length})`);
+  log('stream', `${elapsed()}: ${rest.length} predictions over rest with full context, all "rest"`);
+});
+
 test('a simulated disconnect: the gap is marked in the chunks, the session keeps going, nothing received is lost', async () => {
   const page = ctx.page;
   await waitFor(page, 'Simulate disconnect enabled', () => !document.querySelector('#disconnect').disabled);
@@ -275,6 +300,33 @@ test('the windowed model stays available: Window shows its maps, Stream comes ba
   await waitFor(page, 'streamed predictions again', () => document.querySelector('#mode').dataset.mode === 'stream' && Number(document.querySelector('#updates').dataset.count) >= 2);
   assert.equal(await page.isVisible('#maps'), false, 'the window maps stay in stream mode');
   log('stream', `${elapsed()}: window -> stream again`);
+});
+
+test('phone 390x844: the look-back strip takes the card\'s width, the page does not scroll sideways', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  try {
+    await page.addInitScript({ content: CSP_HOOK });
+    const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+    await page.goto(`${ctx.server.url}?seed=${SEED}${ctx.model.query}`);
+    await waitFor(page, 'keys on the look-back strip', () => Number(document.querySelector('#lookback').dataset.keys) > 0);
+    const box = await page.evaluate(() => {
+      const card = document.querySelector('.card.signals');
+      const cs = getComputedStyle(card);
+      return {
+        viewport: innerWidth, page: document.documentElement.scrollWidth,
+        content: card.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+        strip: document.querySelector('#lookback').getBoundingClientRect().width,
+        trace: document.querySelector('canvas.trace').getBoundingClientRect().width,
+      };
+    });
+    assert.ok(box.page <= box.viewport, `the page scrolls sideways: ${JSON.stringify(box)}`);
+    assert.ok(box.strip >= 0.9 * box.content && Math.abs(box.strip - box.trace) < 1, `the strip is not as wide as the traces: ${JSON.stringify(box)}`);
+    await page.screenshot({ path: join(ensureArtifacts(), 'demo-stream-phone.png'), fullPage: true });
+    assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations at 390x844');
+    log('stream', `${elapsed()}: 390x844: strip ${box.strip} px of ${box.content} px`);
+  } finally {
+    await page.close();
+  }
 });
 
 test('no console errors, no CSP violation; screenshot', async () => {
