@@ -257,7 +257,7 @@ streamer.addEventListener('error', (e) => {
     return;
   }
   addLog({ kind: 'error', text: `stream session: ${error.code ?? 'error'}: ${error.message}`, time: Date.now() / 1000 });
-  showNotice(`The stream session stopped (${error.code ?? 'error'}): ${error.message}. A new one starts in a moment.`, 'warn');
+  showNotice(`The stream session stopped (${error.code ?? 'error'}): ${error.message}.${e.detail.restarting ? ' A new one starts in a moment.' : ''}`, 'warn');
 });
 
 const sessionLine = $('#session-line');

@@ -37,7 +37,8 @@ function pushBounded(list, value, n = STATS_WINDOW) {
 
 /**
  * Events: 'loaded' ({ config }), 'result' ({ prediction, update, lookback, frontier, referenceTime,
- * session, stats, feed }), 'error' ({ error, phase: 'load' | 'stream' }), 'log' ({ kind, text }).
+ * source, stats, feed, ... }), 'error' ({ error, phase: 'load' | 'stream', restarting: a new
+ * session follows }), 'log' ({ kind, text }).
  * prediction: pooled()'s result (pooled, head, probabilities, label, presentTokens, from, to).
  * lookback: the newest final token's attention over its look-back (see #lookback), or null.
  */
@@ -48,6 +49,7 @@ export class StreamInference extends EventTarget {
   #latencies = [];
   #completions = [];
   #restartTimer = null;
+  #calls = 0;
 
   constructor({ modelUrl, seconds = 10, historySeconds = 60, record = false }) {
     super();
@@ -106,8 +108,9 @@ export class StreamInference extends EventTarget {
    * cannot skip the time it was not fed).
    */
   async start(source) {
-    await this.stop();
-    if (!this.#model || !source || source.closed) return;
+    const call = ++this.#calls;  // a later start() or stop() makes this one give way
+    await this.#end();
+    if (call !== this.#calls || !this.#model || !source || source.closed) return;
     const run = {
       source, closed: false, failed: null, session: null, detach: null,
       feeder: new SessionFeeder({ config: this.config, streams: ALL_STREAMS }),
@@ -120,12 +123,14 @@ export class StreamInference extends EventTarget {
     try {
       run.session = await this.#model.stream({ attention: true, historySeconds: this.historySeconds });
     } catch (error) {
+      if (this.#run !== run) return;  // ended meanwhile: nothing to say
       this.#run = null;
       this.dispatchEvent(new CustomEvent('error', { detail: { error, phase: 'stream' } }));
       return;
     }
-    if (run.closed) {
+    if (run.closed || call !== this.#calls) {
       run.session.dispose();
+      if (this.#run === run) this.#run = null;
       return;
     }
     // Inert once the run ends: a device that was connecting then may still hold the sink.
@@ -150,6 +155,11 @@ export class StreamInference extends EventTarget {
 
   /** Ends the running session (its pushes in flight finish first). */
   async stop() {
+    ++this.#calls;
+    await this.#end();
+  }
+
+  async #end() {
     clearTimeout(this.#restartTimer);
     const run = this.#run;
     if (!run) return;
@@ -256,7 +266,7 @@ export class StreamInference extends EventTarget {
   #fail(run, error) {
     if (run.failed || run.closed) return;
     run.failed = error;
-    this.dispatchEvent(new CustomEvent('error', { detail: { error, phase: 'stream' } }));
+    this.dispatchEvent(new CustomEvent('error', { detail: { error, phase: 'stream', restarting: true } }));
     // The feeder already moved past the refused chunk: the session and it no longer agree, so
     // both are replaced (the new session's reference time is its first sample's).
     clearTimeout(this.#restartTimer);

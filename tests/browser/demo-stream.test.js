@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
+import { StreamInference } from '../../demo/ui/stream-inference.js';
 import { CSP_HOOK, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
 
 const SEED = 9912;    // the seed of demo.test.js: late first thermometer reading (a stream joining late)
@@ -337,4 +338,26 @@ test('no console errors, no CSP violation; screenshot', async () => {
   await page.screenshot({ path: shot, fullPage: true });
   assert.deepEqual(await ctx.watch.problems(), [], 'console errors, page errors, failed requests or CSP violations');
   log('stream', `${elapsed()}: no console error; screenshot ${shot}`);
+});
+
+test('StreamInference (Node, no page): overlapping start() calls feed one session, from the latest source; stop() detaches it', async () => {
+  // A source as ui/source.js's Session offers it to the stream mode: addSink() and closed.
+  const source = () => ({ closed: false, sinks: new Set(), addSink(sink) { this.sinks.add(sink); return () => this.sinks.delete(sink); } });
+  const inference = new StreamInference({ modelUrl: join(repo, 'demo', ctx.model.streamFile) });
+  try {
+    assert.ok(await inference.load(), 'the stream model did not load');
+    // The page does this when a new source comes while the stream mode is starting.
+    const [a, b] = [source(), source()];
+    await Promise.all([inference.start(a), inference.start(b)]);
+    assert.deepEqual([a.sinks.size, b.sinks.size], [0, 1], 'an earlier start() still feeds a session (two sessions fed, one of them leaked)');
+    assert.equal(inference.running, true);
+    // start() then stop() before the session opened: nothing attached.
+    const c = source();
+    const started = inference.start(c);
+    await inference.stop();
+    await started;
+    assert.deepEqual([b.sinks.size, c.sinks.size, inference.running], [0, 0, false]);
+  } finally {
+    inference.dispose();
+  }
 });
