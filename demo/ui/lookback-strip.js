@@ -107,8 +107,10 @@ export class LookbackStrip {
     ds.draws = String(Number(ds.draws ?? 0) + 1);
     ds.keys = String(drawn);
     ds.query = lb ? `${lb.query.id} ${lb.query.time.toFixed(3)}` : '';
-    this.canvas.setAttribute('aria-label', lb
-      ? `Look-back attention of the newest token (${lb.query.id}, ${relTime(lb.query.time - now)}): ${drawn} keys coloured by weight, last layer, mean over heads`
-      : 'Look-back attention strip, waiting for the first final token');
+    // Without the token's age, which changes every frame: the label changes with the token.
+    const label = lb
+      ? `Look-back attention of the newest final token (${STREAM_VIEW.find((v) => v.id === lb.query.id)?.title ?? lb.query.id}): ${drawn} keys coloured by weight, last layer, mean over heads`
+      : 'Look-back attention strip, waiting for the first final token';
+    if (this.canvas.getAttribute('aria-label') !== label) this.canvas.setAttribute('aria-label', label);
   }
 }

@@ -330,6 +330,32 @@ test('phone 390x844: the look-back strip takes the card\'s width, the page does 
   }
 });
 
+test('a stream model that is not causal: the core\'s refusal is shown, the windowed model runs, the Stream toggle is disabled', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await page.addInitScript({ content: CSP_HOOK });
+    const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+    // The windowed model as the stream model: causal false.
+    await page.goto(`${ctx.server.url}?mode=stream&seed=${SEED}${ctx.model.query.replace(/&streamModel=[^&]*/, '')}&streamModel=${ctx.model.file}`);
+    await waitFor(page, 'the window mode with its maps', () => document.querySelector('#mode').dataset.mode === 'window' &&
+      Number(document.getElementById('map-time')?.dataset.size) > 0);
+    const shown = await page.evaluate(() => ({
+      notice: document.querySelector('#notice').hidden ? null : document.querySelector('#notice-text').textContent,
+      disabled: document.querySelector('#mode-stream').disabled,
+      why: document.querySelector('label[for="mode-stream"]').title,
+      strip: !document.querySelector('#lookback-row').hidden,
+    }));
+    assert.match(shown.notice ?? '', /did not load .*\(INVALID_ARGUMENT: .*causal.*\): the windowed model runs instead/, JSON.stringify(shown));
+    assert.equal(shown.disabled, true);
+    assert.match(shown.why, /INVALID_ARGUMENT/);
+    assert.equal(shown.strip, false);
+    assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+    log('stream', `${elapsed()}: not causal: "${shown.notice}"`);
+  } finally {
+    await page.close();
+  }
+});
+
 test('no console errors, no CSP violation; screenshot', async () => {
   const page = ctx.page;
   await waitFor(page, 'keys on the look-back strip', () => Number(document.querySelector('#lookback').dataset.keys) > 0);
