@@ -25,7 +25,7 @@ import { bluetoothAvailability } from '../web/src/ble/index.js';
 import { AttentionPanel } from './ui/attention-panel.js';
 import { $, clockTime, h, hostNow, relTime } from './ui/dom.js';
 import { InferenceLoop } from './ui/inference.js';
-import { LookbackStrip } from './ui/lookback-strip.js';
+import { LookbackStrip, renderKeyList } from './ui/lookback-strip.js';
 import { PredictionPanel } from './ui/prediction.js';
 import { Session } from './ui/source.js';
 import { StreamInference } from './ui/stream-inference.js';
@@ -261,6 +261,7 @@ streamer.addEventListener('error', (e) => {
 });
 
 const sessionLine = $('#session-line');
+let shownLookback = null;
 streamer.addEventListener('result', (e) => {
   if (mode !== 'stream') return;
   const d = e.detail;
@@ -272,6 +273,10 @@ streamer.addEventListener('result', (e) => {
     stats: d.stats,
   });
   lookback.update(d.lookback);
+  if (d.lookback !== shownLookback) {
+    shownLookback = d.lookback;
+    renderKeyList($('#stream-keys'), d.lookback);
+  }
   traces.window = { t0: p.from, t1: p.to };
   const q = d.lookback?.query;
   traces.highlights = q ? [{ id: q.id, t0: q.time, t1: q.t1, color: QUERY_COLOR, label: 'Q' }] : [];
@@ -310,6 +315,8 @@ function showMode(next) {
   const stream = next === 'stream';
   $('#lookback-row').hidden = !stream;
   $('#stream-note').hidden = !stream;
+  $('#stream-keys').hidden = !stream;
+  if (stream) renderKeyList($('#stream-keys'), null);
   $('#maps').hidden = stream;
   $('#attention-controls').hidden = stream;
   $('#selection').hidden = stream;

@@ -7,7 +7,7 @@
 // the across-streams (channel) block: each block's weights sum to 1 over its own keys, so each is
 // scaled by its own largest weight.
 import { viridis } from '../../web/src/render/index.js';
-import { fitCanvas, hostNow, relTime } from './dom.js';
+import { fitCanvas, h, hostNow, relTime } from './dom.js';
 import { QUERY_COLOR, STREAM_VIEW } from './streams.js';
 import { AXIS_WIDTH, VIEW_LAG, VIEW_SECONDS } from './traces-panel.js';
 
@@ -113,4 +113,42 @@ export class LookbackStrip {
       : 'Look-back attention strip, waiting for the first final token';
     if (this.canvas.getAttribute('aria-label') !== label) this.canvas.setAttribute('aria-label', label);
   }
+}
+
+const BLOCK_TITLES = { time: 'within its stream (time block)', channel: 'across streams in its time bin (channel block)', flattened: 'all tokens (flattened)' };
+const TOP_KEYS = 6;
+
+/**
+ * The same rows as a list, for the attention card: per block, the newest token's keys with the
+ * largest weights (mean over heads, last layer) and their weights as bars (0 - 1: a block's
+ * weights sum to 1). Redrawn with each new token, not every frame.
+ */
+export function renderKeyList(root, lookback) {
+  if (!lookback) {
+    root.replaceChildren(h('p', { class: 'muted' }, 'waiting for the first final token…'));
+    root.dataset.keys = '0';
+    return;
+  }
+  const now = hostNow();
+  const title = (id) => STREAM_VIEW.find((v) => v.id === id)?.title ?? id;
+  const q = lookback.query;
+  let listed = 0;
+  const blocks = lookback.blocks.map((b) => {
+    const top = [...b.keys].sort((x, y) => y.weight - x.weight).slice(0, TOP_KEYS);
+    listed += top.length;
+    return h('section', { class: 'key-block', dataset: { block: b.block } },
+      h('h3', {}, BLOCK_TITLES[b.block] ?? b.block, ' ', h('span', { class: 'kind' }, `${b.keys.length} keys`)),
+      h('ol', { class: 'key-list' }, ...top.map((k) => h('li', {},
+        h('span', { class: 'dot', dataset: { stream: k.id } }),
+        h('span', { class: 'key-name' }, `${title(k.id)} ${relTime(k.time - now)}`),
+        h('span', { class: 'key-bar' }, h('span', { class: 'key-fill', dataset: { w: k.weight.toFixed(3) } })),
+        h('span', { class: 'key-w' }, k.weight.toFixed(2))))));
+  });
+  root.replaceChildren(
+    h('p', { class: 'key-head' }, 'Newest final token: ', h('b', {}, `${title(q.id)} ${relTime(q.time - now)}`),
+      ` · layer ${lookback.layer + 1}, mean of ${lookback.heads} heads · its largest weights`),
+    ...blocks);
+  // Widths through CSSOM (the CSP forbids style attributes in markup).
+  for (const fill of root.querySelectorAll('.key-fill')) fill.style.setProperty('--w', fill.dataset.w);
+  root.dataset.keys = String(listed);
 }

@@ -141,6 +141,15 @@ test('stream mode is the default: predictions as patches become final, the look-
   const strip = await canvasStats(page, '#lookback');
   assert.ok(strip.nonBackground > 200, `the look-back strip is nearly empty: ${JSON.stringify(strip)}`);
   assert.match(await page.textContent('#lookback-caption'), /newest token: .+ attends to \d+ .*keys within 4 s · layer 2, mean of 4 heads/);
+  // The attention card lists each block's largest weights: descending, and (a block's weights sum
+  // to 1 over its keys) summing to at most 1, to the two decimals shown.
+  await waitFor(page, 'the key list', () => Number(document.querySelector('#stream-keys').dataset.keys) > 0);
+  const blocks = await page.$$eval('#stream-keys .key-block', (els) => els.map((e) => ({ block: e.dataset.block, w: [...e.querySelectorAll('.key-w')].map((x) => Number(x.textContent)) })));
+  assert.ok(blocks.length >= 1, 'no block listed');
+  for (const b of blocks) {
+    assert.deepEqual(b.w, [...b.w].sort((x, y) => y - x), `${b.block}: weights not in descending order`);
+    assert.ok(b.w.reduce((x, y) => x + y, 0) <= 1 + 0.005 * b.w.length, `${b.block}: the listed weights sum above 1: ${b.w}`);
+  }
   // Readouts: numbers, in ms (not asserted against a bound: a shared machine is no benchmark).
   await waitFor(page, 'latency and update-cost readouts', () => ['#latency', '#cost'].every((s) => Number(document.querySelector(s).dataset.ms) > 0));
   const readout = await page.evaluate(() => ({
