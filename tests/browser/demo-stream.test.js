@@ -224,6 +224,39 @@ test('the streamed predictions equal a full forward over the same chunks (pooled
   log('stream', `${elapsed()}: ${checked} streamed predictions = forward over ${rec.chunks.length} chunks (${T} tokens): max |pooled diff| ${worstPooled.toExponential(2)}, max |p diff| ${worstP.toExponential(2)}`);
 });
 
+test('the Worker\'s work per push, timed: the page\'s chunks replayed into a session on the page\'s main thread (same code and .wasm), equal results', async () => {
+  const page = ctx.page;
+  const url = new URL(ctx.model.streamFile, ctx.server.url).href;
+  const out = await page.evaluate(async (modelUrl) => {
+    const { loadModel } = await import('/web/src/index.js');
+    const rec = globalThis.sensorformerDemo.recording();
+    const chunks = rec.chunks.slice();
+    const last = rec.predictions.filter((p) => p.chunks <= chunks.length).at(-1);
+    const model = await loadModel(modelUrl);
+    const session = model.stream({ attention: true });
+    const all = [], final = [];
+    let pooled = null;
+    for (let i = 0; i < chunks.length; i++) {
+      const t = performance.now();
+      const u = session.push(chunks[i]);
+      const ms = performance.now() - t;
+      all.push(ms);
+      if (u.dims[0]) final.push(ms);
+      if (i + 1 === last.chunks) pooled = session.pooled({ seconds: 10 });
+    }
+    session.dispose();
+    model.dispose();
+    const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+    let same = pooled.pooled.length === last.pooled.length;
+    for (let j = 0; j < last.pooled.length; j++) same &&= Object.is(pooled.pooled[j], last.pooled[j]);
+    return { pushes: all.length, finalPushes: final.length, median: med(all), medianFinal: med(final), p90Final: [...final].sort((a, b) => a - b)[Math.floor(final.length * 0.9)], same, label: pooled.label, shown: last.label };
+  }, url);
+  // The same chunks through the same code give the same floats: the Worker adds nothing but messages.
+  assert.equal(out.same, true, `the replayed session's pooled vector differs from the Worker's: ${JSON.stringify(out)}`);
+  assert.equal(out.label, out.shown);
+  log('stream', `${elapsed()}: ${out.pushes} pushes replayed on the main thread (Chromium, attention rows on): median ${out.median.toFixed(3)} ms; ${out.finalPushes} that made tokens final: median ${out.medianFinal.toFixed(3)} ms, p90 ${out.p90Final.toFixed(3)} ms`);
+});
+
 test('the trained stream model predicts "rest" at the end of the tour\'s first rest segment', async (t) => {
   if (!ctx.model.streamFile.startsWith('model/')) {
     t.skip('demo/model/stream.safetensors is not there yet: the stand-in has random weights');
