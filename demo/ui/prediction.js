@@ -121,6 +121,11 @@ export class PredictionPanel {
   showStats(stats) {
     this.latency.textContent = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(1) : '–';
     this.latency.dataset.ms = Number.isFinite(stats.latencyMs) ? stats.latencyMs.toFixed(3) : '';
+    // The stream mode's parts of the latency (medians each, so they need not add up exactly).
+    const parts = stats.parts;
+    this.latency.title = parts && Number.isFinite(parts.workerMs)
+      ? `feeder ${parts.feedMs.toFixed(2)} ms · pushes and pooled() in the Worker, with the messages ${parts.workerMs.toFixed(2)} ms · this page's panels ${parts.pageMs.toFixed(2)} ms`
+      : '';
     if (this.cost) {
       this.cost.textContent = Number.isFinite(stats.costMs) ? stats.costMs.toFixed(2) : '–';
       this.cost.dataset.ms = Number.isFinite(stats.costMs) ? stats.costMs.toFixed(3) : '';

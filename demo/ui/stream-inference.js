@@ -47,6 +47,7 @@ export class StreamInference extends EventTarget {
   #run = null;
   #costs = [];
   #latencies = [];
+  #parts = { feed: [], worker: [], page: [] };  // the latency's parts (see #update)
   #completions = [];
   #restartTimer = null;
   #calls = 0;
@@ -93,6 +94,7 @@ export class StreamInference extends EventTarget {
     const rate = recent.length >= 2 ? (recent.length - 1) / ((recent[recent.length - 1] - recent[0]) / 1000) : NaN;
     return {
       updates: this.updates, latencyMs: median(this.#latencies), costMs: median(this.#costs), rateHz: rate,
+      parts: { feedMs: median(this.#parts.feed), workerMs: median(this.#parts.worker), pageMs: median(this.#parts.page) },
       samples: { latency: this.#latencies.length, cost: this.#costs.length },
     };
   }
@@ -255,7 +257,12 @@ export class StreamInference extends EventTarget {
     this.dispatchEvent(new CustomEvent('result', { detail }));
     // After the panels wrote the prediction: the latency includes the page's own work.
     const shown = performance.now();
-    if (arrival !== null) pushBounded(this.#latencies, shown - arrival);
+    if (arrival !== null) {
+      pushBounded(this.#latencies, shown - arrival);
+      pushBounded(this.#parts.feed, sent - arrival);
+      pushBounded(this.#parts.worker, pooledAt - sent);
+      pushBounded(this.#parts.page, shown - pooledAt);
+    }
     // Where the latency goes (ms): the feeder (arrival -> chunks sent), the pushes' answers, the
     // pooled() answer, the panels.
     if (run.record && arrival !== null) {

@@ -157,6 +157,9 @@ test('stream mode is the default: predictions as patches become final, the look-
     latencyText: document.querySelector('#latency').textContent, costText: document.querySelector('#cost').textContent,
   }));
   assert.match(readout.latencyText, /^\d+\.\d$/);
+  // Its parts, as the readout's tooltip says them (logged below).
+  readout.parts = await page.getAttribute('#latency', 'title');
+  assert.match(readout.parts, /^feeder \d+\.\d\d ms · pushes and pooled\(\) in the Worker, with the messages \d+\.\d\d ms · this page's panels \d+\.\d\d ms$/);
   assert.match(readout.costText, /^\d+\.\d\d$/);
   // The prediction moves with finality, not once a second: the predictions' count grows with the
   // session's final tokens (each prediction follows a push that made tokens final).
@@ -164,7 +167,7 @@ test('stream mode is the default: predictions as patches become final, the look-
   await waitFor(page, 'five more predictions', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 5, before);
   const final = await page.getAttribute('#session-line', 'data-final');
   assert.ok(Number(final) > 0, `no final token counted: ${final}`);
-  log('stream', `${elapsed()}: "${predicted}"; medians: notification -> prediction ${readout.latency.toFixed(2)} ms, push round trip ${readout.cost.toFixed(3)} ms; strip ${strip.nonBackground} px; ${final} final tokens`);
+  log('stream', `${elapsed()}: "${predicted}"; medians: notification -> prediction ${readout.latency.toFixed(2)} ms (${readout.parts}), push round trip ${readout.cost.toFixed(3)} ms; strip ${strip.nonBackground} px; ${final} final tokens`);
 });
 
 test('the streamed predictions equal a full forward over the same chunks (pooled rows and head)', async () => {
