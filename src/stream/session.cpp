@@ -82,8 +82,12 @@ struct StreamSession::State {
   std::vector<PendingToken> pending;
   std::vector<AttentionBlock> blocks;
   std::vector<std::map<long long, KeyValueCache>> caches;  // [layer * blocks + block][group]
+  // Entries [history_begin, size) are the final rows of the last history_s seconds; the dropped
+  // front is reclaimed once it outnumbers them (erasing it on every push moved every kept row:
+  // 6 MB a push at 4 x 800 Hz, BENCHMARKS.md "Streaming").
   std::vector<HistoryEntry> history;
   std::vector<float> history_rows;  // (history.size(), d)
+  std::size_t history_begin = 0;
   LayerWorkspace ws;
 };
 
@@ -379,7 +383,8 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   for (PendingToken& t : s.pending) (t.time < frontier ? ready : waiting).push_back(std::move(t));
   s.pending = std::move(waiting);
   s.frontier = frontier;
-  std::stable_sort(ready.begin(), ready.end(), [](const PendingToken& a, const PendingToken& b) {
+  // (time, stream, patch) is unique per token, so std::sort is deterministic here.
+  std::sort(ready.begin(), ready.end(), [](const PendingToken& a, const PendingToken& b) {
     if (a.time != b.time) return a.time < b.time;
     if (a.stream != b.stream) return a.stream < b.stream;
     return a.patch < b.patch;
@@ -502,8 +507,10 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
     for (float v : x)
       if (!std::isfinite(v))
         return {ErrorCode::kNonFinite, "stream session: a token's embedding is not finite (weights too large for float32)"};
-    std::stable_sort(out->attention.begin(), out->attention.end(), [](const AttentionRow& a, const AttentionRow& b) {
-      return a.query != b.query ? a.query < b.query : a.layer < b.layer;
+    // (query, layer, block) is unique per row.
+    std::sort(out->attention.begin(), out->attention.end(), [](const AttentionRow& a, const AttentionRow& b) {
+      if (a.query != b.query) return a.query < b.query;
+      return a.layer != b.layer ? a.layer < b.layer : a.block < b.block;
     });
   }
   t.values.clear();
@@ -529,11 +536,12 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
   // The pooling history: the final rows of the last history_s seconds.
   for (int i = 0; i < m; ++i) s.history.push_back({t.time[i], t.present[i] != 0});
   s.history_rows.insert(s.history_rows.end(), out->embeddings.begin(), out->embeddings.end());
-  std::size_t drop = 0;
-  while (drop < s.history.size() && s.history[drop].time < f - s.options.history_s) ++drop;
-  if (drop > 0) {
-    s.history.erase(s.history.begin(), s.history.begin() + drop);
-    s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + drop * d);
+  std::size_t& begin = s.history_begin;
+  while (begin < s.history.size() && s.history[begin].time < f - s.options.history_s) ++begin;
+  if (begin > 0 && begin >= s.history.size() - begin) {
+    s.history.erase(s.history.begin(), s.history.begin() + begin);
+    s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + begin * d);
+    begin = 0;
   }
   return Status::Ok();
 }
@@ -549,8 +557,11 @@ Status StreamSession::pooled(double seconds, PooledResult* out) const {
   PooledResult r;
   r.to = s.frontier;
   r.from = s.frontier - seconds;
-  std::size_t first = 0;
-  while (first < s.history.size() && !(s.history[first].time >= r.from)) ++first;
+  // The history is in time order: the range starts at the first row at or after `from`.
+  const std::size_t first = static_cast<std::size_t>(
+      std::partition_point(s.history.begin() + s.history_begin, s.history.end(),
+                           [&](const HistoryEntry& e) { return !(e.time >= r.from); }) -
+      s.history.begin());
   const int T = static_cast<int>(s.history.size() - first);
   std::vector<std::uint8_t> present(T);
   for (int i = 0; i < T; ++i) r.present_tokens += present[i] = s.history[first + i].present;

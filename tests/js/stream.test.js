@@ -49,7 +49,7 @@ function checkSession(model, { chunks, windows }, options = {}, { attentionEvery
   const d = model.info.dModel;
   const perStream = [];         // session tokens per stream, by patch: { index, time }
   const byIndex = [];           // session index -> { stream, patch }
-  let worst = 0, compared = 0, rows = 0, lastUpdate = null;
+  let worst = 0, compared = 0, rows = 0, absentRows = 0, lastUpdate = null;
   chunks.forEach((chunk, k) => {
     const before = session.finalTokens;
     const u = session.push(chunk);
@@ -77,20 +77,24 @@ function checkSession(model, { chunks, windows }, options = {}, { attentionEvery
       const patch = (perStream[s] ??= []).length;
       perStream[s].push({ index: u.tokens.index[i], time: u.tokens.time[i], present: u.tokens.present[i] });
       byIndex[u.tokens.index[i]] = { stream: s, patch };
-      const j = fwdPerStream[s]?.[patch];
+      let ref = fwd, j = fwdPerStream[s]?.[patch];
       if (j === undefined) {
-        // A stream with no present patch in the window has no row there (docs/model.md).
+        // A stream with no present patch in the window has no row there (docs/model.md); the
+        // session's token equals the row of a forward in which the stream has a present patch
+        // after the frontier (which, causal, changes no final token).
         assert.equal(u.tokens.present[i], 0, `${label} push ${k}: a present token of stream ${s} has no forward row`);
         assert.equal(fwdPerStream[s], undefined, `${label} push ${k}: stream ${s} has rows but not patch ${patch}`);
-        continue;
+        ref = forwardWithPresentPatch(model, windows[k], s, u);
+        j = ref.tokens.stream.reduce((found, t, n) => (t === s && found.seen++ === patch ? Object.assign(found, { at: n }) : found), { seen: 0, at: -1 }).at;
+        absentRows++;
       }
-      assert.equal(u.tokens.time[i], fwd.tokens.time[j], `${label} push ${k}: time of stream ${s} patch ${patch}`);
-      assert.equal(u.tokens.present[i], fwd.tokens.present[j], `${label} push ${k}: presence of stream ${s} patch ${patch}`);
-      assert.equal(u.tokens.modality[i], fwd.tokens.modality[j]);
+      assert.equal(u.tokens.time[i], ref.tokens.time[j], `${label} push ${k}: time of stream ${s} patch ${patch}`);
+      assert.equal(u.tokens.present[i], ref.tokens.present[j], `${label} push ${k}: presence of stream ${s} patch ${patch}`);
+      assert.equal(u.tokens.modality[i], ref.tokens.modality[j]);
       for (let c = 0; c < d; c++) {
-        const diff = Math.abs(u.embeddings[i * d + c] - fwd.embeddings[j * d + c]);
+        const diff = Math.abs(u.embeddings[i * d + c] - ref.embeddings[j * d + c]);
         worst = Math.max(worst, diff);
-        assert.ok(diff <= EMBED_ATOL, `${label} push ${k}: token ${u.tokens.index[i]} (stream ${s}, patch ${patch}, t=${u.tokens.time[i]}) [${c}]: ${u.embeddings[i * d + c]} vs forward ${fwd.embeddings[j * d + c]}`);
+        assert.ok(diff <= EMBED_ATOL, `${label} push ${k}: token ${u.tokens.index[i]} (stream ${s}, patch ${patch}, t=${u.tokens.time[i]}) [${c}]: ${u.embeddings[i * d + c]} vs forward ${ref.embeddings[j * d + c]}`);
       }
       compared++;
     }
@@ -101,7 +105,25 @@ function checkSession(model, { chunks, windows }, options = {}, { attentionEvery
       assert.equal(u.attention, null);
     }
   });
-  return { session, worst, compared, rows, perStream, lastUpdate };
+  return { session, worst, compared, rows, absentRows, perStream, lastUpdate };
+}
+
+// forward on the window with stream s given one present patch after everything it has (its
+// incomplete patch filled with missing samples, or events after the frontier), so that the stream
+// has rows; being later than every final token, the patch changes none of them (causal).
+function forwardWithPresentPatch(model, streams, s, u) {
+  const st = streams[s];
+  const P = model.info.inputs.modalities.find((m) => m.name === st.modality).patchLen;
+  let extra;
+  if (st.timestamps) {
+    const t = Math.max(u.frontier, st.timestamps.at(-1) ?? -Infinity) + 1;
+    const pad = (P - (st.timestamps.length % P)) % P;  // events completing the last patch, missing
+    extra = { ...st, timestamps: [...st.timestamps, ...new Array(pad + P).fill(t)], samples: [...st.samples, ...new Array(pad).fill(null), ...new Array(P).fill(1)], present: [...st.present, ...new Array(pad + P).fill(1)] };
+  } else {
+    const pad = (P - (st.samples.length % P)) % P;
+    extra = { ...st, samples: [...st.samples, ...new Array(pad).fill(null), ...new Array(P).fill(1)], present: [...st.present, ...new Array(pad + P).fill(1)] };
+  }
+  return model.forward({ streams: streams.map((x, i) => (i === s ? extra : x)), referenceTime: u.referenceTime }, { maxGflop: Infinity });
 }
 
 // Each attention row of the update against the forward map row of the same query, layer and block:
@@ -182,6 +204,19 @@ test('a stream that joins a session later (at the end of chunk.streams) is exact
     assert.equal(plan.chunks[0].streams.length, 3, 'the last stream is not in the first chunk');
     const r = checkSession(models.get(name), plan, {}, { label: `${name} join` });
     assert.ok(r.perStream[3]?.length > 0, 'the late stream made final tokens');
+    r.session.dispose();
+  }
+});
+
+test('a stream with no present patch yet: its mask tokens are emitted, and equal a forward in which it has one', () => {
+  for (const name of MODELS) {
+    const rec = recording(71, 8);
+    // The wrist sensor is not worn: every acc_x sample is missing, and so is every heart rate.
+    rec.streams[1].samples.fill(NaN);
+    rec.streams[3].samples.fill(NaN);
+    const r = checkSession(models.get(name), delivery(rec, 72), {}, { label: `${name} unworn` });
+    assert.ok(r.absentRows > 40, `${name}: only ${r.absentRows} tokens of all-missing streams compared`);
+    assert.ok(r.perStream[1].every((t) => !t.present) && r.perStream[3].every((t) => !t.present));
     r.session.dispose();
   }
 });
@@ -298,6 +333,21 @@ test('pooled({ seconds }) is the masked mean of the forward rows of the final to
   assert.equal(p.presentTokens, 0, 'nothing final yet');
   assert.deepEqual(Array.from(p.pooled), new Array(16).fill(0), 'no present token: a zero pooled vector');
   plain.dispose();
+});
+
+test('chunk entries may be any object (a class instance from a device layer), as a window\'s streams', () => {
+  class Entry {
+    constructor(samples) { this.samples = samples; }
+  }
+  const model = models.get('time_lookback');
+  const [a, b] = [model.stream(), model.stream()];
+  const first = { streams: [{ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, startTime: 0, samples: new Float32Array(20).fill(4) }] };
+  a.push(first);
+  b.push(first);
+  const samples = Float32Array.from({ length: 40 }, (_, i) => i);
+  assert.deepEqual(a.push({ streams: [new Entry(samples)] }), b.push({ streams: [{ samples }] }));
+  a.dispose();
+  b.dispose();
 });
 
 test('before any data: frontier -Infinity, referenceTime null, no tokens; an explicit referenceTime is kept', () => {

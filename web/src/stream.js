@@ -18,7 +18,7 @@
 //   description (declaring a stream before its data, so that finality waits for it).
 // - timestamps and present have one entry per sample (SHAPE_MISMATCH naming the field).
 import { SensorformerError } from './errors.js';
-import { checkOptions, plainObject } from './options.js';
+import { checkOptions } from './options.js';
 import { prediction } from './prediction.js';
 import { bad, describe, fail, finiteNumber, present, samples, sensor, timestamps } from './window.js';
 
@@ -52,7 +52,8 @@ const DESCRIPTION_KEYS = ['sensor', 'placement', 'rateHz'];
 
 function chunkStream(s, path) {
   if (s == null) return null;
-  if (!plainObject(s)) throw bad(path, `must be an object or null (nothing new for this stream), got ${describe(s)}`);
+  // Any object, as a window's streams (a class instance from a device layer included).
+  if (typeof s !== 'object' || Array.isArray(s)) throw bad(path, `must be an object or null (nothing new for this stream), got ${describe(s)}`);
   for (const key of Object.keys(s))
     if (!CHUNK_STREAM_KEYS.includes(key)) throw bad(`${path}.${key}`, `is not a chunk stream field (fields: ${CHUNK_STREAM_KEYS.join(', ')})`);
   const described = s.modality != null;
@@ -95,7 +96,7 @@ function chunkStream(s, path) {
 
 /** A chunk as the core's StreamSession.push takes it (bindings/embind.cpp, chunk_from_js). */
 export function normalizeChunk(chunk, path = 'chunk') {
-  if (!plainObject(chunk) || !Array.isArray(chunk.streams)) throw bad(path, `must be an object with a streams array, got ${describe(chunk)}`);
+  if (!chunk || typeof chunk !== 'object' || !Array.isArray(chunk.streams)) throw bad(path, `must be an object with a streams array, got ${describe(chunk)}`);
   for (const key of Object.keys(chunk))
     if (key !== 'streams')
       throw bad(`${path}.${key}`, key === 'referenceTime' ? 'is a session option: model.stream({ referenceTime })' : 'is not a chunk field (a chunk is { streams })');
