@@ -730,4 +730,13 @@ test('stream: errors as the other commands give them', async () => {
   const missing = await run('stream', '--model', lookbackPath, '--input', join(tmp, 'nope.sfrec'));
   assert.equal(missing.status, 1);
   assert.match(missing.stderr, /cannot read .*nope\.sfrec: no such file/);
+  // 1e8 s of silence: every patch of it would be a token (docs/model.md), more than a session
+  // takes in a push; a clear error after the tokens before it, not hours of absent tokens.
+  const silent = join(tmp, 'stream-silence.sfrec');
+  writeFileSync(silent, withSilence(await recordSession({ seed: 5, seconds: 40 }), { after: 20, shift: 1e8 }));
+  const s = await run('stream', '--model', lookbackPath, '--input', silent);
+  assert.equal(s.status, 1);
+  assert.match(s.stderr, /^sensorformer: RESOURCE_EXHAUSTED: .*missing samples/);
+  assert.ok(jsonLines(s.stdout).length >= 10, 'the tokens before the silence are written');
+  noStack(s.stderr);
 });
