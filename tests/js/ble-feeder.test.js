@@ -4,13 +4,11 @@
 // into a session of a causal look-back model, against a forward over the concatenated chunks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
 import { loadModel, SensorformerError } from '../../web/src/index.js';
-import { loadWasm } from '../../web/src/loader.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';
 
@@ -140,9 +138,9 @@ const FIXTURE_STREAMS = Object.fromEntries(['ecg', 'acc_x', 'hr', 'rr', 'tempera
 // Strap and thermometer, seeded, with 2 % of notifications lost and a strap disconnect; every
 // chunk with the clock time of its flush, and every sample the device layer emitted (a second
 // sink: the measured times and values the feeder was given).
-async function simulatedFeed({ seed, seconds, outage, session = null, config = null }) {
+async function simulatedFeed({ seed, seconds, outage, session = null, config = null, streams = FIXTURE_STREAMS, devices = ['strap', 'thermometer'] }) {
   const clock = createVirtualClock(T0);
-  const sim = createSimulatedBluetooth({ seed, clock, devices: ['strap', 'thermometer'], dropoutProbability: 0.02, disconnects: [{ device: 'strap', ...outage }] });
+  const sim = createSimulatedBluetooth({ seed, clock, devices, dropoutProbability: 0.02, disconnects: [{ device: 'strap', ...outage }] });
   const received = {};
   const recorder = {
     push(id, times, values) {
@@ -152,8 +150,8 @@ async function simulatedFeed({ seed, seconds, outage, session = null, config = n
     },
     markGap() {},
   };
-  const wearables = await settle(clock, Promise.all(['strap', 'thermometer'].map((k) =>
-    connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS[k], streams: FIXTURE_STREAMS, sinks: [recorder] }))));
+  const wearables = await settle(clock, Promise.all(devices.map((k) =>
+    connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS[k], streams, sinks: [recorder] }))));
   const chunks = [], updates = [];
   const target = session ?? { push: () => ({}) };
   const feeding = feedSession(wearables, target, { config, onUpdate: (u, c) => { chunks.push({ now: clock.now(), chunk: c }); updates.push(u); } });
@@ -284,34 +282,20 @@ test('simulated strap + thermometer, 10 min, 2 % lost notifications, a disconnec
 // ---------------------------------------------------------------------------------------------
 // End to end into a session.
 
-// A session over the core's StreamSession (the interface web/src/stream.js wraps), with
-// SensorformerErrors for failures.
-async function coreSession(path) {
-  const wasm = await loadWasm({});
-  const handle = new wasm.Model();
-  const loaded = handle.load(new Uint8Array(readFileSync(path)));
-  assert.ok(loaded.ok, loaded.message);
-  const s = new wasm.StreamSession();
-  const started = s.start(handle, { referenceTime: null, attention: false, historySeconds: 60 });
-  assert.ok(started.ok, started.message);
-  return {
-    push(chunk) {
-      const r = s.push(chunk);
-      if (!r.ok) throw new SensorformerError(r.code, r.message);
-      return { tokens: { stream: r.tokenStream, time: r.tokenTime, present: r.tokenPresent, index: r.tokenIndex }, embeddings: r.embeddings, frontier: r.frontier, referenceTime: r.referenceTime };
-    },
-    dispose() { s.delete(); handle.delete(); },
-  };
-}
+const demoStreamModel = new URL('../../demo/model/stream.safetensors', import.meta.url).pathname;
 
-test('end to end: simulated bytes -> device layer -> feeder -> session of a causal look-back model; every final token equals forward over the concatenated chunks within 1e-5', async () => {
-  for (const name of ['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback']) {
-    const path = fixturePath(`model/${name}.safetensors`);
+test('end to end: simulated bytes -> device layer -> feeder -> model.stream() of a causal look-back model; every final token equals forward over the concatenated chunks within 1e-5', async () => {
+  const cases = [
+    ...['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback'].map((n) => [n, fixturePath(`model/${n}.safetensors`), FIXTURE_STREAMS, ['strap', 'thermometer']]),
+    ['demo stream model', demoStreamModel, DEFAULT_STREAMS, ['strap', 'thermometer', 'oximeter']],  // every stream of the device layer
+  ];
+  for (const [name, path, specs, devices] of cases) {
     const model = await loadModel(path);
-    const session = await coreSession(path);
-    const { chunks, updates, stats } = await simulatedFeed({ seed: 4, seconds: 40, outage: { at: 18, duration: 5 }, session, config: model.config });
+    const session = model.stream();
+    const { chunks, updates, stats } = await simulatedFeed({ seed: 4, seconds: 40, outage: { at: 18, duration: 5 }, session, config: model.config, streams: specs, devices });
     session.dispose();
-    assert.ok(!('acc_y' in stats), 'streams the model does not know are left out');
+    if (specs === FIXTURE_STREAMS) assert.ok(!('acc_y' in stats) && !('spo2' in stats), 'streams the model does not know are left out');
+    else assert.equal(Object.keys(stats).length, 8, 'the demo model takes every stream');
     const streams = concatenate(chunks);
     const window = {
       referenceTime: updates[0].referenceTime,
