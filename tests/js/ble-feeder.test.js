@@ -4,13 +4,11 @@
 // into a session of a causal look-back model, against a forward over the concatenated chunks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
 import { loadModel, SensorformerError } from '../../web/src/index.js';
-import { loadWasm } from '../../web/src/loader.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';
 
@@ -140,9 +138,9 @@ const FIXTURE_STREAMS = Object.fromEntries(['ecg', 'acc_x', 'hr', 'rr', 'tempera
 // Strap and thermometer, seeded, with 2 % of notifications lost and a strap disconnect; every
 // chunk with the clock time of its flush, and every sample the device layer emitted (a second
 // sink: the measured times and values the feeder was given).
-async function simulatedFeed({ seed, seconds, outage, session = null, config = null }) {
+async function simulatedFeed({ seed, seconds, outage, session = null, config = null, streams = FIXTURE_STREAMS, devices = ['strap', 'thermometer'] }) {
   const clock = createVirtualClock(T0);
-  const sim = createSimulatedBluetooth({ seed, clock, devices: ['strap', 'thermometer'], dropoutProbability: 0.02, disconnects: [{ device: 'strap', ...outage }] });
+  const sim = createSimulatedBluetooth({ seed, clock, devices, dropoutProbability: 0.02, disconnects: [{ device: 'strap', ...outage }] });
   const received = {};
   const recorder = {
     push(id, times, values) {
@@ -152,8 +150,8 @@ async function simulatedFeed({ seed, seconds, outage, session = null, config = n
     },
     markGap() {},
   };
-  const wearables = await settle(clock, Promise.all(['strap', 'thermometer'].map((k) =>
-    connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS[k], streams: FIXTURE_STREAMS, sinks: [recorder] }))));
+  const wearables = await settle(clock, Promise.all(devices.map((k) =>
+    connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS[k], streams, sinks: [recorder] }))));
   const chunks = [], updates = [];
   const target = session ?? { push: () => ({}) };
   const feeding = feedSession(wearables, target, { config, onUpdate: (u, c) => { chunks.push({ now: clock.now(), chunk: c }); updates.push(u); } });
@@ -206,9 +204,11 @@ function concatenate(chunks) {
 }
 
 // What the lead adds to half a period: the measured host times' own steps back (the device clock
-// fit moving by up to ~2.5 ms while it settles, docs/bluetooth.md "assembler.js"). In a stream's
-// first frames the lead can reach a whole period: the device layer's first PMD frame is timed
-// with a clock fit of one frame and sits ~0.65 period late against the frames after it.
+// fit moving by up to ~2.5 ms while it settles, docs/bluetooth.md "assembler.js"); measured over 8
+// seeds: 1.74 ms at most. The samples held while the rate is measured (a stream's first 1.5 s) keep
+// the slots of the declaration: the device layer's first PMD frames are timed with a clock fit of
+// one to three frames and sit up to ~0.7 period apart from where the next ones put them; measured
+// over 8 seeds, within 1.3 periods (ECG 9.8 ms, ACC 15.7 ms); the test allows 1.5.
 const LEAD_SLACK = 3e-3, SETTLED = 10;
 
 test('simulated strap + thermometer, 10 min, 2 % lost notifications, a disconnect: every sample given once, in order, on the grid within the bound; the outage is missing, finality keeps moving', async () => {
@@ -235,17 +235,18 @@ test('simulated strap + thermometer, 10 min, 2 % lost notifications, a disconnec
       }
       // Regular: slot time vs measured time of each sample.
       const half = 0.5 / s.rateHz;
-      let k = 0, worstLag = 0, worstLead = 0, worstLeadLater = 0;
+      let k = 0, worstLag = 0, worstLead = 0, worstLagLater = 0, worstLeadLater = 0;
       s.samples.forEach((v, n) => {
         if (Number.isNaN(v)) return;
         const m = r.times[order[k++]], e = m - (s.startTime + n / s.rateHz);
         worstLag = Math.max(worstLag, e);
         worstLead = Math.max(worstLead, -e);
-        if (m > T0 + SETTLED) worstLeadLater = Math.max(worstLeadLater, -e);
+        if (m > T0 + SETTLED) { worstLagLater = Math.max(worstLagLater, e); worstLeadLater = Math.max(worstLeadLater, -e); }
       });
-      report.push(`${id} seed ${seed}: lag ${(worstLag * 1e3).toFixed(2)} ms, lead ${(worstLead * 1e3).toFixed(2)} ms (${(worstLeadLater * 1e3).toFixed(2)} ms after ${SETTLED} s), half a period ${(half * 1e3).toFixed(2)} ms`);
-      assert.ok(worstLag <= half + 1e-6, `${id} seed ${seed}: a sample ${worstLag} s after its slot (half a period: ${half})`);
-      assert.ok(worstLead <= 2 * half + 1e-6, `${id} seed ${seed}: a sample ${worstLead} s before its slot`);
+      const ms = (x) => (x * 1e3).toFixed(2);
+      report.push(`${id} seed ${seed}: lag ${ms(worstLag)} ms, lead ${ms(worstLead)} ms; after ${SETTLED} s ${ms(worstLagLater)} / ${ms(worstLeadLater)} ms; half a period ${ms(half)} ms`);
+      assert.ok(worstLag <= 3 * half && worstLead <= 3 * half, `${id} seed ${seed}: a sample more than 1.5 periods from its slot (${worstLag}, ${worstLead})`);
+      assert.ok(worstLagLater <= half + 1e-6, `${id} seed ${seed}: a sample ${worstLagLater} s after its slot after ${SETTLED} s (half a period: ${half})`);
       assert.ok(worstLeadLater <= half + LEAD_SLACK, `${id} seed ${seed}: a sample ${worstLeadLater} s before its slot after ${SETTLED} s`);
       assert.ok(Math.abs(worstLag - st.maxLag) < 1e-6 && Math.abs(worstLead - st.maxLead) < 1e-6, `${id}: stats report the same`);
       // The grid's rate: the measured one x (1 + margin), the real ones being 130.35 / 51.07 Hz x (1 - 20 ppm).
@@ -281,34 +282,20 @@ test('simulated strap + thermometer, 10 min, 2 % lost notifications, a disconnec
 // ---------------------------------------------------------------------------------------------
 // End to end into a session.
 
-// A session over the core's StreamSession (the interface web/src/stream.js wraps), with
-// SensorformerErrors for failures.
-async function coreSession(path) {
-  const wasm = await loadWasm({});
-  const handle = new wasm.Model();
-  const loaded = handle.load(new Uint8Array(readFileSync(path)));
-  assert.ok(loaded.ok, loaded.message);
-  const s = new wasm.StreamSession();
-  const started = s.start(handle, { referenceTime: null, attention: false, historySeconds: 60 });
-  assert.ok(started.ok, started.message);
-  return {
-    push(chunk) {
-      const r = s.push(chunk);
-      if (!r.ok) throw new SensorformerError(r.code, r.message);
-      return { tokens: { stream: r.tokenStream, time: r.tokenTime, present: r.tokenPresent, index: r.tokenIndex }, embeddings: r.embeddings, frontier: r.frontier, referenceTime: r.referenceTime };
-    },
-    dispose() { s.delete(); handle.delete(); },
-  };
-}
+const demoStreamModel = new URL('../../demo/model/stream.safetensors', import.meta.url).pathname;
 
-test('end to end: simulated bytes -> device layer -> feeder -> session of a causal look-back model; every final token equals forward over the concatenated chunks within 1e-5', async () => {
-  for (const name of ['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback']) {
-    const path = fixturePath(`model/${name}.safetensors`);
+test('end to end: simulated bytes -> device layer -> feeder -> model.stream() of a causal look-back model; every final token equals forward over the concatenated chunks within 1e-5', async () => {
+  const cases = [
+    ...['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback'].map((n) => [n, fixturePath(`model/${n}.safetensors`), FIXTURE_STREAMS, ['strap', 'thermometer']]),
+    ['demo stream model', demoStreamModel, DEFAULT_STREAMS, ['strap', 'thermometer', 'oximeter']],  // every stream of the device layer
+  ];
+  for (const [name, path, specs, devices] of cases) {
     const model = await loadModel(path);
-    const session = await coreSession(path);
-    const { chunks, updates, stats } = await simulatedFeed({ seed: 4, seconds: 40, outage: { at: 18, duration: 5 }, session, config: model.config });
+    const session = model.stream();
+    const { chunks, updates, stats } = await simulatedFeed({ seed: 4, seconds: 40, outage: { at: 18, duration: 5 }, session, config: model.config, streams: specs, devices });
     session.dispose();
-    assert.ok(!('acc_y' in stats), 'streams the model does not know are left out');
+    if (specs === FIXTURE_STREAMS) assert.ok(!('acc_y' in stats) && !('spo2' in stats), 'streams the model does not know are left out');
+    else assert.equal(Object.keys(stats).length, 8, 'the demo model takes every stream');
     const streams = concatenate(chunks);
     const window = {
       referenceTime: updates[0].referenceTime,

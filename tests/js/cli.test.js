@@ -730,4 +730,33 @@ test('stream: errors as the other commands give them', async () => {
   const missing = await run('stream', '--model', lookbackPath, '--input', join(tmp, 'nope.sfrec'));
   assert.equal(missing.status, 1);
   assert.match(missing.stderr, /cannot read .*nope\.sfrec: no such file/);
+  // 1e8 s of silence: every patch of it would be a token (docs/model.md), more than a session
+  // takes in a push; a clear error after the tokens before it, not hours of absent tokens.
+  const silent = join(tmp, 'stream-silence.sfrec');
+  writeFileSync(silent, withSilence(await recordSession({ seed: 5, seconds: 40 }), { after: 20, shift: 1e8 }));
+  const s = await run('stream', '--model', lookbackPath, '--input', silent);
+  assert.equal(s.status, 1);
+  assert.match(s.stderr, /^sensorformer: RESOURCE_EXHAUSTED: .*missing samples/);
+  assert.ok(jsonLines(s.stdout).length >= 10, 'the tokens before the silence are written');
+  noStack(s.stderr);
+});
+
+test('stream: a model with labels (the demo\'s stream model) prints probabilities = softmax(head) and the label of the largest', async () => {
+  const demo = fileURLToPath(new URL('../../demo/model/stream.safetensors', import.meta.url));
+  const file = join(tmp, 'stream-labels.sfrec');
+  writeFileSync(file, await recordSession({ seed: 23, seconds: 20 }));
+  const r = await run('stream', '--model', demo, '--input', file);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '', 'the demo model takes every stream of the device layer');
+  const lines = jsonLines(r.stdout);
+  assert.ok(lines.length >= 10);
+  const labels = ['rest', 'walk', 'run'];  // the demo model's config
+  for (const l of lines) {
+    const { head, probabilities, label, presentTokens } = l.pooled;
+    if (presentTokens === 0) { assert.equal(probabilities, null); assert.equal(label, null); continue; }
+    const top = Math.max(...head), e = head.map((h) => Math.exp(h - top)), sum = e.reduce((a, b) => a + b, 0);
+    // 1e-6: the CLI prints float32 probabilities (rounding 6e-8) of a float32 head
+    e.forEach((x, i) => assert.ok(Math.abs(probabilities[i] - x / sum) < 1e-6, `${probabilities[i]} vs ${x / sum}`));
+    assert.equal(label, labels[head.indexOf(top)]);
+  }
 });

@@ -13,24 +13,28 @@
 //   ~130.35 Hz declared 130, ACC at 51.07 Hz declared 50), and a fixed declared grid would drift
 //   from the samples by seconds over an hour. So a stream is declared only once its rate is
 //   measured: its samples are held for `measureSeconds` (of host time after its first sample
-//   arrived), then the rate and phase are fitted to them (StreamBuffer.timing: the least-squares
-//   rate and the midrange phase; with fewer than 3 samples, the declared rate). The session's
+//   arrived), then its rate is the device's own (the median spacing of its PMD frames after the
+//   first, from device timestamps), or without device times the least-squares rate of the host
+//   times (StreamBuffer.timing; with fewer than 3 samples, the declared rate). The session's
 //   rate is that rate x (1 + rateMargin): a grid a little faster than the samples falls behind
 //   them, never ahead, and a grid falling behind can be re-anchored with a later `startTime`
 //   (the session's gap), while a grid ahead of the samples could only be fixed by moving a
 //   sample to an earlier slot than the one before it, which a session cannot do. The margin
-//   (default 5e-4) exceeds crystal drift (tens of ppm) and the fit's error over 1.5 s of PMD
-//   samples; the price is one missing slot per 1 / rateMargin samples (every ~15 s for ECG), a
-//   sample the device never measured, marked missing, inside a patch that stays present.
-// - Regular streams, the grid. Sample n (in order of measured time) of a stream takes slot n
-//   unless it lies more than half a period after slot n's time: then the slots up to the nearest
-//   one are missing (a re-anchor: the next chunk's startTime). Bound: every sample's slot time is
-//   at most half a period before its measured time (by construction, `maxLag`), and it is at most
-//   `maxLead` after it, which stays below half a period plus the jitter of the measured times as
-//   long as the device's rate is within rateMargin of the measured one (measured through the
-//   simulated H10 path, 10 min with a disconnect: below half a period; tests/js/ble-feeder.test.js).
-//   A sample that comes earlier than its slot by more (a stream faster than measured) still takes
-//   the next slot: it is never dropped, and `maxLead` reports it.
+//   (default 5e-4) exceeds crystal drift (tens of ppm) and the measurement's error; the price is
+//   one missing slot per 1 / rateMargin samples (every ~15 s for ECG), a slot no sample was
+//   measured in, marked missing, inside a patch that stays present.
+// - Regular streams, the grid. The held samples keep the slots of the declaration (declare()).
+//   After them, a sample (in order of measured time) takes the next slot unless it lies more than
+//   half a period after that slot's time: then the slots up to the nearest one are missing (a
+//   re-anchor: the next chunk's startTime). Bound, slot time vs measured time (the device layer's
+//   host time): a sample is at most half a period after its slot (by construction, `maxLag`), and
+//   before it by at most half a period plus the measured times' own steps back (the device clock
+//   fit correcting itself: 1.74 ms at most through the simulated H10 path, 8 seeds, 10 min with
+//   lost frames and a disconnect; tests/js/ble-feeder.test.js), as long as the device's rate is
+//   within rateMargin of the measured one. A sample earlier than its slot by more (a stream faster
+//   than measured) still takes the next slot: never dropped, and `maxLead` reports it. The held
+//   samples (a stream's first measureSeconds) are within 1.3 periods of their slots there: the
+//   device layer times a stream's first PMD frames with a clock fit of one to three frames.
 // - Holes wait: a hole (a sample later than its slot) is committed only when it is `lateness`
 //   seconds old or inside a gap the device layer marked, so that a frame delivered late (out of
 //   order) still fills it. Samples of a stream are otherwise passed on as soon as they arrive.
@@ -128,6 +132,7 @@ class RegularTrack {
     this.index = -1;          // session stream index once declared
     this.described = false;
     this.ready = false;       // rate and phase decided
+    this.held = null;         // pending sample -> its slot, for the samples held while measuring
     this.start = 0;           // startTime0
     this.rate = 0;            // the session's rate
     this.n = 0;               // slots given (samples and missing)
@@ -158,18 +163,24 @@ class RegularTrack {
     }
     this.stats.measuredRateHz = rate;
     this.rate = rate * (1 + this.options.rateMargin);
-    // Phase: slots by the rate in order of time (a step of k periods = k slots, at least one),
-    // then the grid through the earliest of time - slot / rate: no held sample is before its slot
-    // (a lead could never be taken back), and a sample more than half a period after its slot is
-    // re-anchored when it is given. (The first second's host times are the least certain: the
-    // device clock fit has seen one or two frames.)
-    const base = this.pending[0][0];
-    let k = 0, lo = 0;
-    for (let i = 1; i < this.pending.length; i++) {
-      k += Math.max(1, Math.round((this.pending[i][0] - this.pending[i - 1][0]) * this.rate));
-      lo = Math.min(lo, this.pending[i][0] - base - k / this.rate);
+    // Slots of the held samples, given as they are (not by the lag rule of later samples): in
+    // order of time, a step of k periods = k slots (at least one). The host times of a stream's
+    // first frames are the least certain: the device layer's clock fit has seen one to three
+    // frames and moves them by up to ~0.7 period against each other; the lag rule would turn that
+    // into skipped slots and a period of lead. (Slots from the device times were tried: the first
+    // frame's are nominally spaced, and the held ACC samples ended up to 1.3 periods off, not 0.8.)
+    // Phase: the grid through the earliest residual (time - slot / rate), so that no held sample
+    // is before its slot and the samples that follow start at or behind theirs: a lead could
+    // never be taken back, a lag is, by the re-anchors.
+    const held = this.pending, base = held[0][0];
+    const slots = [0];
+    let lo = 0;
+    for (let i = 1; i < held.length; i++) {
+      slots.push(slots[i - 1] + Math.max(1, Math.round((held[i][0] - held[i - 1][0]) * this.rate)));
+      lo = Math.min(lo, held[i][0] - base - slots[i] / this.rate);
     }
     this.start = base + lo;
+    this.held = new Map(held.map((p, i) => [p, slots[i]]));
     this.stats.rateHz = this.rate;
     this.stats.startTime = this.start;
     this.ready = true;
@@ -204,9 +215,11 @@ class RegularTrack {
       // A joining stream starts at its first slot at or after the frontier (docs/model.md).
       const first = Math.max(0, Math.ceil((frontier - this.start) * this.rate - 1e-9));
       const cut = this.slot(first) - 0.5 / this.rate;
-      while (this.pending.length && this.pending[0][0] < cut) { this.pending.shift(); this.stats.beforeFrontier++; }
+      const before = (p) => (this.held?.has(p) ? this.held.get(p) < first : p[0] < cut);
+      while (this.pending.length && before(this.pending[0])) { this.held?.delete(this.pending.shift()); this.stats.beforeFrontier++; }
       this.start = this.slot(first);
       this.stats.startTime = this.start;
+      if (this.held) for (const [p, k] of this.held) this.held.set(p, k - first);
     }
     builder.part(this.index).startTime = this.start;  // the descriptor's startTime0
   }
@@ -217,8 +230,20 @@ class RegularTrack {
     for (; i < this.pending.length; i++) {
       const [m, v] = this.pending[i];
       const d = m - this.slot(this.n);
+      const held = this.held?.get(this.pending[i]);
       let p;
-      if (d > half) {
+      if (held !== undefined) {
+        this.held.delete(this.pending[i]);
+        // A sample held while the rate was measured: its slot from the declaration.
+        if (held > this.n) {
+          this.stats.missing += held - this.n;
+          this.stats.reanchors++;
+          this.n = held;
+          p = builder.fresh(this.index);
+        } else {
+          p = builder.open(this.index);
+        }
+      } else if (d > half) {
         // A hole: the nearest slot, once no late sample can fill it (or the device marked it).
         const k = Math.round(d * this.rate);
         const holeEnd = this.slot(this.n + k) - half;
@@ -240,6 +265,7 @@ class RegularTrack {
       this.n++;
     }
     this.pending.splice(0, i);
+    if (this.held?.size === 0) this.held = null;
     this.stats.pending = this.pending.length;
     // Missing up to the end of a marked gap, up to now at the end, or up to now - lateness for a
     // stream with nothing held (silent): `until` half a period before the first slot kept open, so
