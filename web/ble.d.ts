@@ -671,7 +671,7 @@ export interface SessionFeederOptions {
   config?: FeederModelConfig | null;
 }
 
-/** Samples and gap marks in, session chunks out (docs/bluetooth.md "Feeding a streaming session"). */
+/** Samples and gap marks in, session chunks out (docs/bluetooth.md "feeder.js — feeding a streaming session"). */
 export class SessionFeeder {
   constructor(options?: SessionFeederOptions);
   add(id: string, spec: StreamSpec): this;

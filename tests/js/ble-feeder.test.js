@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { loadModel, SensorformerError } from '../../web/src/index.js';
+import { loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';
 
@@ -369,4 +369,23 @@ test('feedSession: chunks flushed at the end of the task, pushed one at a time i
   assert.equal(calls, 1);
   assert.equal(errors.length, 1);
   assert.equal(f2.error.code, 'INVALID_ARGUMENT');
+});
+
+test('end to end through a Worker session (async pushes): the same final tokens as model.stream() on the same seeded session', async () => {
+  const path = fixturePath('model/factorized_lookback.safetensors');
+  const model = await loadModel(path);
+  const local = await simulatedFeed({ seed: 6, seconds: 25, outage: { at: 12, duration: 3 }, session: model.stream(), config: model.config });
+  const remote = await loadModelInWorker(path, { workers: 1 });
+  try {
+    const viaWorker = await simulatedFeed({ seed: 6, seconds: 25, outage: { at: 12, duration: 3 }, session: await remote.stream(), config: model.config });
+    assert.equal(viaWorker.chunks.length, local.chunks.length, 'the same chunks, pushed one at a time');
+    const tokens = (u) => u.flatMap((x) => Array.from(x.tokens.time, (t, j) => `${x.tokens.stream[j]}@${t}#${x.tokens.index[j]}`));
+    assert.deepEqual(tokens(viaWorker.updates), tokens(local.updates));
+    // the same .wasm on the same pushes: the same float32 embeddings, bit for bit (tolerance 0)
+    assert.deepEqual(viaWorker.updates.map((u) => Array.from(u.embeddings)), local.updates.map((u) => Array.from(u.embeddings)));
+    assert.ok(tokens(local.updates).length > 300);
+  } finally {
+    await remote.dispose();
+    model.dispose();
+  }
 });

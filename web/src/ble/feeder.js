@@ -1,5 +1,5 @@
-// The device layer's samples as chunks for a streaming session (docs/bluetooth.md "Feeding a
-// streaming session"; the chunk format and finality are docs/model.md "Streaming sessions").
+// The device layer's samples as chunks for a streaming session (docs/bluetooth.md "feeder.js —
+// feeding a streaming session"; the chunk format and finality: docs/model.md "Streaming sessions").
 // A sibling of WindowAssembler: the assembler refits each window's grid to its samples, a session
 // cannot (a regular stream's grid startTime0 + i / rateHz is fixed when the stream is declared), so
 // this module decides the grid once and keeps every sample within a stated distance of it.
@@ -41,8 +41,8 @@
 // - Event streams (rateHz null: heart rate, RR beats, temperature, SpO2) keep their times. Their
 //   watermark (`until`) after each flush is max(last event, now - lateness): every notification
 //   proves that the events of its characteristic up to its receive time have arrived (values are
-//   stamped with their receive time, RR beats with times chained before it, at most a few beats,
-//   ~1-2 s, back: BeatTimeline), so the watermark keeps finality moving between beats and while a
+//   stamped with their receive time, RR beats with times chained before it, up to ~3.5 s back:
+//   BeatTimeline; streamLateness.rr), so the watermark keeps finality moving between beats and while a
 //   device is away, and a device that joins later starts after it. An event that still comes
 //   earlier than a watermark already given (RR beats re-anchored after a reconnect) is moved to
 //   that watermark, the smallest move the session accepts, and counted (`retimed`, `maxRetime`).
