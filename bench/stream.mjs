@@ -1,0 +1,268 @@
+// Streaming sessions (issue 12): what one update of a session costs against what a page without
+// sessions would do on each update (recompute a window), and what a session holds in memory.
+//
+//   node bench/peers.mjs --only=stream [--quick]      (a part of `npm run bench`)
+//   node bench/peers.mjs --check                      (includes this part's output checks, no timing)
+//
+// Model: bench/models/stream_encoder.safetensors = the encoder part's weights (2 layers, d 64,
+// 4 heads, ff 256, flattened layout) with "causal": true and "attention_lookback_s": W = 10.235 s
+// (bench/make_peer_models.py). Streams: 4 regular streams of its one modality (patch 8), all
+// starting together, at 200 Hz (25 patches/s each: 1024 tokens in [t - W, t]) or 800 Hz (4096). In the
+// flattened layout every stream's tokens are one group, so "context" (the keys each new token
+// attends to, per layer) is every stream's tokens in [t - W, t]; it is counted from the window's
+// token times, not assumed.
+//
+// Per row, in one process and in interleaved rounds (bench/lib.mjs `interleaved`, medians):
+//   session:         session.push(one new patch per stream) in steady state (the session has run
+//                    past B x W, B = n_layers, so every key cache is full and evicting);
+//   recompute W:     model.forward(the last W seconds + the new patches) — what a page without
+//                    sessions would run each update (the issue's comparison; its rows are NOT the
+//                    session's: it cuts the receptive field, B x W, at W);
+//   recompute exact: model.forward(the last B x W seconds + 2 patches + the new patches), the
+//                    smallest window whose last rows ARE the session's (docs/model.md "Look-back":
+//                    a token depends on tokens at most B x W older).
+// Before timing, and again after it, the session's new tokens are checked (no timing) against the
+// rows of a full forward of everything received (same referenceTime), as docs/model.md
+// "Streaming" promises, and against the exact recompute's last rows.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadModel } from '../web/src/index.js';
+import { loadOptions, loadWasm } from '../web/src/loader.js';
+import { SensorformerError } from '../web/src/errors.js';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { fmt, interleaved, median, normals, relError, table } from './lib.mjs';
+
+const MODELS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'models');
+const MODEL_FILE = path.join(MODELS, 'stream_encoder.safetensors');
+const STREAMS = 4;
+const START = 1000;  // seconds; the session's referenceTime (its first chunk's startTime)
+// The core's cost estimate for forward() (src/model/model.cpp forward_gflop) counts every pair of a
+// group, not the look-back's band, so the exact recompute at 4096 (8204 tokens, ~36 "GFLOP", about
+// 2 x 4 x 8204 x 4096 x 64 x 2 = 34 real) and the full-history check pass the default 10 GFLOP
+// limit; a page recomputing these windows would have to raise it too.
+const FORWARD = { maxGflop: Infinity };
+const CONSECUTIVE = 41;  // back-to-back pushes timed after the interleaved rounds
+const MiB = (b) => (b / 2 ** 20).toFixed(2);
+
+// --- the session adapter ---------------------------------------------------------------------------
+// The public wrapper model.stream() (web/src/stream.js) is not in main yet: until it is, sessions
+// are the core's embind class over a second handle of the same file in the same module instance
+// (loadWasm with the default options shares loadModel's instance). When it lands, openSession's
+// body becomes `return model.stream(options);` — the chunks below are already in the normalised
+// form the public push accepts, and the wrapper below returns the public update's shape.
+async function openSession(model, options) {
+  return embindSession(options);
+}
+
+let core = null;  // { wasm, handle }: one model handle for every embind session of this process
+async function embindSession(options) {
+  if (!core) {
+    const wasm = await loadWasm(loadOptions({}, 'core'));
+    const handle = new wasm.Model();
+    const r = handle.load(readFileSync(MODEL_FILE));
+    if (!r.ok) throw new SensorformerError(r.code, `${MODEL_FILE}: ${r.message}`);
+    core = { wasm, handle };
+  }
+  const h = new core.wasm.StreamSession();
+  const ok = (r) => { if (!r.ok) throw new SensorformerError(r.code, r.message); return r; };
+  ok(h.start(core.handle, { referenceTime: options.referenceTime ?? null, attention: !!options.attention, historySeconds: options.historySeconds ?? 60 }));
+  const d = JSON.parse(core.handle.configJson()).d_model;
+  return {
+    push(chunk) {
+      const r = ok(h.push(chunk));
+      return {
+        tokens: { stream: r.tokenStream, time: r.tokenTime, present: r.tokenPresent, index: r.tokenIndex },
+        embeddings: r.embeddings, dims: [r.tokenTime.length, d], frontier: r.frontier, referenceTime: r.referenceTime,
+      };
+    },
+    get frontier() { return h.frontier(); },
+    get memoryBytes() { return h.memoryBytes(); },
+    dispose() { h.delete(); },
+  };
+}
+
+/** wasm heap in use (mallinfo's uordblks), or null when the module exposes none. */
+async function heapUsed() {
+  const wasm = await loadWasm(loadOptions({}, 'core'));
+  return typeof wasm.heapUsed === 'function' ? wasm.heapUsed() : null;
+}
+
+// --- workload ----------------------------------------------------------------------------------------
+/**
+ * Samples of STREAMS regular streams at `rateHz`, `seconds` long (seeded normals), and the chunks
+ * and windows cut from them. Stream s's sample i is at START + i / rateHz (the tokenizer's times).
+ */
+export function makeFeed({ rateHz, seconds, seed, patchLen }) {
+  const n = Math.ceil(seconds * rateHz / patchLen) * patchLen;
+  const data = Array.from({ length: STREAMS }, (_, s) => normals(n, seed + 31 * s));
+  let pushed = 0;  // samples per stream given to the session so far
+  const descriptor = { sensor: 0, modality: 'acc', placement: 'wrist', rateHz, startTime: START };
+  return {
+    data,
+    get pushed() { return pushed; },
+    /** The next `count` samples of every stream as one chunk (the first carries the descriptors). */
+    next(count) {
+      if (pushed + count > n) throw new Error(`bench: the feed has ${n - pushed} samples left, ${count} asked (make it longer)`);
+      const chunk = { streams: data.map((x) => ({ ...(pushed === 0 ? descriptor : {}), timestamps: null, samples: x.subarray(pushed, pushed + count), present: null })) };
+      pushed += count;
+      return chunk;
+    },
+    /** The window of the last `count` samples received per stream (all if count >= pushed). */
+    window(count) {
+      const from = Math.max(0, pushed - count);
+      return {
+        referenceTime: START,
+        streams: data.map((x) => ({ ...descriptor, startTime: START + from / rateHz, samples: x.subarray(from, pushed) })),
+      };
+    },
+  };
+}
+
+/**
+ * Largest relative difference (bench/lib.mjs relError) between each token of `update` and the row
+ * of the same stream and time in `result` (a forward's output); throws if a token has no row.
+ * Times match within 1 us, not exactly: a window starting later writes a token's time as
+ * (start + from / rate) + kP / rate, the session as start + (from + kP) / rate (float64 rounding).
+ */
+export function compareRows(update, result, tolS = 1e-6) {
+  const [m, d] = update.dims;
+  let err = 0;
+  for (let k = 0; k < m; k++) {
+    const s = update.tokens.stream[k], t = update.tokens.time[k];
+    let row = -1;
+    for (let j = result.tokens.time.length - 1; j >= 0 && row < 0; j--)
+      if (result.tokens.stream[j] === s && Math.abs(result.tokens.time[j] - t) < tolS) row = j;
+    if (row < 0) throw new Error(`bench stream: the session's token (stream ${s}, time ${t}) has no row in the recompute`);
+    err = Math.max(err, relError(update.embeddings.subarray(k * d, (k + 1) * d), result.embeddings.subarray(row * d, (row + 1) * d)));
+  }
+  return err;
+}
+
+/** Keys a query at time `t` attends to in the flattened layout: tokens with time in [t - W, t]
+ * (docs/model.md "Look-back", the difference in float64 as the core takes it). */
+export function contextSize(times, t, W) {
+  let n = 0;
+  for (const u of times) if (u <= t && !(t - u > W)) n++;
+  return n;
+}
+
+// --- the part ----------------------------------------------------------------------------------------
+/**
+ * Runs the streaming part. check(what, err) records an output check and throws past the bench's
+ * tolerance; goal(what, value, ok) records a goal row. CHECK: the output checks at the small size
+ * only, no timing. Returns the markdown (null under CHECK).
+ */
+export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
+  const model = await loadModel(MODEL_FILE);
+  const cfg = model.config, P = cfg.modalities[0].patch_len, W = cfg.attention_lookback_s, d = cfg.d_model;
+  const B = cfg.n_layers;  // flattened layout: one attention block per layer
+  const blocks = cfg.layout === 'factorized' ? 2 : 1;
+  if (!cfg.causal || !(W > 0)) throw new Error(`${MODEL_FILE}: not a causal look-back model; run \`npm run bench:models\``);
+  const rows = [], memRows = [], notes = [];
+  // A push is ~1000x cheaper than the recomputes it alternates with, and its median over few rounds
+  // catches the garbage collections and cold caches they leave behind: more rounds than the bench's
+  // default minimum (a round at 4096 tokens takes ~2.5 s, so its budget alone gives 5).
+  const timing = { warmup: 2, maxRounds: 41, ...TIMING, minRounds: Math.max(TIMING.minRounds ?? 5, QUICK ? 7 : 11) };
+  const sizes = CHECK ? [200] : [200, 800];
+  for (const rateHz of sizes) {
+    const patchesPerS = rateHz / P;
+    // the last W seconds rounded up to whole patches (2048 / 8192), so windows stay patch-aligned
+    const wSamples = Math.ceil((W * rateHz) / P) * P;
+    const exactSamples = B * wSamples + 2 * P;
+    // pre-roll past B x W (caches full, the exact window inside the history) in 1 s chunks, then
+    // single-patch pushes: the checks', the warm-up's and up to TIMING.maxRounds timed ones
+    const prerollS = Math.ceil(B * W) + 1;
+    const singles = 2 + timing.warmup + timing.maxRounds + CONSECUTIVE + 2;
+    const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P });
+    const session = await openSession(model, { referenceTime: START, historySeconds: 60 });
+    for (let s = 0; s < prerollS; s++) session.push(feed.next(rateHz));
+
+    const pushOne = () => session.push(feed.next(P));
+    const recomputeW = () => model.forward(feed.window(wSamples + P), FORWARD);
+    const recomputeExact = () => model.forward(feed.window(exactSamples + P), FORWARD);
+    const verify = (when) => {
+      const u = pushOne();
+      if (u.dims[0] !== STREAMS || !u.tokens.present.every((p) => p === 1))
+        throw new Error(`bench stream: a push of one patch per stream gave ${u.dims[0]} final tokens (want ${STREAMS}, all present)`);
+      // new patches are at the end of what the session received: the recompute windows end there too
+      const full = model.forward(feed.window(feed.pushed), FORWARD);
+      check(`stream ${rateHz} Hz x ${STREAMS}: session update vs forward of everything received (${when})`, compareRows(u, full));
+      check(`stream ${rateHz} Hz x ${STREAMS}: session update vs exact recompute's last rows (${when})`, compareRows(u, recomputeExact()));
+      return { u, full };
+    };
+    const { u: first } = verify('before timing');
+    const wResult = recomputeW();
+    const tq = first.tokens.time[0];
+    const context = contextSize(wResult.tokens.time, tq, W);
+    // Informational: how far the issue's W-window recompute is from the session (cut receptive field).
+    const wErr = compareRows(first, wResult);
+    const memSteady = session.memoryBytes;
+    log(`stream ${rateHz} Hz: context ${context} tokens, memory ${MiB(memSteady)} MiB`);
+
+    // memory formula: K and V (float32) per layer and block for the tokens in W, plus the pooling
+    // history (float32 embedding + a (time, present) entry per token of historySeconds)
+    const kvFormula = 2 * 4 * d * B * blocks * context;
+    const tokensInHistory = Math.min(60, feed.pushed / rateHz) * patchesPerS * STREAMS;
+    const historyFormula = tokensInHistory * (4 * d + 16);
+    memRows.push([`${STREAMS} x ${rateHz} Hz`, context, MiB(kvFormula), `${MiB(historyFormula)} (${Math.round(tokensInHistory)} tokens)`, MiB(kvFormula + historyFormula), MiB(memSteady), fmt.ratio(memSteady / (kvFormula + historyFormula))]);
+
+    if (!CHECK) {
+      const { rounds, median: m } = await interleaved([
+        { name: 'push', run: pushOne },
+        { name: 'w', run: recomputeW },
+        { name: 'exact', run: recomputeExact },
+      ], timing);
+      // The session alone: pushes back to back, nothing in between (a page doing only this).
+      const alone = [];
+      for (let k = 0; k < CONSECUTIVE; k++) {
+        const t0 = performance.now();
+        pushOne();
+        alone.push(performance.now() - t0);
+      }
+      verify('after timing');
+      const target = context <= 2048 ? 20 : 80;
+      goal(`stream, context ${context} tokens: recompute W / session push >= ${target}`, fmt.ratio(m.w / m.push), m.w / m.push >= target);
+      rows.push([`${STREAMS} x ${rateHz} Hz, flattened`, context, fmt.ms(m.push), fmt.ms(median(alone)), fmt.ms(m.w), fmt.ms(m.exact), `**${fmt.ratio(m.w / m.push)}**`, `**${fmt.ratio(m.exact / m.push)}**`, fmt.ratio(m.w / median(alone)), fmt.err(wErr), rounds]);
+    }
+    session.dispose();
+  }
+  if (CHECK) {
+    model.dispose();
+    return null;
+  }
+
+  const loadavg = os.loadavg()[0].toFixed(1);
+  // Ten minutes of simulated pushes (1 s chunks) per size: memoryBytes and the wasm heap per minute.
+  const heapRows = [];
+  for (const rateHz of QUICK ? [200] : sizes) {
+    const session = await openSession(model, { referenceTime: START, historySeconds: 60 });
+    const perMinute = [];
+    const chunk = (s) => ({ streams: Array.from({ length: STREAMS }, (_, k) => ({
+      ...(s === 0 ? { sensor: 0, modality: 'acc', placement: 'wrist', rateHz, startTime: START } : {}),
+      timestamps: null, samples: normals(rateHz, 7919 * s + k), present: null })) });
+    for (let s = 0; s < 600; s++) {
+      session.push(chunk(s));
+      if ((s + 1) % 60 === 0) perMinute.push({ heap: await heapUsed(), session: session.memoryBytes });
+    }
+    session.dispose();
+    log(`stream ${rateHz} Hz: 10 minutes simulated`);
+    const heaps = perMinute.map((p) => p.heap);
+    // Flat = no new high in minutes 6-10 over the highest of minutes 2-5 (minute 1 still fills the
+    // 60 s pooling history): anything kept per push would set a new high every minute.
+    const early = Math.max(...heaps.slice(1, 5)), late = Math.max(...heaps.slice(5));
+    const flat = late <= early;
+    goal(`stream ${STREAMS} x ${rateHz} Hz: wasm heap flat over 10 simulated minutes`, `minute 2-5 max ${MiB(early)} MiB, 6-10 max ${MiB(late)} MiB`, flat);
+    heapRows.push([`${STREAMS} x ${rateHz} Hz`, ...perMinute.map((p) => `${MiB(p.heap)} / ${MiB(p.session)}`), flat ? 'yes' : '**no**']);
+  }
+  model.dispose();
+
+  notes.push(`Model: bench/models/stream_encoder.safetensors (the encoder part's weights; causal, attention_lookback_s W = ${W} s, B = ${B} layers, flattened: one attention block per layer). ${STREAMS} regular streams of patch ${P}, one new patch per stream per update (${STREAMS} tokens final per push). Context = keys of a new token per layer (tokens in [t - W, t], counted). "recompute W" = \`model.forward\` on the last W s + the new patch (what a page without sessions runs; its rows differ from the session's by the "W-window error" column because it cuts the ${B} x W receptive field); "recompute exact" = the last ${B} x W s + 3 patches, whose last rows equal the session's. "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the ratios use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after them, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every timed row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute (tolerance 1e-4).`);
+  return table(['streams, layout', 'context (keys / token / layer)', 'session push ms', 'push ms, back to back', 'recompute W ms', 'recompute exact ms', 'recompute W / push', 'exact / push', 'recompute W / back-to-back push', 'W-window error', 'rounds'], rows)
+    + '\n\n' + notes.join('\n\n')
+    + '\n\nMemory per session in steady state (`memoryBytes`, after the pre-roll of ' + `${Math.ceil(B * W) + 1}` + ' s plus the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x context, plus the pooling history (60 s default: 4 x d_model + 16 bytes per token). MiB:\n\n'
+    + table(['streams', 'context', 'K/V formula', 'history formula', 'formula total', 'memoryBytes', 'measured / formula'], memRows)
+    + '\n\nTen simulated minutes (600 pushes of 1 s per stream): wasm heap in use (`heapUsed`, mallinfo) / the session\'s `memoryBytes` at the end of each minute, MiB:\n\n'
+    + table(['streams', ...Array.from({ length: 10 }, (_, i) => `min ${i + 1}`), 'flat'], heapRows);
+}
