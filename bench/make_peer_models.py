@@ -17,7 +17,8 @@ checks every runtime against before it times anything.
             need_weights=False; (E, H) = (16, 1), (64, 4), (64, 1), (256, 4): head dim 16 and 64
             with 1 and 4 heads. ONNX graph = torch's math path on x (N, E).
   stream:   stream_encoder.safetensors, the encoder's weights (the same tensors) with "causal": true
-            and "attention_lookback_s": STREAM_LOOKBACK_S, for the streaming part (bench/stream.mjs):
+            and "attention_lookback_s": STREAM_LOOKBACK_S, for the streaming part (bench/stream.mjs);
+            stream_encoder_time.safetensors, the same in the time layout (a group per stream):
             a session's per-update cost against recomputing the look-back window. Only the config
             differs, so its per-token cost is the encoder's. No ONNX graph (no peer streams).
   demo:     demo/model/demo.safetensors (factorized layout, d 32) on a 10 s demo window; the ONNX
@@ -189,14 +190,18 @@ def make_encoder(meta):
 
 
 def make_stream(meta):
-    """The encoder's file with a causal look-back config (same tensors, checked bit-identical)."""
+    """The encoder's file with a causal look-back config (same tensors, checked bit-identical), in
+    the flattened layout (one group) and the time layout (a group per stream: the same tensors,
+    as that layout has no channel layers)."""
     config, ref32 = load_safetensors(OUT / "encoder.safetensors")
-    config = dict(config, causal=True, attention_lookback_s=STREAM_LOOKBACK_S)
-    export_safetensors(ref32, config, OUT / "stream_encoder.safetensors")
-    _, again = load_safetensors(OUT / "stream_encoder.safetensors")
-    for (name, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
-        assert torch.equal(a, b), f"stream_encoder.safetensors: tensor {name} differs from encoder.safetensors"
-    meta["stream"] = {"config": config, "lookbackS": STREAM_LOOKBACK_S}
+    meta["stream"] = {"lookbackS": STREAM_LOOKBACK_S, "files": {}}
+    for layout, name in [("flattened", "stream_encoder.safetensors"), ("time", "stream_encoder_time.safetensors")]:
+        streamed = dict(config, layout=layout, causal=True, attention_lookback_s=STREAM_LOOKBACK_S)
+        export_safetensors(ref32, streamed, OUT / name)
+        _, again = load_safetensors(OUT / name)
+        for (tensor, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
+            assert torch.equal(a, b), f"{name}: tensor {tensor} differs from encoder.safetensors"
+        meta["stream"]["files"][layout] = name
 
 
 def make_mha(meta):
