@@ -50,6 +50,7 @@ const START = 1000;  // seconds; the session's referenceTime (its first chunk's 
 // 2 x 4 x 8204 x 4096 x 64 x 2 = 34 real) and the full-history check pass the default 10 GFLOP
 // limit; a page recomputing these windows would have to raise it too.
 const FORWARD = { maxGflop: Infinity };
+const HISTORY_S = 60;  // the sessions' historySeconds: the default
 const CONSECUTIVE = 41;  // back-to-back pushes timed after the interleaved rounds
 const MiB = (b) => (b / 2 ** 20).toFixed(2);
 
@@ -193,12 +194,14 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     // the last W seconds rounded up to whole patches (2048 / 8192), so windows stay patch-aligned
     const wSamples = Math.ceil((W * rateHz) / P) * P;
     const exactSamples = B * wSamples + 2 * P;
-    // pre-roll past B x W (caches full, the exact window inside the history) in 1 s chunks, then
-    // single-patch pushes: the checks', the warm-up's, the timed ones and the back-to-back ones
-    const prerollS = Math.ceil(B * W) + 1;
+    // Pre-roll in 1 s chunks past B x W (caches full, the exact window inside what was received) and
+    // past historySeconds (the pooling history full, so each push also drops its oldest entries,
+    // which costs: 1.2 ms a push at 4 x 800 Hz after 22 s, 5.7 ms after 70 s, measured), then
+    // single-patch pushes: the checks', the warm-up's, the timed ones and the back-to-back ones.
+    const prerollS = Math.max(Math.ceil(B * W), HISTORY_S) + 2;
     const singles = 2 + timing.warmup + timing.maxRounds + CONSECUTIVE + 2;
     const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P });
-    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: 60 });
+    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
     for (let s = 0; s < prerollS; s++) session.push(feed.next(rateHz));
 
     const pushOne = () => session.push(feed.next(P));
@@ -227,7 +230,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     // memory formula: K and V (float32) per layer and block for the tokens in W, plus the pooling
     // history (float32 embedding + a (time, present) entry per token of historySeconds)
     const kvFormula = 2 * 4 * d * B * blocks * cached;
-    const tokensInHistory = Math.min(60, feed.pushed / rateHz) * (rateHz / P) * STREAMS;
+    const tokensInHistory = Math.min(HISTORY_S, feed.pushed / rateHz) * (rateHz / P) * STREAMS;
     const historyFormula = tokensInHistory * (4 * d + 16);
     memRows.push([name, context, cached, MiB(kvFormula), `${MiB(historyFormula)} (${Math.round(tokensInHistory)} tokens)`, MiB(kvFormula + historyFormula), MiB(memSteady), fmt.ratio(memSteady / (kvFormula + historyFormula))]);
 
@@ -257,7 +260,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
   const heapRows = [];
   for (const [layout, file, rateHz] of CHECK ? [] : QUICK ? setups.slice(0, 1) : setups) {
     const model = await modelOf(file), d = model.config.d_model;
-    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: 60 });
+    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
     const perMinute = [];
     const chunk = (s) => ({ streams: Array.from({ length: STREAMS }, (_, k) => ({
       ...(s === 0 ? { sensor: 0, modality: 'acc', placement: 'wrist', rateHz, startTime: START } : {}),
@@ -283,10 +286,10 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
   disposeHandles();
   if (CHECK) return null;
 
-  const notes = `Models: bench/models/stream_encoder.safetensors and stream_encoder_time.safetensors, the encoder part's weights with "causal": true and attention_lookback_s W = ${W} s (B = ${B} layers, one attention block per layer), in the flattened layout (one group) and the time layout (a group per stream). ${STREAMS} regular streams of patch ${P} starting together, one new patch per stream per update (${STREAMS} tokens final per push). Context = the keys of a new token per layer (its group's tokens in [t - W, t], counted from the tokens' times). "recompute W" = \`model.forward\` on the last W s + the new patch, what a page without sessions runs each update; its rows are not the session's (the "W-window error" column: it cuts the ${B} x W receptive field at W). "recompute exact" = the last ${B} x W s + 3 patches, whose last rows equal the session's. "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the goals use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after the rounds, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute's last rows (tolerance 1e-4), and all forwards ran with \`maxGflop: Infinity\` (the default 10 GFLOP guard counts every pair of a group, not the look-back's band, and refuses the exact recompute at 800 Hz).`;
+  const notes = `Models: bench/models/stream_encoder.safetensors and stream_encoder_time.safetensors, the encoder part's weights with "causal": true and attention_lookback_s W = ${W} s (B = ${B} layers, one attention block per layer), in the flattened layout (one group) and the time layout (a group per stream). ${STREAMS} regular streams of patch ${P} starting together, one new patch per stream per update (${STREAMS} tokens final per push). Context = the keys of a new token per layer (its group's tokens in [t - W, t], counted from the tokens' times). "recompute W" = \`model.forward\` on the last W s + the new patch, what a page without sessions runs each update; its rows are not the session's (the "W-window error" column: it cuts the ${B} x W receptive field at W). "recompute exact" = the last ${B} x W s + 3 patches, whose last rows equal the session's. Steady state: every session first ran ${Math.max(Math.ceil(B * W), HISTORY_S) + 2} s (1 s chunks), past ${B} x W (key caches full and evicting) and past historySeconds ${HISTORY_S} (pooling history full and dropping). "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the goals use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after the rounds, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute's last rows (tolerance 1e-4), and all forwards ran with \`maxGflop: Infinity\` (the default 10 GFLOP guard counts every pair of a group, not the look-back's band, and refuses the exact recompute at 800 Hz).`;
   return table(['streams, layout', 'context (keys / token / layer)', 'session push ms', 'push ms, back to back', 'recompute W ms', 'recompute exact ms', 'recompute W / push', 'exact / push', 'recompute W / back-to-back push', 'W-window error', 'rounds'], rows)
     + `\n\n${notes}\n\n`
-    + `Memory per session in steady state (\`memoryBytes\` after the ${Math.ceil(B * W) + 1} s pre-roll and the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x the tokens the caches hold (in [t - W, t] over every group), plus the pooling history (historySeconds 60, the default; 4 x d_model + 16 bytes a token; the pre-roll fills 22 s of it). MiB:\n\n`
+    + `Memory per session in steady state (\`memoryBytes\` after the ${Math.max(Math.ceil(B * W), HISTORY_S) + 2} s pre-roll and the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x the tokens the caches hold (in [t - W, t] over every group), plus the pooling history (historySeconds ${HISTORY_S}, the default, full; 4 x d_model + 16 bytes a token). MiB:\n\n`
     + table(['streams, layout', 'context', 'tokens in W (all groups)', 'K/V formula', 'history formula', 'formula total', 'memoryBytes', 'measured / formula'], memRows)
     + '\n\nTen simulated minutes (600 pushes of 1 s of every stream, a fresh session): wasm heap in use (`heapUsed`, mallinfo\'s uordblks) / the session\'s `memoryBytes` at the end of each minute, MiB, and the heap\'s growth after minute 1:\n\n'
     + table(['streams, layout', ...Array.from({ length: 10 }, (_, i) => `min ${i + 1}`), 'growth', 'flat'], heapRows);
