@@ -198,7 +198,8 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     // past historySeconds (the pooling history full, so each push also drops its oldest entries,
     // which costs: 1.2 ms a push at 4 x 800 Hz after 22 s, 5.7 ms after 70 s, measured), then
     // single-patch pushes: the checks', the warm-up's, the timed ones and the back-to-back ones.
-    const prerollS = Math.max(Math.ceil(B * W), HISTORY_S) + 2;
+    // (--check needs neither timing nor a full history: past 2 W, every cache evicts, is enough.)
+    const prerollS = CHECK ? Math.ceil(B * W) + 2 : Math.max(Math.ceil(B * W), HISTORY_S) + 2;
     const singles = 2 + timing.warmup + timing.maxRounds + CONSECUTIVE + 2;
     const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P });
     const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
