@@ -18,9 +18,11 @@ checks every runtime against before it times anything.
             with 1 and 4 heads. ONNX graph = torch's math path on x (N, E).
   stream:   stream_encoder.safetensors, the encoder's weights (the same tensors) with "causal": true
             and "attention_lookback_s": STREAM_LOOKBACK_S, for the streaming part (bench/stream.mjs);
-            stream_encoder_time.safetensors, the same in the time layout (a group per stream):
-            a session's per-update cost against recomputing the look-back window. Only the config
-            differs, so its per-token cost is the encoder's. No ONNX graph (no peer streams).
+            stream_encoder_time.safetensors, the same in the time layout (a group per stream);
+            stream_demo.safetensors, demo/model/demo.safetensors' weights (d 32, factorized) with
+            "causal": true and "attention_lookback_s": STREAM_DEMO_LOOKBACK_S:
+            a session's per-update cost against recomputing the look-back window. Only the configs
+            differ from the source files (tensors checked equal). No ONNX graph (no peer streams).
   demo:     demo/model/demo.safetensors (factorized layout, d 32) on a 10 s demo window; the ONNX
             graph takes the tokens after tokenization (T, 32) and the two layouts' groups as
             additive block-diagonal masks (T, T) (-1e9 off the group), which is how a torch user
@@ -67,6 +69,9 @@ ENCODER_CHECK_N = 256       # tokens in the committed reference case
 # would decide whether it counts) and 4 streams put exactly 1024 / 4096 tokens in [t - W, t]
 # (bench/stream.mjs).
 STREAM_LOOKBACK_S = 10.235
+# The demo-size streaming model's look-back: 1023.5 patch periods of its accelerometer axes at
+# 200 Hz (patch 25, 0.125 s), so 1024 tokens per stream in [t - W, t], none exactly at t - W.
+STREAM_DEMO_LOOKBACK_S = 127.9375
 MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
 MHA_CHECK_N = 128
 MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
@@ -202,6 +207,15 @@ def make_stream(meta):
         for (tensor, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
             assert torch.equal(a, b), f"{name}: tensor {tensor} differs from encoder.safetensors"
         meta["stream"]["files"][layout] = name
+    # the demo model's weights (F16 in its file, so written as F16: no value changes)
+    config, ref32 = load_safetensors(ROOT / "demo" / "model" / "demo.safetensors")
+    streamed = dict(config, causal=True, attention_lookback_s=STREAM_DEMO_LOOKBACK_S)
+    export_safetensors(ref32, streamed, OUT / "stream_demo.safetensors", dtype="F16")
+    _, again = load_safetensors(OUT / "stream_demo.safetensors")
+    for (tensor, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), f"stream_demo.safetensors: tensor {tensor} differs from demo.safetensors"
+    meta["stream"]["files"]["demo"] = "stream_demo.safetensors"
+    meta["stream"]["demoLookbackS"] = STREAM_DEMO_LOOKBACK_S
 
 
 def make_mha(meta):

@@ -4,17 +4,19 @@
 //   node bench/peers.mjs --only=stream [--quick]      (a part of `npm run bench`)
 //   node bench/peers.mjs --check                      (includes this part's output checks, no timing)
 //
-// Model: bench/models/stream_encoder.safetensors = the encoder part's weights (2 layers, d 64,
-// 4 heads, ff 256, flattened layout) with "causal": true and "attention_lookback_s": W = 10.235 s
-// (bench/make_peer_models.py). Streams: 4 regular streams of its one modality (patch 8), all
-// starting together, at 200 Hz (25 patches/s each: 1024 tokens in [t - W, t]) or 800 Hz (4096). In the
-// flattened layout every stream's tokens are one group, so "context" (the keys each new token
-// attends to, per layer) is every stream's tokens in [t - W, t]; it is counted from the window's
-// token times, not assumed.
+// Models (bench/make_peer_models.py): stream_encoder.safetensors = the encoder part's weights
+// (2 layers, d 64, 4 heads, ff 256) with "causal": true and "attention_lookback_s": W = 10.235 s,
+// flattened layout; stream_encoder_time.safetensors = the same in the time layout (a group per
+// stream); stream_demo.safetensors = the demo model's weights (d 32, factorized) with W = 127.9375 s.
+// Streams: regular, all starting together, one new patch per stream per update (SETUPS below). The
+// "context" of a row (the keys each new token attends to, per layer and time block) is counted from
+// the window's token times, not assumed.
 //
 // Per row, in one process and in interleaved rounds (bench/lib.mjs `interleaved`, medians):
 //   session:         session.push(one new patch per stream) in steady state (the session has run
-//                    past B x W, B = n_layers, so every key cache is full and evicting);
+//                    past B x W, B = the attention blocks a token passes through, so every key
+//                    cache is full and evicting, and past historySeconds, so the pooling history is
+//                    full and dropping);
 //   recompute W:     model.forward(the last W seconds + the new patches) — what a page without
 //                    sessions would run each update (the issue's comparison; its rows are NOT the
 //                    session's: it cuts the receptive field, B x W, at W);
@@ -35,15 +37,19 @@ import { performance } from 'node:perf_hooks';
 import { fmt, interleaved, median, normals, relError, table } from './lib.mjs';
 
 const MODELS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'models');
-// The rows: [layout, model file, rate]. Flattened: one group, context = every stream's tokens in
-// W (1024 at 200 Hz, 4096 at 800 Hz); time: a group per stream, context = one stream's (1024 at
-// 800 Hz, with the caches holding 4096 tokens as in the flattened 800 Hz row).
+const ACC4 = Array.from({ length: 4 }, () => ({ sensor: 0, modality: 'acc', placement: 'wrist' }));
+const ACC_XYZ = ['acc_x', 'acc_y', 'acc_z'].map((modality) => ({ sensor: 1, modality, placement: 'wrist' }));
+// The rows. d 64 (the encoder's weights), W 10.235 s: flattened = one group, context = every
+// stream's tokens in W (1024 at 200 Hz, 4096 at 800 Hz); time = a group per stream, context = one
+// stream's (1024 at 800 Hz, the caches holding 4096 tokens as in the flattened 800 Hz row).
+// Demo-size (demo/model/demo.safetensors' weights, d 32, factorized), W 127.9375 s: the demo's
+// accelerometer axes at 200 Hz (patch 25: 8 a second), 1024 tokens per stream in W (time block).
 const SETUPS = [
-  ['flattened', 'stream_encoder.safetensors', 200],
-  ['flattened', 'stream_encoder.safetensors', 800],
-  ['time', 'stream_encoder_time.safetensors', 800],
+  { label: 'd 64', layout: 'flattened', file: 'stream_encoder.safetensors', rateHz: 200, streams: ACC4 },
+  { label: 'd 64', layout: 'flattened', file: 'stream_encoder.safetensors', rateHz: 800, streams: ACC4 },
+  { label: 'd 64', layout: 'time', file: 'stream_encoder_time.safetensors', rateHz: 800, streams: ACC4 },
+  { label: 'demo d 32', layout: 'factorized', file: 'stream_demo.safetensors', rateHz: 200, streams: ACC_XYZ },
 ];
-const STREAMS = 4;
 const START = 1000;  // seconds; the session's referenceTime (its first chunk's startTime)
 // The core's cost estimate for forward() (src/model/model.cpp forward_gflop) counts every pair of a
 // group, not the look-back's band, so the exact recompute at 4096 (8204 tokens, ~36 "GFLOP", about
@@ -105,21 +111,21 @@ async function heapUsed() {
 
 // --- workload ----------------------------------------------------------------------------------------
 /**
- * Samples of STREAMS regular streams at `rateHz`, `seconds` long (seeded normals), and the chunks
- * and windows cut from them. Stream s's sample i is at START + i / rateHz (the tokenizer's times).
+ * Samples of regular streams (`streams`: their sensor, modality and placement) at `rateHz`,
+ * `seconds` long (seeded normals), and the chunks and windows cut from them. Stream s's sample i is at START + i / rateHz (the tokenizer's times).
  */
-export function makeFeed({ rateHz, seconds, seed, patchLen }) {
+export function makeFeed({ rateHz, seconds, seed, patchLen, streams = ACC4 }) {
   const n = Math.ceil(seconds * rateHz / patchLen) * patchLen;
-  const data = Array.from({ length: STREAMS }, (_, s) => normals(n, seed + 31 * s));
+  const data = streams.map((_, s) => normals(n, seed + 31 * s));
   let pushed = 0;  // samples per stream given to the session so far
-  const descriptor = { sensor: 0, modality: 'acc', placement: 'wrist', rateHz, startTime: START };
+  const descriptors = streams.map((d) => ({ ...d, rateHz, startTime: START }));
   return {
     data,
     get pushed() { return pushed; },
     /** The next `count` samples of every stream as one chunk (the first carries the descriptors). */
     next(count) {
       if (pushed + count > n) throw new Error(`bench: the feed has ${n - pushed} samples left, ${count} asked (make it longer)`);
-      const chunk = { streams: data.map((x) => ({ ...(pushed === 0 ? descriptor : {}), timestamps: null, samples: x.subarray(pushed, pushed + count), present: null })) };
+      const chunk = { streams: data.map((x, s) => ({ ...(pushed === 0 ? descriptors[s] : {}), timestamps: null, samples: x.subarray(pushed, pushed + count), present: null })) };
       pushed += count;
       return chunk;
     },
@@ -128,7 +134,7 @@ export function makeFeed({ rateHz, seconds, seed, patchLen }) {
       const from = Math.max(0, pushed - count);
       return {
         referenceTime: START,
-        streams: data.map((x) => ({ ...descriptor, startTime: START + from / rateHz, samples: x.subarray(from, pushed) })),
+        streams: data.map((x, s) => ({ ...descriptors[s], startTime: START + from / rateHz, samples: x.subarray(from, pushed) })),
       };
     },
   };
@@ -180,18 +186,19 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
   // than the bench's default minimum so the median is the push's (a round at 4096 tokens takes
   // ~2.5 s, so the ~12 s budget alone would give 5).
   const timing = { warmup: 2, maxRounds: 41, ...TIMING, minRounds: Math.max(TIMING.minRounds ?? 5, QUICK ? 7 : 21) };
-  // --check: the smallest flattened row and the time layout's row (under a second together)
+  // --check: the smallest flattened row and the time layout's row (a few seconds together)
   const setups = CHECK ? [SETUPS[0], SETUPS[2]] : SETUPS;
-  let W, B, P;
-  for (const [layout, file, rateHz] of setups) {
+  const nameOf = ({ label, layout, rateHz, streams }) => `${label}, ${streams.length} x ${rateHz} Hz, ${layout}`;
+  for (const setup of setups) {
+    const { layout, file, rateHz, streams } = setup, S = streams.length, name = nameOf(setup);
     const model = await modelOf(file);
-    const cfg = model.config, d = cfg.d_model;
-    ({ attention_lookback_s: W, n_layers: B } = cfg);
-    P = cfg.modalities[0].patch_len;
+    const cfg = model.config, d = cfg.d_model, W = cfg.attention_lookback_s;
+    const P = cfg.modalities[cfg.modalities.findIndex((m) => m.name === streams[0].modality)].patch_len;
     if (!cfg.causal || !(W > 0) || cfg.layout !== layout) throw new Error(`bench/models/${file}: not a causal ${layout} look-back model; run \`npm run bench:models\``);
-    const blocks = layout === 'factorized' ? 2 : 1;  // attention blocks per layer (B below: one per layer)
-    const name = `${STREAMS} x ${rateHz} Hz, ${layout}`;
-    // the last W seconds rounded up to whole patches (2048 / 8192), so windows stay patch-aligned
+    if (streams.some((st) => cfg.modalities.find((m) => m.name === st.modality).patch_len !== P)) throw new Error(`bench stream: ${name}: the streams' patches differ in length`);
+    const blocks = layout === 'factorized' ? 2 : 1;  // attention blocks per layer
+    const B = cfg.n_layers * blocks;  // a token depends on tokens at most B x W older (docs/model.md)
+    // the last W seconds rounded up to whole patches, so windows stay patch-aligned
     const wSamples = Math.ceil((W * rateHz) / P) * P;
     const exactSamples = B * wSamples + 2 * P;
     // Pre-roll in 1 s chunks past B x W (caches full, the exact window inside what was received) and
@@ -201,7 +208,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     // (--check needs neither timing nor a full history: past 2 W, every cache evicts, is enough.)
     const prerollS = CHECK ? Math.ceil(B * W) + 2 : Math.max(Math.ceil(B * W), HISTORY_S) + 2;
     const singles = 2 + timing.warmup + timing.maxRounds + CONSECUTIVE + 2;
-    const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P });
+    const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P, streams });
     const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
     for (let s = 0; s < prerollS; s++) session.push(feed.next(rateHz));
 
@@ -210,8 +217,8 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     const recomputeExact = () => model.forward(feed.window(exactSamples + P), FORWARD);
     const verify = (when) => {
       const u = pushOne();
-      if (u.dims[0] !== STREAMS || !u.tokens.present.every((p) => p === 1))
-        throw new Error(`bench stream: a push of one patch per stream gave ${u.dims[0]} final tokens (want ${STREAMS}, all present)`);
+      if (u.dims[0] !== S || !u.tokens.present.every((p) => p === 1))
+        throw new Error(`bench stream: ${name}: a push of one patch per stream gave ${u.dims[0]} final tokens (want ${S}, all present)`);
       // the new patches are the last samples the session received: the recompute windows end there
       check(`stream ${name}: session update vs forward of everything received (${when})`, compareRows(u, model.forward(feed.window(feed.pushed), FORWARD)));
       check(`stream ${name}: session update vs exact recompute's last rows (${when})`, compareRows(u, recomputeExact()));
@@ -230,8 +237,8 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
 
     // memory formula: K and V (float32) per layer and block for the tokens in W, plus the pooling
     // history (float32 embedding + a (time, present) entry per token of historySeconds)
-    const kvFormula = 2 * 4 * d * B * blocks * cached;
-    const tokensInHistory = Math.min(HISTORY_S, feed.pushed / rateHz) * (rateHz / P) * STREAMS;
+    const kvFormula = 2 * 4 * d * cfg.n_layers * blocks * cached;
+    const tokensInHistory = Math.min(HISTORY_S, feed.pushed / rateHz) * (rateHz / P) * S;
     const historyFormula = tokensInHistory * (4 * d + 16);
     memRows.push([name, context, cached, MiB(kvFormula), `${MiB(historyFormula)} (${Math.round(tokensInHistory)} tokens)`, MiB(kvFormula + historyFormula), MiB(memSteady), fmt.ratio(memSteady / (kvFormula + historyFormula))]);
 
@@ -251,7 +258,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
       verify('after timing');
       const target = context <= 2048 ? 20 : 80;
       goal(`stream ${name}, context ${context}: recompute W / session push >= ${target}`, fmt.ratio(m.w / m.push), m.w / m.push >= target);
-      rows.push([name, context, fmt.ms(m.push), fmt.ms(median(alone)), fmt.ms(m.w), fmt.ms(m.exact), `**${fmt.ratio(m.w / m.push)}**`, `**${fmt.ratio(m.exact / m.push)}**`, fmt.ratio(m.w / median(alone)), fmt.err(wErr), rounds]);
+      rows.push([name, W, B, context, fmt.ms(m.push), fmt.ms(median(alone)), fmt.ms(m.w), fmt.ms(m.exact), `**${fmt.ratio(m.w / m.push)}**`, `**${fmt.ratio(m.exact / m.push)}**`, fmt.ratio(m.w / median(alone)), fmt.err(wErr), rounds]);
     }
     session.dispose();
   }
@@ -259,24 +266,25 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
 
   // Ten minutes of simulated pushes (1 s chunks): the wasm heap and memoryBytes at each minute's end.
   const heapRows = [];
-  for (const [layout, file, rateHz] of CHECK ? [] : QUICK ? setups.slice(0, 1) : setups) {
+  for (const setup of CHECK ? [] : QUICK ? setups.slice(0, 1) : setups) {
+    const { file, rateHz, streams } = setup, S = streams.length, name = nameOf(setup);
     const model = await modelOf(file), d = model.config.d_model;
+    const P = model.config.modalities.find((m) => m.name === streams[0].modality).patch_len;
     const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
     const perMinute = [];
-    const chunk = (s) => ({ streams: Array.from({ length: STREAMS }, (_, k) => ({
-      ...(s === 0 ? { sensor: 0, modality: 'acc', placement: 'wrist', rateHz, startTime: START } : {}),
+    const chunk = (s) => ({ streams: streams.map((desc, k) => ({
+      ...(s === 0 ? { ...desc, rateHz, startTime: START } : {}),
       timestamps: null, samples: normals(rateHz, 7919 * s + k), present: null })) });
     for (let s = 0; s < 600; s++) {
       session.push(chunk(s));
       if ((s + 1) % 60 === 0) perMinute.push({ heap: await heapUsed(), session: session.memoryBytes });
     }
     session.dispose();
-    const name = `${STREAMS} x ${rateHz} Hz, ${layout}`;
     log(`stream ${name}: 10 minutes simulated`);
     // Flat: from minute 2 (the 60 s pooling history is full after minute 1) to minute 10, the heap
     // grows by less than one pushed second's data (its samples and their embeddings, float32):
     // anything kept per push would grow it by at least that every second, 480 times over.
-    const perSecond = STREAMS * rateHz * 4 + STREAMS * (rateHz / P) * d * 4;
+    const perSecond = S * rateHz * 4 + S * (rateHz / P) * d * 4;
     const heaps = perMinute.map((p) => p.heap);
     const growth = Math.max(...heaps.slice(1)) - heaps[1];
     const flat = growth < perSecond;
@@ -287,11 +295,11 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
   disposeHandles();
   if (CHECK) return null;
 
-  const notes = `Models: bench/models/stream_encoder.safetensors and stream_encoder_time.safetensors, the encoder part's weights with "causal": true and attention_lookback_s W = ${W} s (B = ${B} layers, one attention block per layer), in the flattened layout (one group) and the time layout (a group per stream). ${STREAMS} regular streams of patch ${P} starting together, one new patch per stream per update (${STREAMS} tokens final per push). Context = the keys of a new token per layer (its group's tokens in [t - W, t], counted from the tokens' times). "recompute W" = \`model.forward\` on the last W s + the new patch, what a page without sessions runs each update; its rows are not the session's (the "W-window error" column: it cuts the ${B} x W receptive field at W). "recompute exact" = the last ${B} x W s + 3 patches, whose last rows equal the session's. Steady state: every session first ran ${Math.max(Math.ceil(B * W), HISTORY_S) + 2} s (1 s chunks), past ${B} x W (key caches full and evicting) and past historySeconds ${HISTORY_S} (pooling history full and dropping). "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the goals use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after the rounds, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute's last rows (tolerance 1e-4), and all forwards ran with \`maxGflop: Infinity\` (the default 10 GFLOP guard counts every pair of a group, not the look-back's band, and refuses the exact recompute at 800 Hz).`;
-  return table(['streams, layout', 'context (keys / token / layer)', 'session push ms', 'push ms, back to back', 'recompute W ms', 'recompute exact ms', 'recompute W / push', 'exact / push', 'recompute W / back-to-back push', 'W-window error', 'rounds'], rows)
+  const notes = `Models: bench/models/stream_encoder.safetensors and stream_encoder_time.safetensors (d 64: the encoder part's weights; flattened layout = one group, time layout = a group per stream) and stream_demo.safetensors (d 32: the demo model's weights, factorized: a time block per stream and a channel block per time bin), each with "causal": true and its attention_lookback_s W (the table). Regular streams starting together, one new patch per stream per update (one final token per stream and push). Context = the keys of a new token per layer in its (time) block: its group's tokens in [t - W, t], counted from the tokens' times. B = the attention blocks a token's output passes through (n_layers, or 2 n_layers in the factorized layout): it depends on tokens at most B x W older. "recompute W" = \`model.forward\` on the last W s + the new patch, what a page without sessions runs each update; its rows are not the session's (the "W-window error" column: it cuts the B x W receptive field at W). "recompute exact" = the last B x W s + 3 patches, whose last rows equal the session's. Steady state: every session first ran max(B x W, historySeconds ${HISTORY_S}) + 2 s (1 s chunks): key caches full and evicting, pooling history full and dropping. "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the goals use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after the rounds, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute's last rows (tolerance 1e-4), and all forwards ran with \`maxGflop: Infinity\` (the default 10 GFLOP guard counts every pair of a group, not the look-back's band, and refuses the exact recompute at 800 Hz).`;
+  return table(['model, streams, layout', 'W s', 'B', 'context (keys / token / layer)', 'session push ms', 'push ms, back to back', 'recompute W ms', 'recompute exact ms', 'recompute W / push', 'exact / push', 'recompute W / back-to-back push', 'W-window error', 'rounds'], rows)
     + `\n\n${notes}\n\n`
-    + `Memory per session in steady state (\`memoryBytes\` after the ${Math.max(Math.ceil(B * W), HISTORY_S) + 2} s pre-roll and the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x the tokens the caches hold (in [t - W, t] over every group), plus the pooling history (historySeconds ${HISTORY_S}, the default, full; 4 x d_model + 16 bytes a token). MiB:\n\n`
-    + table(['streams, layout', 'context', 'tokens in W (all groups)', 'K/V formula', 'history formula', 'formula total', 'memoryBytes', 'measured / formula'], memRows)
+    + `Memory per session in steady state (\`memoryBytes\` after the pre-roll and the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x the tokens the caches hold (in [t - W, t] over every group), plus the pooling history (historySeconds ${HISTORY_S}, the default, full; 4 x d_model + 16 bytes a token). MiB:\n\n`
+    + table(['model, streams, layout', 'context', 'tokens in W (all groups)', 'K/V formula', 'history formula', 'formula total', 'memoryBytes', 'measured / formula'], memRows)
     + '\n\nTen simulated minutes (600 pushes of 1 s of every stream, a fresh session): wasm heap in use (`heapUsed`, mallinfo\'s uordblks) / the session\'s `memoryBytes` at the end of each minute, MiB, and the heap\'s growth after minute 1:\n\n'
-    + table(['streams, layout', ...Array.from({ length: 10 }, (_, i) => `min ${i + 1}`), 'growth', 'flat'], heapRows);
+    + table(['model, streams, layout', ...Array.from({ length: 10 }, (_, i) => `min ${i + 1}`), 'growth', 'flat'], heapRows);
 }

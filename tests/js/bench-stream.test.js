@@ -62,3 +62,12 @@ test('makeFeed: chunks give the samples in order, the first with descriptors; wi
   assert.deepEqual(makeFeed({ rateHz: 4, seconds: 2, seed: 3, patchLen: 2 }).data, feed.data);
   assert.notDeepEqual(makeFeed({ rateHz: 4, seconds: 2, seed: 4, patchLen: 2 }).data, feed.data);
 });
+
+test('makeFeed: per-stream descriptors go into the first chunk and every window, in stream order', () => {
+  const streams = [{ sensor: 1, modality: 'acc_x', placement: 'wrist' }, { sensor: 2, modality: 'ecg', placement: 'chest' }];
+  const feed = makeFeed({ rateHz: 10, seconds: 1, seed: 1, patchLen: 5, streams });
+  assert.equal(feed.data.length, 2);
+  const first = feed.next(5);
+  assert.deepEqual(first.streams.map((s) => [s.sensor, s.modality, s.placement, s.rateHz, s.startTime]), [[1, 'acc_x', 'wrist', 10, 1000], [2, 'ecg', 'chest', 10, 1000]]);
+  assert.deepEqual(feed.window(5).streams.map((s) => [s.sensor, s.modality, s.placement, s.startTime]), [[1, 'acc_x', 'wrist', 1000], [2, 'ecg', 'chest', 1000]]);
+});
