@@ -26,12 +26,10 @@
 // Before timing, and again after it, the session's new tokens are checked (no timing) against the
 // rows of a full forward of everything received (same referenceTime), as docs/model.md
 // "Streaming" promises, and against the exact recompute's last rows.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../web/src/index.js';
 import { loadOptions, loadWasm } from '../web/src/loader.js';
-import { SensorformerError } from '../web/src/errors.js';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fmt, interleaved, median, normals, relError, table } from './lib.mjs';
@@ -61,46 +59,11 @@ const CONSECUTIVE = 41;  // back-to-back pushes timed after the interleaved roun
 const MiB = (b) => (b / 2 ** 20).toFixed(2);
 
 // --- the session adapter ---------------------------------------------------------------------------
-// The public wrapper model.stream() (web/src/stream.js) is not in main yet: until it is, sessions
-// are the core's embind class over a second handle of the same file in the same module instance
-// (loadWasm with the default options shares loadModel's instance). When it lands, openSession's
-// body becomes `return model.stream(options);` — the chunks below are already in the normalised
-// form the public push accepts, and the wrapper below returns the public update's shape.
-async function openSession(model, file, options) {
-  return embindSession(file, options);
-}
-
-const handles = new Map();  // file -> { wasm, handle }: one model handle per file for its embind sessions
-async function embindSession(file, options) {
-  if (!handles.has(file)) {
-    const wasm = await loadWasm(loadOptions({}, 'core'));
-    const handle = new wasm.Model();
-    const r = handle.load(readFileSync(file));
-    if (!r.ok) throw new SensorformerError(r.code, `${file}: ${r.message}`);
-    handles.set(file, { wasm, handle });
-  }
-  const core = handles.get(file);
-  const h = new core.wasm.StreamSession();
-  const ok = (r) => { if (!r.ok) throw new SensorformerError(r.code, r.message); return r; };
-  ok(h.start(core.handle, { referenceTime: options.referenceTime ?? null, attention: !!options.attention, historySeconds: options.historySeconds ?? 60 }));
-  const d = JSON.parse(core.handle.configJson()).d_model;
-  return {
-    push(chunk) {
-      const r = ok(h.push(chunk));
-      return {
-        tokens: { stream: r.tokenStream, time: r.tokenTime, present: r.tokenPresent, index: r.tokenIndex },
-        embeddings: r.embeddings, dims: [r.tokenTime.length, d], frontier: r.frontier, referenceTime: r.referenceTime,
-      };
-    },
-    get frontier() { return h.frontier(); },
-    get memoryBytes() { return h.memoryBytes(); },
-    dispose() { h.delete(); },
-  };
-}
-
-function disposeHandles() {
-  for (const { handle } of handles.values()) handle.delete();
-  handles.clear();
+// The public API (web/src/stream.js). The bench first ran against the embind StreamSession behind
+// this one function, before model.stream() was in main; it is the one place to change if a run
+// must drive another session implementation (same update shape: tokens, embeddings, dims).
+function openSession(model, options) {
+  return model.stream(options);
 }
 
 /** wasm heap in use (mallinfo's uordblks), or null when the module exposes none. */
@@ -209,7 +172,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     const prerollS = CHECK ? Math.ceil(B * W) + 2 : Math.max(Math.ceil(B * W), HISTORY_S) + 2;
     const singles = 2 + timing.warmup + timing.maxRounds + CONSECUTIVE + 2;
     const feed = makeFeed({ rateHz, seconds: prerollS + (singles * P) / rateHz, seed: rateHz, patchLen: P, streams });
-    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
+    const session = openSession(model, { referenceTime: START, historySeconds: HISTORY_S });
     for (let s = 0; s < prerollS; s++) session.push(feed.next(rateHz));
 
     const pushOne = () => session.push(feed.next(P));
@@ -270,7 +233,7 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     const { file, rateHz, streams } = setup, S = streams.length, name = nameOf(setup);
     const model = await modelOf(file), d = model.config.d_model;
     const P = model.config.modalities.find((m) => m.name === streams[0].modality).patch_len;
-    const session = await openSession(model, path.join(MODELS, file), { referenceTime: START, historySeconds: HISTORY_S });
+    const session = openSession(model, { referenceTime: START, historySeconds: HISTORY_S });
     const perMinute = [];
     const chunk = (s) => ({ streams: streams.map((desc, k) => ({
       ...(s === 0 ? { ...desc, rateHz, startTime: START } : {}),
@@ -296,7 +259,6 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     heapRows.push([name, ...perMinute.map((p) => `${MiB(p.heap)} / ${MiB(p.session)}`), `${growth} B after minute ${m0}`, flat ? 'yes' : '**no**']);
   }
   for (const m of models.values()) m.dispose();
-  disposeHandles();
   if (CHECK) return null;
 
   const notes = `Models: bench/models/stream_encoder.safetensors and stream_encoder_time.safetensors (d 64: the encoder part's weights; flattened layout = one group, time layout = a group per stream) and stream_demo.safetensors (d 32: the demo model's weights, factorized: a time block per stream and a channel block per time bin), each with "causal": true and its attention_lookback_s W (the table). Regular streams starting together, one new patch per stream per update (one final token per stream and push). Context = the keys of a new token per layer in its (time) block: its group's tokens in [t - W, t], counted from the tokens' times. B = the attention blocks a token's output passes through (n_layers, or 2 n_layers in the factorized layout): it depends on tokens at most B x W older. "recompute W" = \`model.forward\` on the last W s + the new patch, what a page without sessions runs each update; its rows are not the session's (the "W-window error" column: it cuts the B x W receptive field at W). "recompute exact" = the last B x W s + 3 patches, whose last rows equal the session's. Steady state: every session first ran max(B x W, historySeconds ${HISTORY_S}) + 2 s (1 s chunks): key caches full and evicting, pooling history full and dropping. "session push" is timed in the interleaved rounds, so it pays for the cold caches and garbage collections the recomputes leave behind (the goals use it); "back to back" is the median of ${CONSECUTIVE} pushes in a row after the rounds, the session alone. Load average at the end of the timed rows: ${loadavg} (1 min) on ${os.availableParallelism()} cores. Every row's session update was checked, before and after timing, against a full forward of everything received (same referenceTime) and against the exact recompute's last rows (tolerance 1e-4), and all forwards ran with \`maxGflop: Infinity\` (the default 10 GFLOP guard counts every pair of a group, not the look-back's band, and refuses the exact recompute at 800 Hz).`;
