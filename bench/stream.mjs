@@ -247,10 +247,11 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     // Flat: from minute m0 to minute 10 the heap grows by less than one pushed second's data (its
     // samples and their embeddings, float32): anything kept per push would grow it by at least
     // that every second, hundreds of times over. m0: the end of the first minute after which
-    // nothing is still filling up: the pooling history after historySeconds, a key cache after
-    // 2 W (it compacts once its evicted rows outnumber the live ones, so its storage peaks there).
+    // nothing is still filling up. A key cache and the pooling history both drop their front by an
+    // offset and compact once the dropped rows outnumber the kept ones, so their storage peaks at
+    // twice their span: after 2 W and 2 historySeconds.
     const W = model.config.attention_lookback_s;
-    const m0 = Math.max(1, Math.ceil(Math.max(2 * W, HISTORY_S) / 60));
+    const m0 = Math.max(1, Math.ceil((2 * Math.max(W, HISTORY_S)) / 60));
     const perSecond = S * rateHz * 4 + S * (rateHz / P) * d * 4;
     const heaps = perMinute.map((p) => p.heap);
     const growth = Math.max(...heaps.slice(m0 - 1)) - heaps[m0 - 1];
@@ -266,6 +267,6 @@ export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
     + `\n\n${notes}\n\n`
     + `Memory per session in steady state (\`memoryBytes\` after the pre-roll and the checks) against 2 (K, V) x 4 bytes x d_model x layers x blocks x the tokens the caches hold (in [t - W, t] over every group), plus the pooling history (historySeconds ${HISTORY_S}, the default, full; 4 x d_model + 16 bytes a token). MiB:\n\n`
     + table(['model, streams, layout', 'context', 'tokens in W (all groups)', 'K/V formula', 'history formula', 'formula total', 'memoryBytes', 'measured / formula'], memRows)
-    + '\n\nTen simulated minutes (600 pushes of 1 s of every stream, a fresh session): wasm heap in use (`heapUsed`, mallinfo\'s uordblks) / the session\'s `memoryBytes` at the end of each minute, MiB, and the heap\'s growth after the minute m0 by which the key caches (2 W: they compact once evicted rows outnumber live ones) and the pooling history (historySeconds) have reached their size:\n\n'
+    + '\n\nTen simulated minutes (600 pushes of 1 s of every stream, a fresh session): wasm heap in use (`heapUsed`, mallinfo\'s uordblks) / the session\'s `memoryBytes` at the end of each minute, MiB, and the heap\'s growth after the minute m0 by which the key caches and the pooling history have reached their largest size (2 W and 2 historySeconds: each compacts once its dropped rows outnumber the kept ones):\n\n'
     + table(['model, streams, layout', ...Array.from({ length: 10 }, (_, i) => `min ${i + 1}`), 'growth', 'flat'], heapRows);
 }
