@@ -16,6 +16,13 @@ checks every runtime against before it times anything.
   mha_E{E}_H{H}: nn.MultiheadAttention(E, H, batch_first=True), self-attention, no mask,
             need_weights=False; (E, H) = (16, 1), (64, 4), (64, 1), (256, 4): head dim 16 and 64
             with 1 and 4 heads. ONNX graph = torch's math path on x (N, E).
+  stream:   stream_encoder.safetensors, the encoder's weights (the same tensors) with "causal": true
+            and "attention_lookback_s": STREAM_LOOKBACK_S, for the streaming part (bench/stream.mjs);
+            stream_encoder_time.safetensors, the same in the time layout (a group per stream);
+            stream_demo.safetensors, demo/model/demo.safetensors' weights (d 32, factorized) with
+            "causal": true and "attention_lookback_s": STREAM_DEMO_LOOKBACK_S:
+            a session's per-update cost against recomputing the look-back window. Only the configs
+            differ from the source files (tensors checked equal). No ONNX graph (no peer streams).
   demo:     demo/model/demo.safetensors (factorized layout, d 32) on a 10 s demo window; the ONNX
             graph takes the tokens after tokenization (T, 32) and the two layouts' groups as
             additive block-diagonal masks (T, T) (-1e9 off the group), which is how a torch user
@@ -57,6 +64,14 @@ ENCODER_CONFIG = {
 ENCODER_RATE_HZ = 100.0
 ENCODER_START = 1000.0      # seconds; the window's referenceTime is its start
 ENCODER_CHECK_N = 256       # tokens in the committed reference case
+# Streaming look-back W, seconds: 255.875 patch periods at 200 Hz (patch 8) and 1023.5 at 800 Hz, so
+# a key is never exactly at t - W (where float64 rounding of two ways of writing a token's time
+# would decide whether it counts) and 4 streams put exactly 1024 / 4096 tokens in [t - W, t]
+# (bench/stream.mjs).
+STREAM_LOOKBACK_S = 10.235
+# The demo-size streaming model's look-back: 1023.5 patch periods of its accelerometer axes at
+# 200 Hz (patch 25, 0.125 s), so 1024 tokens per stream in [t - W, t], none exactly at t - W.
+STREAM_DEMO_LOOKBACK_S = 127.9375
 MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
 MHA_CHECK_N = 128
 MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
@@ -179,6 +194,30 @@ def make_encoder(meta):
                        "startTime": ENCODER_START, "checkN": N}
 
 
+def make_stream(meta):
+    """The encoder's file with a causal look-back config (same tensors, checked bit-identical), in
+    the flattened layout (one group) and the time layout (a group per stream: the same tensors,
+    as that layout has no channel layers)."""
+    config, ref32 = load_safetensors(OUT / "encoder.safetensors")
+    meta["stream"] = {"lookbackS": STREAM_LOOKBACK_S, "files": {}}
+    for layout, name in [("flattened", "stream_encoder.safetensors"), ("time", "stream_encoder_time.safetensors")]:
+        streamed = dict(config, layout=layout, causal=True, attention_lookback_s=STREAM_LOOKBACK_S)
+        export_safetensors(ref32, streamed, OUT / name)
+        _, again = load_safetensors(OUT / name)
+        for (tensor, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
+            assert torch.equal(a, b), f"{name}: tensor {tensor} differs from encoder.safetensors"
+        meta["stream"]["files"][layout] = name
+    # the demo model's weights (F16 in its file, so written as F16: no value changes)
+    config, ref32 = load_safetensors(ROOT / "demo" / "model" / "demo.safetensors")
+    streamed = dict(config, causal=True, attention_lookback_s=STREAM_DEMO_LOOKBACK_S)
+    export_safetensors(ref32, streamed, OUT / "stream_demo.safetensors", dtype="F16")
+    _, again = load_safetensors(OUT / "stream_demo.safetensors")
+    for (tensor, a), (_, b) in zip(ref32.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), f"stream_demo.safetensors: tensor {tensor} differs from demo.safetensors"
+    meta["stream"]["files"]["demo"] = "stream_demo.safetensors"
+    meta["stream"]["demoLookbackS"] = STREAM_DEMO_LOOKBACK_S
+
+
 def make_mha(meta):
     meta["mha"] = []
     for E, H in MHA_SHAPES:
@@ -279,6 +318,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     meta = {"torch": torch.__version__, "opset": OPSET}
     make_encoder(meta)
+    make_stream(meta)
     make_mha(meta)
     make_demo(meta)
     (OUT / "models.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -4,7 +4,7 @@
 // C++ kernels built as WebAssembly, native SSE4.1 and native -march=native (bench/native.mjs).
 // Prints BENCHMARKS.md-ready markdown on stdout (progress goes to stderr).
 //
-//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,native]
+//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,stream,native]
 //
 // --quick (or SF_BENCH_QUICK=1): a short run, N = 64 / 256 only and few rounds, a few minutes.
 // --check: no timing at all, the output checks only (every runtime against float64 torch on the
@@ -26,6 +26,7 @@ import { loadModel, loadModelInWorker, loadCore } from '../web/src/index.js';
 import { assertSameResults, fmt, interleaved, interleavedCpu, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
 import { runNative } from './native.mjs';
 import { GOAL_BYTES, runMemory } from './memory.mjs';
+import { runStream } from './stream.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peers are devDependencies that a checkout installed before the bench existed lacks, and the
@@ -52,7 +53,7 @@ const args = process.argv.slice(2);
 const CHECK = args.includes('--check');
 const QUICK = CHECK || args.includes('--quick') || process.env.SF_BENCH_QUICK === '1';
 // --check keeps only the parts with output checks, and in them no timed rounds.
-const only = CHECK ? ['encoder', 'mha', 'demo'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = CHECK ? ['encoder', 'mha', 'demo', 'stream'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const want = (part) => !only || only.includes(part);
 // Output check: largest |difference| / max(1, max |reference|). Every runtime computes in float32
 // (sums of <= 4096 terms, values O(1-10)), which lands at 1e-7..1e-5 of the reference; a weight,
@@ -455,8 +456,9 @@ if (want('memory')) {
   goal('N = 16384 encoder tokens without maps: WebAssembly memory < 64 MiB', `${(sfHeap / 2 ** 20).toFixed(1)} MiB`, sfHeap < GOAL_BYTES);
   results.memory = markdown;
 }
+if (want('stream')) results.stream = await runStream({ CHECK, QUICK, TIMING, check, goal, log });
 if (want('native')) results.native = await runNative({ quick: QUICK, log, goal });
-if (goals.length) results.goals = table(['goal (issue 10)', 'measured', 'met'], goals);
+if (goals.length) results.goals = table(['goal (issues 10 and 12)', 'measured', 'met'], goals);
 
 if (!CHECK) {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
@@ -468,6 +470,7 @@ if (!CHECK) {
     ['demo', 'Demo model (d 32, factorized layout) on one demo window'],
     ['throughput', 'Throughput on many demo windows'],
     ['memory', 'Memory: one long window (2-layer d 64 encoder, fresh process per runtime)'],
+    ['stream', 'Streaming: a session update against recomputing the look-back window (issue 12)'],
     ['load', 'Load time and first call (fresh process)'],
     ['sizes', 'Module size'],
     ['native', 'The same C++ kernels: WebAssembly against native builds (sensorformer_bench)'],
