@@ -77,6 +77,7 @@ struct Track {
   };
   std::vector<Gap> gaps;
   double latency = 0.0;  // seconds from a sample's time to its chunk's arrival
+  double join_at = -std::numeric_limits<double>::infinity();  // arrival of its declaration
   std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
   double time_of(std::int64_t i) const { return event ? times[i] : start + static_cast<double>(i) / rate; }
 };
@@ -110,7 +111,7 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
   std::vector<Delivery> out;
   Delivery decl;
   decl.stream = stream;
-  decl.arrival = -kInf;
+  decl.arrival = t.join_at;
   describe(t, &decl.chunk);
   if (!t.event) decl.chunk.has_start_time = true, decl.chunk.start_time = t.start, decl.first = 0;
   out.push_back(decl);
@@ -290,7 +291,8 @@ class Harness {
         if (cs.event_driven) in.has_timestamps = true;
         else in.rate_hz = cs.rate_hz, in.start_time = cs.start_time;
         ref_.push_back(in);
-        watermark_.push_back(-kInf);
+        // A stream joining a running session: its events cannot come before the frontier (docs).
+        watermark_.push_back(cs.event_driven ? prev_frontier_ : -kInf);
       }
       StreamInput& in = ref_[d->stream];
       const std::size_t m = cs.samples.size();
@@ -771,6 +773,50 @@ TEST(Stream, OutOfOrderAcrossDevicesEqualsInOrder) {
     }
     h.report("time_lookback, skewed latencies");
   }
+}
+
+// Streams that join a running session (docs: at or after the frontier): heart rate and
+// temperature declared 7.5 s in, heart rate's first beat after 8 s, temperature's first sample at 7.5 s.
+TEST(Stream, StreamsJoiningLater) {
+  for (const char* name : {"factorized_lookback", "time_lookback"}) {
+    SCOPED_TRACE(name);
+    const Model m = load_fixture(name);
+    std::vector<Track> tracks = rich_tracks(16.0, 6);
+    Track& hr = tracks[2];
+    while (!hr.times.empty() && hr.times.front() < kT0 + 8.0)
+      hr.times.erase(hr.times.begin()), hr.values.erase(hr.values.begin()), hr.present.erase(hr.present.begin());
+    Track& temp = tracks[3];
+    const std::int64_t skip = static_cast<std::int64_t>(7.5 * temp.rate);
+    temp.values.erase(temp.values.begin(), temp.values.begin() + skip);
+    temp.present.erase(temp.present.begin(), temp.present.begin() + skip);
+    temp.start += 7.5;
+    temp.join_at = hr.join_at = temp.start;  // streams join in order: both in one push
+    Harness h(m, {}, name);
+    int streams_at_3s = -1;
+    run(h, tracks, 600, {}, [&](Harness& hh, const StreamUpdate& u) {
+      if (streams_at_3s < 0 && u.frontier > kT0 + 3.0) streams_at_3s = hh.session.stream_count();
+    });
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_EQ(streams_at_3s, 2) << "the session ran on two streams (3 s of tokens final) before the others joined";
+    EXPECT_EQ(h.session.stream_count(), 4);
+    h.finish();
+    h.report(std::string(name) + " joining");
+  }
+}
+
+// A reference time given as an option, five hours before the data: times since it are large and
+// the forward with the same reference agrees all the same.
+TEST(Stream, ReferenceTimeOptionHoursBefore) {
+  const Model m = load_fixture("flattened_lookback");
+  StreamOptions o;
+  o.has_reference_time = true;
+  o.reference_time = kT0 - 5 * 3600.0;
+  Harness h(m, o, "flattened_lookback");
+  run(h, rich_tracks(10.0, 7), 700);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(h.session.reference_time(), kT0 - 5 * 3600.0);
+  EXPECT_GT(h.compared, 100);
+  h.report("referenceTime 5 h before");
 }
 
 // Attention rows against the forward's attention maps, every layer and block, every layout.
