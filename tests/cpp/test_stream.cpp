@@ -105,7 +105,7 @@ void describe(const Track& t, ChunkStream* c) {
 // A stream's deliveries in arrival order: a declaration first (descriptor, no samples; a regular
 // stream's startTime), then chunks of 1..max_chunk samples or events with the gaps and watermarks
 // above, then a final watermark at the end of the data so that everything can become final.
-std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsigned seed) {
+std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsigned seed, bool lose_samples) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u01(0.0, 1.0);
   std::vector<Delivery> out;
@@ -124,7 +124,8 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
   const std::int64_t N = t.size();
   if (!t.event) {
     std::size_t g = 0;
-    bool jump = false;  // the next chunk comes after a gap closed by its startTime
+    bool jump = false;    // the next chunk comes after a gap closed by its startTime
+    bool resume = false;  // the next chunk comes after a gap closed by `until`: no startTime
     for (std::int64_t i = 0; i < N;) {
       if (g < t.gaps.size() && t.gaps[g].a == i) {
         const Track::Gap gap = t.gaps[g++];
@@ -135,12 +136,18 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
           d.fill_to = gap.b;
           d.arrival = t.time_of(gap.b) + t.latency;
           add(std::move(d));
+          resume = true;
         } else {
           jump = true;
         }
         i = gap.b;
         continue;
       }
+      const double r = u01(rng);
+      // A single sample lost: the next chunk's startTime is 0.7 samples late, which rounds to the
+      // sample after the lost one (docs: rounded to the nearest sample).
+      const bool lost = lose_samples && !jump && !resume && r >= 0.3 && r < 0.35 && i > 0 && i + 1 < (g < t.gaps.size() ? t.gaps[g].a : N);
+      if (lost) ++i;
       std::int64_t n = 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(max_chunk));
       n = std::min(n, N - i);
       if (g < t.gaps.size()) n = std::min(n, t.gaps[g].a - i);
@@ -150,8 +157,11 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
       else
         for (std::int64_t j = i; j < i + n; ++j)  // no flags: a flag 0 goes as NaN instead
           if (!t.present[j]) d.chunk.samples[j - i] = kNaN;
-      const double r = u01(rng);
-      if (jump || r < 0.3) {
+      if (lost) {
+        d.chunk.has_start_time = true;
+        d.chunk.start_time = t.start + (static_cast<double>(i - 1) + 0.7) / t.rate;
+        d.first = i;
+      } else if (jump || (!resume && r < 0.3)) {
         // After a gap the chunk's startTime says where it is; otherwise a startTime may come with
         // any chunk, within a third of a sample of the expected time (jitter: not a gap, not an
         // overlap; docs: rounded to the nearest sample).
@@ -169,6 +179,7 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
       d.arrival = t.time_of(i + n - 1) + 1.0 / t.rate + t.latency + 0.02 * u01(rng);
       add(std::move(d));
       i += n;
+      resume = false;
     }
     Delivery end;
     end.chunk.has_until = true;
@@ -427,8 +438,10 @@ class Harness {
 
   void check_pooled(const ForwardResult& fr, double f) {
     const int d = c_.d_model;
+    PooledResult p;
+    ASSERT_EQ(session.pooled(options_.history_s * 1.01, &p).code(), ErrorCode::kInvalidArgument);
     for (const double seconds : {0.5, 4.0, options_.history_s}) {
-      PooledResult p;
+      if (seconds > options_.history_s) continue;
       ASSERT_TRUE(session.pooled(seconds, &p).ok());
       ASSERT_EQ(p.to, f);
       ASSERT_EQ(p.from, f - seconds);
@@ -615,6 +628,7 @@ std::vector<Track> rich_tracks(double seconds, unsigned seed, const std::vector<
 struct Schedule {
   int max_chunk_regular = 40, max_chunk_events = 3;
   double min_step = 0.05, max_step = 0.6;  // seconds between pushes
+  bool lose_samples = true;  // single samples lost at random (which changes the data with the seed)
 };
 
 // Pushes every delivery of the tracks in arrival order, at most one per stream and push, at push
@@ -625,7 +639,8 @@ void run(Harness& h, const std::vector<Track>& tracks, unsigned seed, const Sche
   std::vector<std::vector<Delivery>> queues;
   for (std::size_t s = 0; s < tracks.size(); ++s)
     queues.push_back(deliveries(tracks[s], static_cast<int>(s),
-                                tracks[s].event ? sched.max_chunk_events : sched.max_chunk_regular, seed * 31 + s));
+                                tracks[s].event ? sched.max_chunk_events : sched.max_chunk_regular, seed * 31 + s,
+                                sched.lose_samples));
   std::vector<std::size_t> next(tracks.size(), 0);
   std::uniform_real_distribution<double> step(sched.min_step, sched.max_step);
   double now = -kInf;
@@ -716,6 +731,7 @@ TEST(Stream, RandomChunkingGivesTheSameTokens) {
       sched.max_chunk_regular = 1 + seed * 30;  // 1 sample a chunk up to 121
       sched.max_chunk_events = 1 + seed;
       sched.max_step = 0.1 + 0.4 * seed;
+      sched.lose_samples = false;  // the same data in every chunking
       run(h, tracks, 200 + seed, sched);
       ASSERT_FALSE(HasFatalFailure());
       h.finish();
@@ -805,10 +821,12 @@ TEST(Stream, StreamsJoiningLater) {
 }
 
 // A reference time given as an option, five hours before the data: times since it are large and
-// the forward with the same reference agrees all the same.
+// the forward with the same reference agrees all the same. A 3 s pooling history: pooled() over
+// all of it, with the older rows dropped.
 TEST(Stream, ReferenceTimeOptionHoursBefore) {
   const Model m = load_fixture("flattened_lookback");
   StreamOptions o;
+  o.history_s = 3.0;
   o.has_reference_time = true;
   o.reference_time = kT0 - 5 * 3600.0;
   Harness h(m, o, "flattened_lookback");
