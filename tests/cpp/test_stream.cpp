@@ -699,6 +699,19 @@ TEST(Stream, BadOptionsAreRefused) {
   EXPECT_EQ(StreamSession::create(m, o, &s).code(), ErrorCode::kNonFinite);
 }
 
+// Before any token: pooled() is the documented empty result (zero vector, the head's bias).
+TEST(Stream, PooledBeforeAnyTokenIsTheHeadBias) {
+  const Model m = load_fixture("flattened_lookback");
+  StreamSession s;
+  ASSERT_TRUE(StreamSession::create(m, {}, &s).ok());
+  EXPECT_EQ(s.frontier(), -kInf);
+  PooledResult p;
+  ASSERT_TRUE(s.pooled(10.0, &p).ok());
+  EXPECT_EQ(p.present_tokens, 0);
+  EXPECT_EQ(p.pooled, std::vector<float>(m.config().d_model, 0.0f));
+  EXPECT_EQ(p.head, testing::tensor<float>(testing::fixture("model/flattened_lookback.safetensors"), "head.bias"));
+}
+
 // Every layout's look-back fixture and the causal fixtures without look-back, on the rich scenario
 // with random chunking: every final token equals the forward of everything received so far.
 TEST(Stream, EveryLayoutEqualsTheFullForwardAtEveryPush) {
@@ -969,6 +982,11 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
   expect_error(two(), ErrorCode::kShapeMismatch, "present of another length");
   reset(), c0.has_start_time = true, c0.start_time = std::nan("");
   expect_error(two(), ErrorCode::kNonFinite, "NaN startTime");
+  // Gaps of over 2^26 samples in one push (about 6 days at 130 Hz) are refused, not allocated.
+  reset(), c0.has_start_time = true, c0.start_time = kT0 + 1e6;
+  expect_error(two(), ErrorCode::kResourceExhausted, "startTime 11 days later");
+  reset(), c0.has_until = true, c0.until = kT0 + 1e6;
+  expect_error(two(), ErrorCode::kResourceExhausted, "until 11 days later");
   for (const auto& [field, edit] : std::vector<std::pair<std::string, std::function<void(ChunkStream&)>>>{
            {"sensor", [](ChunkStream& c) { c.sensor = 1; }},
            {"modality", [](ChunkStream& c) { c.modality = "acc_x"; }},
