@@ -20,6 +20,11 @@ using emscripten::val;
 
 namespace {
 
+// Glue that runs once per model (load, info) or converts a few small arrays per call (the stream
+// session's) is compiled for size: -O3 inlined every val access into tens of KB of code
+// (BENCHMARKS.md, "Size"). forward() keeps -O3.
+#define SF_GLUE_MINSIZE __attribute__((minsize))
+
 val failure(const sf::Status& s) {
   val r = val::object();
   r.set("ok", false);
@@ -191,7 +196,7 @@ sf::Window window_from_js(const val& w) {
 // A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
 class ModelHandle {
  public:
-  val load(val bytes) {
+  SF_GLUE_MINSIZE val load(val bytes) {
     const sf::Status s = sf::Model::load(copy_in<std::uint8_t>(bytes), &model_);
     return s.ok() ? ok_object() : failure(s);
   }
@@ -200,7 +205,7 @@ class ModelHandle {
 
   // The parsed config as the model uses it (defaults filled in, float fields as float32), in the
   // package's camelCase: web/src/model.js freezes it as model.info (web/index.d.ts, ModelInfo).
-  val info() const {
+  SF_GLUE_MINSIZE val info() const {
     const sf::ModelConfig& c = model_.config();
     const auto strings = [](const std::vector<std::string>& v) {
       val a = val::array();
@@ -298,7 +303,7 @@ bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
 
 // A chunk as normalised by web/src/stream.js: streams[i] null (nothing new) or an object whose
 // descriptor fields are present iff `modality` is a string; typed arrays for the data.
-sf::Chunk chunk_from_js(const val& chunk) {
+SF_GLUE_MINSIZE sf::Chunk chunk_from_js(const val& chunk) {
   sf::Chunk c;
   const val streams = chunk["streams"];
   const int n = streams["length"].as<int>();
@@ -336,7 +341,7 @@ sf::Chunk chunk_from_js(const val& chunk) {
 class StreamHandle {
  public:
   // options: { referenceTime: number|null, attention: boolean, historySeconds: number }
-  val start(const ModelHandle& model, val opts) {
+  SF_GLUE_MINSIZE val start(const ModelHandle& model, val opts) {
     sf::StreamOptions o;
     if (given(opts["referenceTime"])) {
       o.has_reference_time = true;
@@ -348,7 +353,7 @@ class StreamHandle {
     return s.ok() ? ok_object() : failure(s);
   }
 
-  val push(val chunk) {
+  SF_GLUE_MINSIZE val push(val chunk) {
     sf::StreamUpdate u;
     const sf::Status s = session_.push(chunk_from_js(chunk), &u);
     if (!s.ok()) return failure(s);
@@ -378,7 +383,7 @@ class StreamHandle {
     return out;
   }
 
-  val pooled(double seconds) const {
+  SF_GLUE_MINSIZE val pooled(double seconds) const {
     sf::PooledResult r;
     const sf::Status s = session_.pooled(seconds, &r);
     if (!s.ok()) return failure(s);

@@ -16,12 +16,20 @@
 
 namespace sf {
 
+// Loading runs once per model: compiled for size (clang's minsize; ignored by GCC), while the
+// forward below stays -O3 (BENCHMARKS.md, "Size").
+#if defined(__clang__)
+#define SF_MINSIZE __attribute__((minsize))
+#else
+#define SF_MINSIZE
+#endif
+
 namespace {
 
 using Shape = std::vector<std::int64_t>;
 
 // Every tensor the config implies, with its shape (docs/model.md, "Weights file").
-std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c) {
+SF_MINSIZE std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& c) {
   const std::int64_t d = c.d_model, ff = c.dim_feedforward;
   std::vector<std::pair<std::string, Shape>> t;
   for (const auto& m : c.modalities) {
@@ -69,7 +77,7 @@ std::string shape_text(const Shape& s) {
 
 }  // namespace
 
-Status Model::load_file(const std::string& path, Model* out) {
+SF_MINSIZE Status Model::load_file(const std::string& path, Model* out) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return {ErrorCode::kIo, "cannot open model file " + path};
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -80,7 +88,7 @@ namespace {
 
 // Parameters the config implies, counted without building anything: bounded config fields
 // (limits.hpp) keep this far below 2^63.
-std::uint64_t implied_parameters(const ModelConfig& c) {
+SF_MINSIZE std::uint64_t implied_parameters(const ModelConfig& c) {
   const std::uint64_t d = c.d_model, ff = c.dim_feedforward;
   std::uint64_t n = d;  // mask token
   for (const auto& m : c.modalities) n += d * m.patch_len + d;
@@ -102,7 +110,7 @@ Status check_finite(const std::string& name, const std::vector<float>& v) {
 
 }  // namespace
 
-Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
+SF_MINSIZE Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
   SafetensorsFile file;
   SF_RETURN_IF_ERROR(SafetensorsFile::parse(std::move(bytes), &file));
   const auto cfg = file.metadata().find("config");
@@ -163,7 +171,7 @@ std::uint64_t Model::weight_bytes() const {
 // exactly as stored (a module trained with a float32 table, as in seed 000, saw those values, and
 // 1 / max_period^(2i/d) rounded to float32 is up to 2.6e-3 away after 24 h at d_model 128);
 // otherwise computed in float64 from max_period.
-Status Model::load_time_encoding(const SafetensorsFile& file) {
+SF_MINSIZE Status Model::load_time_encoding(const SafetensorsFile& file) {
   const int half = config_.d_model / 2;
   const TensorInfo* info = file.find(kInvFreqTensor);
   if (!info) {
@@ -184,7 +192,7 @@ Status Model::load_time_encoding(const SafetensorsFile& file) {
   return Status::Ok();
 }
 
-Status Model::bind() {
+SF_MINSIZE Status Model::bind() {
   const ModelConfig& c = config_;
   for (const auto& m : c.modalities) {
     embedding_.value_proj_weight.push_back(param("tokenizer.value_proj." + m.name + ".weight"));
@@ -235,7 +243,7 @@ Status Model::bind() {
   return Status::Ok();
 }
 
-const kernels::PackedWeights* Model::pack(const std::string& weight, const std::string& bias) {
+SF_MINSIZE const kernels::PackedWeights* Model::pack(const std::string& weight, const std::string& bias) {
   const std::vector<float>& w = params_.at(weight);
   const std::vector<float>& b = params_.at(bias);
   const int n = static_cast<int>(b.size()), k = static_cast<int>(w.size() / b.size());
@@ -292,7 +300,7 @@ double Model::forward_gflop(const Tokens& t, const std::vector<TokenGroups>& blo
 
 // Refused before anything large is allocated or computed: maps past their budget, work memory
 // past limits::kMaxWorkBytes (a failed allocation aborts WebAssembly), cost past max_gflop.
-Status Model::check_budgets(const Tokens& t, const std::vector<TokenGroups>& block_groups,
+SF_MINSIZE Status Model::check_budgets(const Tokens& t, const std::vector<TokenGroups>& block_groups,
                             const ForwardOptions& options) const {
   const ModelConfig& c = config_;
   const std::string tokens = "a window of " + std::to_string(t.count) + " tokens";

@@ -379,7 +379,8 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   for (PendingToken& t : s.pending) (t.time < frontier ? ready : waiting).push_back(std::move(t));
   s.pending = std::move(waiting);
   s.frontier = frontier;
-  std::stable_sort(ready.begin(), ready.end(), [](const PendingToken& a, const PendingToken& b) {
+  // (time, stream, patch) is unique per token, so std::sort is deterministic here.
+  std::sort(ready.begin(), ready.end(), [](const PendingToken& a, const PendingToken& b) {
     if (a.time != b.time) return a.time < b.time;
     if (a.stream != b.stream) return a.stream < b.stream;
     return a.patch < b.patch;
@@ -502,8 +503,10 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
     for (float v : x)
       if (!std::isfinite(v))
         return {ErrorCode::kNonFinite, "stream session: a token's embedding is not finite (weights too large for float32)"};
-    std::stable_sort(out->attention.begin(), out->attention.end(), [](const AttentionRow& a, const AttentionRow& b) {
-      return a.query != b.query ? a.query < b.query : a.layer < b.layer;
+    // (query, layer, block) is unique per row.
+    std::sort(out->attention.begin(), out->attention.end(), [](const AttentionRow& a, const AttentionRow& b) {
+      if (a.query != b.query) return a.query < b.query;
+      return a.layer != b.layer ? a.layer < b.layer : a.block < b.block;
     });
   }
   t.values.clear();
