@@ -208,13 +208,17 @@ std::vector<Delivery> deliveries(const Track& t, int stream, int max_chunk, unsi
       d.chunk.present.assign(t.present.begin() + e, t.present.begin() + e + n);
       d.chunk.event_driven = true;
       const double lastt = t.times[e + n - 1];
-      if (u01(rng) < 0.5) {  // a watermark up to (at most) the next event
+      const double w = u01(rng);
+      if (w < 0.5) {  // a watermark up to (at most) the next event
         const double next = e + n < N ? t.times[e + n] : lastt + 1.0;
         d.chunk.has_until = true;
         d.chunk.until = lastt + u01(rng) * (next - lastt);
+      } else if (w < 0.6) {  // a stale one, older than watermarks before: changes nothing (docs)
+        d.chunk.has_until = true;
+        d.chunk.until = last - 1.0;
       }
       d.arrival = lastt + t.latency + 0.02 * u01(rng);
-      last = std::max(last, d.chunk.has_until ? d.chunk.until : lastt);
+      last = std::max({last, lastt, d.chunk.has_until ? d.chunk.until : lastt});
       add(std::move(d));
       e += n;
     }
@@ -625,6 +629,59 @@ std::vector<Track> rich_tracks(double seconds, unsigned seed, const std::vector<
   return ts;
 }
 
+// A random scenario: five devices (ECG, acc_x, heart rate and RR events, temperature) with random
+// rates, start times, latencies, gaps (closed by startTime or `until`), NaN and present = 0 runs,
+// silences, and a temperature stream missing for its first seconds.
+std::vector<Track> random_tracks(double seconds, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  const auto pick = [&](std::initializer_list<double> v) { return *(v.begin() + rng() % v.size()); };
+  std::vector<Track> ts(5);
+  const auto regular = [&](Track& t, int sensor, const char* modality, const char* placement, double rate, float lo,
+                           float hi) {
+    t.sensor = sensor, t.modality = modality, t.placement = placement, t.rate = rate;
+    t.start = kT0 + u01(rng);
+    t.latency = 2.0 * u01(rng) * u01(rng);
+    const std::int64_t n = static_cast<std::int64_t>(seconds * rate);
+    std::uniform_real_distribution<float> v(lo, hi);
+    for (std::int64_t i = 0; i < n; ++i) t.values.push_back(v(rng)), t.present.push_back(1);
+    for (int r = static_cast<int>(rng() % 3); r > 0; --r) {  // runs of NaN or present = 0
+      const std::int64_t a = rng() % n, len = 1 + rng() % static_cast<std::int64_t>(rate * 1.5);
+      const bool flag = rng() % 2;
+      for (std::int64_t i = a; i < std::min(n, a + len); ++i) {
+        if (flag) t.present[i] = 0;
+        else t.values[i] = kNaN;
+      }
+    }
+    std::int64_t at = 1 + rng() % (n / 3);
+    for (int g = static_cast<int>(rng() % 3); g > 0 && at < n - 2; --g) {  // 0-2 disconnects
+      const std::int64_t b = std::min(n - 1, at + 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(rate * 2)));
+      t.gaps.push_back({at, b, rng() % 2 == 0});
+      at = b + 1 + rng() % (n / 3);
+    }
+  };
+  regular(ts[0], 0, "ecg", "chest", pick({130.0, 128.0, 200.0}), -3000.0f, 3000.0f);
+  regular(ts[1], 1, "acc_x", "wrist", pick({50.0, 25.0, 52.0}), -3.0f, 3.0f);
+  regular(ts[4], 3, "temperature", "finger", pick({1.0, 4.0}), 30.0f, 36.0f);
+  const std::int64_t missing = static_cast<std::int64_t>(u01(rng) * seconds * 0.5 * ts[4].rate);
+  for (std::int64_t i = 0; i < missing; ++i) ts[4].values[i] = kNaN;
+  const auto events = [&](Track& t, int sensor, const char* modality, double lo, double hi, float v0, float v1) {
+    t.sensor = sensor, t.modality = modality, t.placement = "chest", t.event = true, t.start = kT0;
+    t.latency = 2.0 * u01(rng) * u01(rng);
+    const double silent = u01(rng) * seconds, silent_for = 3.0 * u01(rng);
+    std::uniform_real_distribution<float> v(v0, v1);
+    for (double x = u01(rng) + lo; x < seconds; x += lo + (hi - lo) * u01(rng)) {
+      if (x > silent && x < silent + silent_for) continue;
+      t.times.push_back(kT0 + x);
+      t.values.push_back(rng() % 9 == 0 ? kNaN : v(rng));
+      t.present.push_back(1);
+    }
+  };
+  events(ts[2], 2, "hr", 0.3, 1.5, 50.0f, 120.0f);
+  events(ts[3], 2, "rr", 0.6, 1.0, 0.6f, 1.0f);
+  return ts;
+}
+
 struct Schedule {
   int max_chunk_regular = 40, max_chunk_events = 3;
   double min_step = 0.05, max_step = 0.6;  // seconds between pushes
@@ -730,6 +787,31 @@ TEST(Stream, EveryLayoutEqualsTheFullForwardAtEveryPush) {
     EXPECT_GT(h.pooled_checks, 30);
     EXPECT_GT(h.forward_checked, 10 * h.compared) << "forward tokens before the frontier, checked at every push";
     h.report(fx.name);
+  }
+}
+
+// Random scenarios (seeded): tracks, chunking and push schedule all drawn at random, on the two
+// layouts with groups of their own (time, channel, both).
+TEST(Stream, RandomScenarios) {
+  for (const char* name : {"factorized_lookback", "channel_lookback", "time_lookback"}) {
+    SCOPED_TRACE(name);
+    const Model m = load_fixture(name);
+    int tokens = 0;
+    double worst = 0;
+    for (unsigned seed = 0; seed < 8; ++seed) {
+      SCOPED_TRACE(seed);
+      Harness h(m, {}, name);
+      Schedule sched;
+      sched.max_chunk_regular = 1 + static_cast<int>(seed * 7 % 50);
+      sched.max_chunk_events = 1 + static_cast<int>(seed % 4);
+      run(h, random_tracks(12.0, 800 + seed), 900 + seed, sched);
+      ASSERT_FALSE(HasFatalFailure());
+      h.finish();
+      ASSERT_FALSE(HasFatalFailure());
+      tokens += static_cast<int>(h.emitted.size());
+      worst = std::max(worst, h.max_diff);
+    }
+    std::printf("[ stream   ] %-34s 8 random scenarios, %d tokens, max|diff| %.2e\n", name, tokens, worst);
   }
 }
 
