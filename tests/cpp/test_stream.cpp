@@ -1036,6 +1036,16 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
     b.push(ptrs(goods[k]), rb);
     ASSERT_FALSE(HasFatalFailure());
   }
+  {  // A stale watermark (kT0 + 1, older than kT0 + 2): changes nothing (docs: monotone).
+    Delivery stale;
+    stale.stream = 1;
+    stale.chunk.event_driven = true;
+    stale.chunk.has_until = true;
+    stale.chunk.until = kT0 + 1.0;
+    a.push({&stale}, ra);
+    b.push({&stale}, rb);
+    ASSERT_FALSE(HasFatalFailure());
+  }
   // Now: ECG has 260 samples (next due at kT0 + 2), heart rate's last event kT0 + 1.95 and its
   // watermark kT0 + 2.
   const ChunkStream ecg_ok = goods[4][0].chunk, hr_ok = goods[4][1].chunk;
