@@ -1149,28 +1149,18 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
 
 // --- memory ---------------------------------------------------------------------------------------
 
-// 20 minutes of two streams (ECG 130 Hz, patch 16; acc_x 50 Hz, patch 8) in 1 s chunks on the
-// flattened look-back fixture (W = 2 s, d_model 16, 2 layers, 1 block). The bound, from docs/model.md
+// 20 minutes of two streams (ECG 130 Hz, patch 16; acc_x 50 Hz, patch 8) in 1 s chunks, on the
+// flattened look-back fixture (W = 2 s, d_model 16, 2 layers, 1 block) and the factorized one
+// (W = 0.75 s, 2 blocks: a group per stream, a group per 1 s bin). The bound, from docs/model.md
 // ("Caches and memory") with every container's slack made explicit:
 //   keys  = n_layers x blocks x 2 (evicted front kept until half the block) x 2 (vector growth)
-//           x (tokens within W + one chunk's tokens + one per stream at the edge)
+//           x (tokens within W + one chunk's tokens + one per group at the edge, 4 groups at most)
 //           x (2 d_model floats (key, value) + 17 bytes (time, index, mask flag))
 //   history = 2 (growth) x (historySeconds + one chunk) x tokens per second x (d_model floats + 16)
 //   pending = 2 x (one chunk's tokens + one per stream) x (largest patch floats + 96)
-//   + 16 KiB for the session's fixed parts.
+//   + 16 KiB for the session's fixed parts (groups' map nodes included).
 TEST(Stream, MemoryStaysBoundedOverTwentyMinutes) {
-  const Model m = load_fixture("flattened_lookback");
-  const ModelConfig& c = m.config();
-  ASSERT_EQ(c.attention_lookback_s, 2.0);
   const int minutes = 20, seconds = 60 * minutes;
-  const double rates[2] = {130.0, 50.0};
-  const int P[2] = {16, 8};
-  const double per_s = rates[0] / P[0] + rates[1] / P[1], chunk_s = 1.0, history_s = 60.0;
-  const double in_w = std::ceil(per_s * c.attention_lookback_s) + std::ceil(per_s * chunk_s) + 2;
-  const double d = c.d_model;
-  const double bound = c.n_layers * 1 * 2 * 2 * in_w * (2 * d * 4 + 17) +
-                       2 * (history_s + chunk_s) * std::ceil(per_s) * (4 * d + 16) +
-                       2 * (std::ceil(per_s * chunk_s) + 2) * (4 * 16 + 96) + 16384;
   const std::vector<float> ecg = testing::random_floats(130 * seconds, 71, -2000, 2000);
   const std::vector<float> acc = testing::random_floats(50 * seconds, 72, -2, 2);
   const auto chunk = [&](int sec) {
@@ -1188,58 +1178,71 @@ TEST(Stream, MemoryStaysBoundedOverTwentyMinutes) {
     a.samples.assign(acc.begin() + 50 * sec, acc.begin() + 50 * (sec + 1));
     return ch;
   };
-  StreamSession s;
-  StreamOptions o;
-  o.history_s = history_s;
-  ASSERT_TRUE(StreamSession::create(m, o, &s).ok());
-  std::size_t early = 0, late = 0, worst = 0;
-  StreamUpdate last;
-  for (int sec = 0; sec < seconds; ++sec) {
-    ASSERT_TRUE(s.push(chunk(sec), &last).ok()) << sec;
-    const std::size_t b = s.memory_bytes();
-    worst = std::max(worst, b);
-    if (sec >= 120 && sec < 300) early = std::max(early, b);
-    if (sec >= 300) late = std::max(late, b);
-  }
-  std::printf("[ stream   ] 20 min, W 2 s: memory_bytes max %zu (minutes 2-5: %zu, 5-20: %zu), bound %.0f\n", worst,
-              early, late, bound);
-  EXPECT_LE(static_cast<double>(worst), bound);
-  EXPECT_LE(late, early) << "no growth from minute 5 to minute 20";
-  // Still exact after 20 minutes (times 1200 s from the reference): the last push's tokens against
-  // a forward of the last 20 s only, with the same reference time. With W = 2 s and 2 layers a
-  // token depends on nothing more than 4 s older (docs/model.md, "Look-back").
-  Window w;
-  w.has_reference_time = true;
-  w.reference_time = s.reference_time();
-  const int from = seconds - 20;
-  StreamInput e, a;
-  e.modality = "ecg", e.placement = "chest", e.rate_hz = 130.0;
-  a.sensor = 1, a.modality = "acc_x", a.placement = "wrist", a.rate_hz = 50.0;
-  // Cut at whole patches, so that the kept tokens keep their times (the session's patch grid).
-  const std::int64_t e0 = (130LL * from / 16) * 16, a0 = (50LL * from / 8) * 8;
-  e.start_time = kT0 + static_cast<double>(e0) / 130.0;
-  a.start_time = kT0 + 0.01 + static_cast<double>(a0) / 50.0;
-  e.samples.assign(ecg.begin() + e0, ecg.end());
-  a.samples.assign(acc.begin() + a0, acc.end());
-  w.streams = {e, a};
-  ForwardResult fr;
-  ASSERT_TRUE(m.forward(w, {}, &fr).ok());
-  int compared = 0;
-  for (int i = 0; i < last.tokens.count; ++i) {
-    for (int j = 0; j < fr.tokens.count; ++j) {
-      if (fr.tokens.stream[j] != last.tokens.stream[i] || fr.tokens.time[j] != last.tokens.time[i]) continue;
-      ASSERT_TRUE(testing::AllClose(last.embeddings.data() + static_cast<std::size_t>(i) * c.d_model,
-                                    fr.embeddings.data() + static_cast<std::size_t>(j) * c.d_model, c.d_model, kTol, 0.0,
-                                    "token at minute 20"));
-      ++compared;
+  double bound = 0;
+  for (const char* name : {"flattened_lookback", "factorized_lookback"}) {
+    SCOPED_TRACE(name);
+    const Model m = load_fixture(name);
+    const ModelConfig& c = m.config();
+    ASSERT_TRUE(c.has_lookback());
+    const int blocks = c.layout == Layout::kFactorized ? 2 : 1;
+    const double per_s = 130.0 / 16 + 50.0 / 8, chunk_s = 1.0, history_s = 60.0, d = c.d_model;
+    const double in_w = std::ceil(per_s * c.attention_lookback_s) + std::ceil(per_s * chunk_s) + 4;
+    bound = c.n_layers * blocks * 2 * 2 * in_w * (2 * d * 4 + 17) +
+            2 * (history_s + chunk_s) * std::ceil(per_s) * (4 * d + 16) + 2 * (std::ceil(per_s * chunk_s) + 2) * (4 * 16 + 96) +
+            16384;
+    StreamSession s;
+    StreamOptions o;
+    o.history_s = history_s;
+    ASSERT_TRUE(StreamSession::create(m, o, &s).ok());
+    std::size_t early = 0, late = 0, worst = 0;
+    StreamUpdate last;
+    for (int sec = 0; sec < seconds; ++sec) {
+      ASSERT_TRUE(s.push(chunk(sec), &last).ok()) << sec;
+      const std::size_t b = s.memory_bytes();
+      worst = std::max(worst, b);
+      if (sec >= 120 && sec < 300) early = std::max(early, b);
+      if (sec >= 300) late = std::max(late, b);
     }
+    std::printf("[ stream   ] 20 min, %-20s W %.2f s: memory_bytes max %zu (minutes 2-5: %zu, 5-20: %zu), bound %.0f\n",
+                name, c.attention_lookback_s, worst, early, late, bound);
+    EXPECT_LE(static_cast<double>(worst), bound);
+    EXPECT_LE(late, early) << "no growth from minute 5 to minute 20";
+    // Still exact after 20 minutes (times 1200 s from the reference): the last push's tokens against
+    // a forward of the last 20 s only, with the same reference time. A token depends on nothing more
+    // than n_layers x blocks x W older (docs/model.md, "Look-back"): at most 3 s here.
+    const int from = seconds - 20;
+    // Cut at whole patches, so that the kept tokens keep their times (the session's patch grid).
+    const std::int64_t e0 = (130LL * from / 16) * 16, a0 = (50LL * from / 8) * 8;
+    StreamInput e, a;
+    e.modality = "ecg", e.placement = "chest", e.rate_hz = 130.0;
+    a.sensor = 1, a.modality = "acc_x", a.placement = "wrist", a.rate_hz = 50.0;
+    e.start_time = kT0 + static_cast<double>(e0) / 130.0;
+    a.start_time = kT0 + 0.01 + static_cast<double>(a0) / 50.0;
+    e.samples.assign(ecg.begin() + e0, ecg.end());
+    a.samples.assign(acc.begin() + a0, acc.end());
+    Window w;
+    w.has_reference_time = true;
+    w.reference_time = s.reference_time();
+    w.streams = {e, a};
+    ForwardResult fr;
+    ASSERT_TRUE(m.forward(w, {}, &fr).ok());
+    int compared = 0;
+    for (int i = 0; i < last.tokens.count; ++i)
+      for (int j = 0; j < fr.tokens.count; ++j) {
+        if (fr.tokens.stream[j] != last.tokens.stream[i] || fr.tokens.time[j] != last.tokens.time[i]) continue;
+        ASSERT_TRUE(testing::AllClose(last.embeddings.data() + static_cast<std::size_t>(i) * c.d_model,
+                                      fr.embeddings.data() + static_cast<std::size_t>(j) * c.d_model, c.d_model, kTol,
+                                      0.0, "token at minute 20"));
+        ++compared;
+      }
+    EXPECT_EQ(compared, last.tokens.count);
+    EXPECT_GT(compared, 10);
   }
-  EXPECT_EQ(compared, last.tokens.count);
-  EXPECT_GT(compared, 10);
   // Not vacuous: without a look-back (a causal fixture without W) the caches grow past the bound.
   const Model unlimited = load_fixture("flattened_causal");
   StreamSession u;
-  ASSERT_TRUE(StreamSession::create(unlimited, o, &u).ok());
+  ASSERT_TRUE(StreamSession::create(unlimited, {}, &u).ok());
+  StreamUpdate last;
   for (int sec = 0; sec < 240; ++sec) ASSERT_TRUE(u.push(chunk(sec), &last).ok()) << sec;
   EXPECT_GT(static_cast<double>(u.memory_bytes()), 2 * bound) << "4 minutes without W";
 }
