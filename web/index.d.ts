@@ -326,9 +326,164 @@ export class Model {
   forward(window: SensorWindow, options?: ForwardOptions | null): ForwardResult;
   /** A ragged batch: each window computed on its own; errors name windows[i]. */
   forwardBatch(windows: SensorWindow[], options?: ForwardOptions | null): ForwardResult[];
-  /** Frees the model's WebAssembly memory now; later calls throw DISPOSED. */
+  /**
+   * A streaming session (docs/model.md "Streaming"): push chunks as samples arrive, get each token
+   * once it is final. A model that is not causal is refused with INVALID_ARGUMENT saying so.
+   */
+  stream(options?: StreamOptions | null): StreamSession;
+  /** Frees the model's WebAssembly memory now, its stream sessions first; later calls throw DISPOSED. */
   dispose(): void;
   [Symbol.dispose](): void;
+}
+
+// --- streaming sessions (docs/model.md "Streaming") ---------------------------------------------
+
+/** Options of model.stream(). undefined / null = defaults; other keys (a typo) are INVALID_ARGUMENT. */
+export interface StreamOptions {
+  /**
+   * The session's fixed reference time (finite seconds; times are encoded as t - referenceTime).
+   * Default null: the earliest time of the first chunk that gives one.
+   */
+  referenceTime?: number | null;
+  /** Return each new token's attention rows over its keys with every push (default false). */
+  attention?: boolean;
+  /** Seconds of final embeddings kept for pooled() (finite, > 0; default 60). */
+  historySeconds?: number;
+}
+
+/**
+ * One stream's part of a chunk. The first chunk that mentions a stream describes it (sensor,
+ * modality, placement, and rateHz + startTime or timestamps); later chunks may leave the
+ * description out (sensor, modality, placement and rateHz together), and if they give it, it must
+ * match. Event-driven iff `timestamps` is given.
+ */
+export interface ChunkStream {
+  sensor?: number;
+  modality?: string;
+  placement?: string;
+  /** A regular stream's rate in Hz (finite, > 0), with its description. */
+  rateHz?: number;
+  /**
+   * Regular stream: the time of this chunk's first sample (required in its first chunk). Later
+   * than the next expected sample: the samples in between are missing (a gap); earlier by more
+   * than half a sample period: INVALID_ARGUMENT (chunks must not overlap).
+   */
+  startTime?: number;
+  /** Event-driven stream: one finite time per sample, non-decreasing, never before its watermark. */
+  timestamps?: NumericArray | readonly number[] | null;
+  /** Appended samples (null / NaN = missing); left out = none. */
+  samples?: Samples | null;
+  /** One entry per sample: 0, 1, true or false. */
+  present?: NumericArray | readonly (number | boolean)[] | null;
+  /**
+   * Watermark: nothing of this stream before `until` is still to come. Regular: the samples before
+   * it not received are missing. Event-driven: a later event before it is INVALID_ARGUMENT. Monotone.
+   */
+  until?: number | null;
+}
+
+/** What push() takes: chunk.streams[i] appends to session stream i (null = nothing new); new streams at the end. */
+export interface StreamChunk {
+  streams: (ChunkStream | null | undefined)[];
+}
+
+/** One new token's attention in one layer and block, over its keys (look-back, causal cut and absent keys removed). */
+export interface StreamAttentionRow {
+  /** The query token's session index. */
+  token: number;
+  layer: number;
+  block: 'flattened' | 'time' | 'channel';
+  /** The keys' session indices. */
+  keys: Float64Array;
+  /** The keys' times (seconds). */
+  keyTimes: Float64Array;
+  /** (H, n) row-major: each head's weights over the n keys (sum 1, or all 0 with no key). */
+  weights: Float32Array;
+  dims: [number, number];
+}
+
+/** The tokens that became final in one push, in time order (ties: stream order, then patch order). */
+export interface StreamUpdate {
+  tokens: {
+    /** Session stream index of each token. */
+    stream: Int32Array;
+    modality: string[];
+    /** Patch start times (seconds). */
+    time: Float64Array;
+    /** 1 = present patch, 0 = absent (a mask token: emitted, masked as a key). */
+    present: Uint8Array;
+    /** Each token's position in the session's sequence of final tokens (0, 1, 2, ...). */
+    index: Float64Array;
+  };
+  /** (m, d_model) row-major: each equals the row of a full forward over everything received (within 1e-5). */
+  embeddings: Float32Array;
+  dims: [number, number];
+  /** Every token with time < frontier is final (-Infinity before any data). */
+  frontier: number;
+  /** null until a chunk gives a time. */
+  referenceTime: number | null;
+  /** With { attention: true }: rows by token, then layer. */
+  attention: StreamAttentionRow[] | null;
+}
+
+/** undefined / null = defaults; other keys are INVALID_ARGUMENT. */
+export interface PooledOptions {
+  /** Seconds before the frontier to pool over: 0 < seconds <= historySeconds (default historySeconds). */
+  seconds?: number;
+}
+
+export interface PooledResult {
+  /** Masked mean of the final embeddings with time in [from, to) (zero with no present token). */
+  pooled: Float32Array;
+  /** The head on it; null without a head. */
+  head: Float32Array | null;
+  /** Only with config `labels`, as ForwardResult's; null when presentTokens is 0. */
+  probabilities?: Float32Array | null;
+  label?: string | null;
+  /** Present tokens averaged. */
+  presentTokens: number;
+  from: number;
+  /** The frontier. */
+  to: number;
+}
+
+/** A streaming session (model.stream()). A push that fails leaves the session as it was. */
+export class StreamSession {
+  private constructor();
+  /** Appends the chunk; returns the tokens that became final. */
+  push(chunk: StreamChunk): StreamUpdate;
+  pooled(options?: PooledOptions | null): PooledResult;
+  readonly frontier: number;
+  readonly referenceTime: number | null;
+  /** Bytes held in WebAssembly memory now (key/value caches, pending patches, pooling history). */
+  readonly memoryBytes: number;
+  /** Tokens made final so far. */
+  readonly finalTokens: number;
+  /** Frees the session now (model.dispose() does too); later calls throw DISPOSED. Idempotent. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface WorkerPushOptions {
+  /** Move the chunk's typed arrays to the worker instead of copying them (detached here). */
+  transfer?: boolean;
+}
+
+/**
+ * A StreamSession in the worker (pinned to one worker of a pool): the same results, as promises.
+ * The getters hold the values after the last call that settled.
+ */
+export class WorkerStreamSession {
+  private constructor();
+  push(chunk: StreamChunk, options?: WorkerPushOptions | null): Promise<StreamUpdate>;
+  pooled(options?: PooledOptions | null): Promise<PooledResult>;
+  readonly frontier: number;
+  readonly referenceTime: number | null;
+  readonly memoryBytes: number;
+  readonly finalTokens: number;
+  /** Frees the session in its worker; calls made before complete, later ones reject DISPOSED. Never rejects. */
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -362,10 +517,13 @@ export class WorkerModel {
    * Rejects like Model.forwardBatch: with the error of the first bad window ("windows[i]: ...").
    */
   forwardBatch(windows: SensorWindow[], options?: WorkerForwardOptions | null): Promise<ForwardResult[]>;
+  /** Model.stream in the least busy worker; rejects with Model.stream's errors. */
+  stream(options?: StreamOptions | null): Promise<WorkerStreamSession>;
   /**
    * Frees the model and stops the workers. Calls made after dispose() (awaited or not) reject
    * with DISPOSED; work already sent to a worker completes (every forward() made before, and a
    * batch on one worker); a batch on a pool with windows not sent yet rejects with DISPOSED.
+   * Its stream sessions end with it (later calls on them reject with DISPOSED).
    */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

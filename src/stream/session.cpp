@@ -82,8 +82,12 @@ struct StreamSession::State {
   std::vector<PendingToken> pending;
   std::vector<AttentionBlock> blocks;
   std::vector<std::map<long long, KeyValueCache>> caches;  // [layer * blocks + block][group]
+  // Entries [history_begin, size) are the final rows of the last history_s seconds; the dropped
+  // front is reclaimed once it outnumbers them (erasing it on every push moved every kept row:
+  // 6 MB a push at 4 x 800 Hz, BENCHMARKS.md "Streaming").
   std::vector<HistoryEntry> history;
   std::vector<float> history_rows;  // (history.size(), d)
+  std::size_t history_begin = 0;
   LayerWorkspace ws;
 };
 
@@ -532,11 +536,12 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
   // The pooling history: the final rows of the last history_s seconds.
   for (int i = 0; i < m; ++i) s.history.push_back({t.time[i], t.present[i] != 0});
   s.history_rows.insert(s.history_rows.end(), out->embeddings.begin(), out->embeddings.end());
-  std::size_t drop = 0;
-  while (drop < s.history.size() && s.history[drop].time < f - s.options.history_s) ++drop;
-  if (drop > 0) {
-    s.history.erase(s.history.begin(), s.history.begin() + drop);
-    s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + drop * d);
+  std::size_t& begin = s.history_begin;
+  while (begin < s.history.size() && s.history[begin].time < f - s.options.history_s) ++begin;
+  if (begin > 0 && begin >= s.history.size() - begin) {
+    s.history.erase(s.history.begin(), s.history.begin() + begin);
+    s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + begin * d);
+    begin = 0;
   }
   return Status::Ok();
 }
@@ -552,8 +557,11 @@ Status StreamSession::pooled(double seconds, PooledResult* out) const {
   PooledResult r;
   r.to = s.frontier;
   r.from = s.frontier - seconds;
-  std::size_t first = 0;
-  while (first < s.history.size() && !(s.history[first].time >= r.from)) ++first;
+  // The history is in time order: the range starts at the first row at or after `from`.
+  const std::size_t first = static_cast<std::size_t>(
+      std::partition_point(s.history.begin() + s.history_begin, s.history.end(),
+                           [&](const HistoryEntry& e) { return !(e.time >= r.from); }) -
+      s.history.begin());
   const int T = static_cast<int>(s.history.size() - first);
   std::vector<std::uint8_t> present(T);
   for (int i = 0; i < T; ++i) r.present_tokens += present[i] = s.history[first + i].present;

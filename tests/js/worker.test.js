@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
 import { prng } from './prng.js';
+import { delivery, recording } from './stream-plan.js';
 
 const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
 const path = fixturePath('model/factorized.safetensors');
@@ -482,7 +483,152 @@ test('a bad labels list fails the worker load with the main thread\'s code and m
   }
 });
 
+// --- stream sessions in a worker ---------------------------------------------------------------
+
+const streamPath = fixturePath('model/factorized_lookback.safetensors');
+const streamLocal = await loadModel(streamPath, { warmup: false });
+
+// The main thread's session and the worker's take the same chunks; every answer must be equal,
+// bit for bit (the same .wasm computes the same floats in either thread).
+async function sameAsMainThread(workerSession, plan, options, label) {
+  const here = streamLocal.stream(options);
+  for (const [k, chunk] of plan.chunks.entries()) {
+    const want = here.push(chunk);
+    assert.deepEqual(await workerSession.push(chunk), want, `${label}: push ${k}`);
+    for (const getter of ['frontier', 'referenceTime', 'memoryBytes', 'finalTokens'])
+      assert.equal(workerSession[getter], here[getter], `${label}: ${getter} after push ${k}`);
+    if (k % 10 === 9) for (const seconds of [1, 5]) assert.deepEqual(await workerSession.pooled({ seconds }), here.pooled({ seconds }), `${label}: pooled after push ${k}`);
+  }
+  assert.deepEqual(await workerSession.pooled(), here.pooled());
+  here.dispose();
+  return plan.chunks.length;
+}
+
+test('a stream session in the worker answers exactly as the main thread\'s (updates, attention rows, pooled, getters)', async () => {
+  const m = await loadModelInWorker(streamPath, { warmup: false });
+  const plan = delivery(recording(41, 10), 42);
+  const s = await m.stream({ attention: true, historySeconds: 5 });
+  assert.equal(s.frontier, -Infinity);
+  assert.equal(s.referenceTime, null);
+  await sameAsMainThread(s, plan, { attention: true, historySeconds: 5 }, 'attention');
+  await s.dispose();
+  await m.dispose();
+});
+
+test('a pool pins each session to one worker: two sessions pushed concurrently stay apart', async () => {
+  const m = await loadModelInWorker(streamPath, { warmup: false, workers: 2 });
+  // Made together, the two sessions go to the two workers, where each is the worker's first
+  // session: a call routed to the wrong worker would reach the other session and differ.
+  const [a, b] = await Promise.all([m.stream(), m.stream()]);
+  const plans = [delivery(recording(51, 8), 52), delivery(recording(53, 8), 54)];
+  const heres = [streamLocal.stream(), streamLocal.stream()];
+  for (let k = 0; k < Math.max(plans[0].chunks.length, plans[1].chunks.length); k++) {
+    // Not awaited one by one: both sessions' pushes and a forward are in flight at once.
+    const calls = [a, b].map((s, i) => (k < plans[i].chunks.length ? s.push(plans[i].chunks[k]) : null));
+    const fwd = m.forward(windows[k % windows.length]);
+    const got = await Promise.all(calls);
+    got.forEach((u, i) => { if (u) assert.deepEqual(u, heres[i].push(plans[i].chunks[k]), `session ${i}, push ${k}`); });
+    assert.deepEqual((await fwd).pooled, streamLocal.forward(windows[k % windows.length]).pooled, `forward between pushes ${k}`);
+  }
+  for (const h of heres) h.dispose();
+  await Promise.all([a.dispose(), b.dispose()]);
+  await m.dispose();
+});
+
+test('worker session: with transfer: true the chunk\'s arrays move; errors have the main thread\'s codes and messages, and change nothing', async () => {
+  const m = await loadModelInWorker(streamPath, { warmup: false });
+  const s = await m.stream();
+  const here = streamLocal.stream();
+  const first = { streams: [{ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, startTime: 10, samples: new Float32Array(40).fill(3) }, { sensor: 2, modality: 'rr', placement: 'chest', timestamps: [10.2, 11], samples: [0.8, 0.8] }] };
+  assert.deepEqual(await s.push(first), here.push(first));
+  const moving = { streams: [{ samples: new Float32Array(40).fill(2) }, null] };
+  const copy = { streams: [{ samples: new Float32Array(40).fill(2) }, null] };
+  const moved = await s.push(moving, { transfer: true });
+  assert.equal(moving.streams[0].samples.buffer.byteLength, 0, 'transferred chunk is detached');
+  assert.deepEqual(moved, here.push(copy));
+  const bad = [
+    { streams: [{ samples: [1, Infinity] }] },
+    { streams: [{ startTime: 9, samples: [1] }] },
+    { streams: [null, { timestamps: [10.5], samples: [1] }] },
+    { streams: [null, { timestamps: [12], samples: [1, 2] }] },
+    { streams: [{ modality: 'ecg', samples: [1] }] },
+    { streams: [], referenceTime: 1 },
+    null,
+  ];
+  for (const chunk of bad) {
+    let want;
+    try { here.push(chunk); } catch (e) { want = e; }
+    assert.ok(want instanceof SensorformerError, 'the main thread refuses it');
+    await assert.rejects(s.push(chunk), (e) => e instanceof SensorformerError && e.code === want.code && e.message === want.message);
+  }
+  for (const options of [{ seconds: 0 }, { seconds: 100 }, { secs: 1 }]) {
+    let want;
+    try { here.pooled(options); } catch (e) { want = e; }
+    await assert.rejects(s.pooled(options), (e) => e.code === want.code && e.message === want.message);
+  }
+  await assert.rejects(s.push(first, { transfer: 'yes' }), (e) => e.code === 'INVALID_ARGUMENT' && /^push\(chunk, options\): transfer must be true or false/.test(e.message));
+  await assert.rejects(s.push({ streams: [{ samples: [1], onData: () => {} }] }), (e) => e.code === 'INVALID_ARGUMENT' && /^the chunk cannot be sent to the worker/.test(e.message));
+  const next = { streams: [{ samples: new Float32Array(64).fill(1) }, { timestamps: [11.5, 12, 12.5, 13, 13.5], samples: [0.7, 0.8, 0.9, 0.8, 0.7] }] };
+  assert.deepEqual(await s.push(next), here.push(next), 'after the errors the worker session is where the main thread\'s is');
+  // stream(): the same option errors, and a model that is not causal gets the core's message.
+  for (const options of [{ historySeconds: -1 }, { referenceTime: NaN }, { atention: true }, 'x']) {
+    let want;
+    try { streamLocal.stream(options); } catch (e) { want = e; }
+    await assert.rejects(m.stream(options), (e) => e.code === want.code && e.message === want.message);
+  }
+  await assert.rejects(remote.stream(), (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /^this model is not causal/.test(e.message));
+  here.dispose();
+  await s.dispose();
+  await m.dispose();
+});
+
+test('worker session dispose: calls made before complete, calls after reject DISPOSED; the model\'s dispose ends its sessions', async () => {
+  const m = await loadModelInWorker(streamPath, { warmup: false });
+  const plan = delivery(recording(61, 4), 62);
+  const s = await m.stream();
+  const here = streamLocal.stream();
+  const before = plan.chunks.slice(0, 5).map((c) => s.push(c));  // not awaited
+  const disposing = s.dispose();
+  const after = [s.push(plan.chunks[5]), s.pooled()];
+  const settled = await within(20_000, Promise.allSettled([...before, ...after, disposing]), 'session calls');
+  settled.slice(0, 5).forEach((r, k) => assert.deepEqual(r.value, here.push(plan.chunks[k]), `push ${k} made before dispose`));
+  for (const r of settled.slice(5, 7)) assert.equal(r.reason?.code, 'DISPOSED');
+  assert.equal(settled[5].reason.message, 'this stream session was disposed');
+  assert.equal(settled[7].status, 'fulfilled');
+  assert.equal(await s.dispose(), undefined, 'dispose is idempotent');
+  // The getters too, as on the main thread.
+  for (const getter of ['frontier', 'referenceTime', 'memoryBytes', 'finalTokens'])
+    assert.throws(() => s[getter], (e) => e.code === 'DISPOSED' && e.message === 'this stream session was disposed', getter);
+  const t = await m.stream();
+  await t.push(plan.chunks[0]);
+  await m.dispose();
+  await assert.rejects(t.push(plan.chunks[1]), (e) => e.code === 'DISPOSED' && e.message === 'this stream session ended when its model was disposed');
+  assert.throws(() => t.frontier, (e) => e.code === 'DISPOSED' && e.message === 'this stream session ended when its model was disposed');
+  await t.dispose();  // never rejects
+  await assert.rejects(m.stream(), (e) => e.code === 'DISPOSED');
+  here.dispose();
+});
+
+test('a worker that dies rejects its sessions\' calls with WORKER_FAILED', async () => {
+  const { WorkerModel } = await import('../../web/src/worker-client.js');
+  const [w] = standIns(1);
+  const m = new WorkerModel([w]);
+  const starting = m.stream();
+  assert.equal(w.inbox[0].op, 'streamStart');
+  const state = { frontier: -Infinity, referenceTime: null, memoryBytes: 0, finalTokens: 0 };
+  w.onMessage({ id: w.inbox.shift().id, ok: true, result: { session: 0, state } });
+  const s = await starting;
+  const pending = s.push({ streams: [] });
+  assert.deepEqual(w.inbox[0].args, { session: 0, chunk: { streams: [] } });
+  w.onFailure(new Error('the worker exited (code 1)'));
+  await assert.rejects(pending, (e) => e.code === 'WORKER_FAILED' && /exited \(code 1\)/.test(e.message));
+  await assert.rejects(s.pooled(), (e) => e.code === 'WORKER_FAILED');
+  await within(10_000, s.dispose(), 'session dispose');
+  await within(10_000, m.dispose(), 'dispose');
+});
+
 test.after(async () => {
+  streamLocal.dispose();
   await remote.dispose();
   await pool.dispose();
   local.dispose();

@@ -18,6 +18,14 @@ import {
   type RegularStream,
   type SensorWindow,
   type Stream,
+  type ChunkStream,
+  type PooledResult,
+  type StreamAttentionRow,
+  type StreamChunk,
+  type StreamOptions,
+  type StreamUpdate,
+  StreamSession,
+  WorkerStreamSession,
 } from 'sensorformer';
 
 const ecg: RegularStream = {
@@ -149,6 +157,55 @@ export async function inPool(windows: SensorWindowLike[]): Promise<number> {
   }
 }
 type SensorWindowLike = Parameters<WorkerModel['forward']>[0];
+
+export async function streaming(model: Model): Promise<number> {
+  const options: StreamOptions = { referenceTime: 1764468000, attention: true, historySeconds: 30 };
+  const session: StreamSession = model.stream(options);
+  const first: ChunkStream = { sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, startTime: 1764468000.25, samples: [18, 33, null, NaN] };
+  const beats: ChunkStream = { sensor: 2, modality: 'rr', placement: 'chest', timestamps: new Float64Array([1764468000.5]), samples: [0.8], until: 1764468001 };
+  const chunk: StreamChunk = { streams: [first, beats] };
+  const u: StreamUpdate = session.push(chunk);
+  const [m, d]: [number, number] = u.dims;
+  const index: Float64Array = u.tokens.index;
+  const modality: string = u.tokens.modality[0];
+  const frontier: number = u.frontier;
+  const reference: number | null = u.referenceTime;
+  const rows: StreamAttentionRow[] = u.attention ?? [];
+  for (const row of rows) {
+    const [H, n]: [number, number] = row.dims;
+    const block: 'flattened' | 'time' | 'channel' = row.block;
+    const w: number = row.weights[(H - 1) * n];
+    const keyTime: number = row.keyTimes[0];
+    void block, w, keyTime, row.token, row.keys;
+  }
+  session.push({ streams: [{ samples: new Float32Array(16), startTime: 1764468001 }, null] });
+  const p: PooledResult = session.pooled({ seconds: 10 });
+  const head: Float32Array | null = p.head;
+  const label: string | null | undefined = p.label;
+  const bytes: number = session.memoryBytes + session.finalTokens + session.frontier;
+  const ref: number | null = session.referenceTime;
+  // @ts-expect-error a chunk's stream entries are objects or null, not arrays of samples
+  session.push({ streams: [[1, 2, 3]] });
+  // @ts-expect-error pooled takes { seconds }, not a number
+  session.pooled(10);
+  // @ts-expect-error attention is a boolean option
+  model.stream({ attention: 'rows' });
+  // @ts-expect-error a session is made by model.stream(), not constructed
+  void new StreamSession();
+  session.dispose();
+
+  const worker: WorkerModel = await loadModelInWorker('/model.safetensors', { workers: 2 });
+  const remote: WorkerStreamSession = await worker.stream({ historySeconds: 10 });
+  const update: StreamUpdate = await remote.push(chunk, { transfer: true });
+  const pooled: PooledResult = await remote.pooled();
+  // @ts-expect-error push in a worker returns a promise
+  const notAwaited: StreamUpdate = remote.push(chunk);
+  const remoteFrontier: number = remote.frontier;
+  await remote.dispose();
+  await worker.dispose();
+  void m, d, index, modality, frontier, reference, head, label, ref, update, pooled, notAwaited, remoteFrontier;
+  return bytes;
+}
 
 // --- sensorformer/ble, sensorformer/simulator, sensorformer/render ----------------------------
 

@@ -3,6 +3,13 @@
 //
 //   node tools/demo/make_dataset.mjs build/demo-dataset.json [--sessions 5] [--minutes 38]
 //   /usr/bin/python3 tools/demo/train_demo_model.py build/demo-dataset.json
+//   node tools/demo/make_dataset.mjs build/stream-dataset.json --context 12     (streaming model)
+//
+// --context C (seconds, default 0) makes every window C seconds longer at its start: the label
+// still covers only the last 10 s (the span the streaming demo pools, session.pooled({ seconds:
+// 10 })), and the first C seconds are the look-back context those tokens attend to (they may
+// belong to the previous activity, as they do in a live session). Windows whose last 10 s cross
+// an activity change are skipped as before; C = 0 gives exactly the file it always gave.
 //
 // Each session is one seed (1..N) of createSimulatedBluetooth on a virtual clock, with notification
 // dropouts (2 %), random disconnects (4 per hour and device, 3-15 s), the default clock drifts and
@@ -40,16 +47,18 @@ const SIM_OPTIONS = {
 };
 
 function parseArgs(argv) {
-  const args = { out: null, sessions: 5, minutes: 38 };
+  const args = { out: null, sessions: 5, minutes: 38, context: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--sessions') args.sessions = Number(argv[++i]);
     else if (a === '--minutes') args.minutes = Number(argv[++i]);
+    else if (a === '--context') args.context = Number(argv[++i]);
     else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
     else args.out = a;
   }
-  if (!args.out || !(Number.isInteger(args.sessions) && args.sessions > 0) || !(args.minutes > 0))
-    throw new Error('usage: node tools/demo/make_dataset.mjs OUT.json [--sessions N] [--minutes M]');
+  if (!args.out || !(Number.isInteger(args.sessions) && args.sessions > 0) || !(args.minutes > 0) ||
+      !(Number.isFinite(args.context) && args.context >= 0 && args.context <= 100))
+    throw new Error('usage: node tools/demo/make_dataset.mjs OUT.json [--sessions N] [--minutes M] [--context 0..100 s]');
   return args;
 }
 
@@ -80,7 +89,7 @@ function makeSchedule(seed, seconds) {
   return schedule;
 }
 
-async function runSession(seed, minutes) {
+async function runSession(seed, minutes, context) {
   const clock = createVirtualClock(T0 + seed * 86400);
   const activities = makeSchedule(seed, minutes * 60);
   const sim = createSimulatedBluetooth({ seed, clock, ...SIM_OPTIONS, activities });
@@ -95,9 +104,9 @@ async function runSession(seed, minutes) {
   const end = sim.truth.start + minutes * 60;
   while (clock.now() < end) {
     await clock.advanceAsync(HOP_SECONDS);
-    for (const window of assembler.hop({ seconds: WINDOW_SECONDS, hop: HOP_SECONDS })) {
-      const t1 = window.referenceTime + WINDOW_SECONDS;
-      const segments = sim.truth.segments(window.referenceTime, t1);
+    for (const window of assembler.hop({ seconds: WINDOW_SECONDS + context, hop: HOP_SECONDS })) {
+      const t1 = window.referenceTime + context + WINDOW_SECONDS;
+      const segments = sim.truth.segments(t1 - WINDOW_SECONDS, t1);
       if (segments.length !== 1) { skipped++; continue; }
       const label = sim.truth.activityAt(t1 - 1e-6);
       if (label !== segments[0].activity || !LABELS.includes(label)) throw new Error(`label mismatch at ${t1}`);
@@ -120,7 +129,7 @@ async function main() {
   const windows = [];
   const sessions = [];
   for (let seed = 1; seed <= args.sessions; seed++) {
-    const r = await runSession(seed, args.minutes);
+    const r = await runSession(seed, args.minutes, args.context);
     windows.push(...r.windows);
     const counts = Object.fromEntries(LABELS.map((l) => [l, r.windows.filter((w) => w.label === l).length]));
     sessions.push({ session: seed, windows: r.windows.length, counts, ...r.stats, schedule: r.activities });
@@ -135,9 +144,12 @@ async function main() {
     sessions: args.sessions,
     minutesPerSession: args.minutes,
     windowSeconds: WINDOW_SECONDS,
+    ...(args.context > 0 ? { contextSeconds: args.context } : {}),
     hopSeconds: HOP_SECONDS,
     segmentSeconds: SEGMENT_SECONDS,
-    labelling: 'true activity over the whole window; windows crossing an activity change are skipped',
+    labelling: args.context > 0
+      ? `true activity over the last ${WINDOW_SECONDS} s (after ${args.context} s of context); windows whose last ${WINDOW_SECONDS} s cross an activity change are skipped`
+      : 'true activity over the whole window; windows crossing an activity change are skipped',
     simulator: SIM_OPTIONS,
     streams: DEFAULT_STREAMS,
     windows: windows.length,

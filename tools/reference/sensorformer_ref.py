@@ -33,6 +33,10 @@ NaN or None in `samples` is a missing sample. The pipeline is four small functio
       `attention_lookback_s` W (causal models only) also when t_i - t_j > W (float64).
   pool(model, x, present) -> (embeddings, pooled, head)
       Optional final LayerNorm, mean over present tokens (zero vector when none), optional head.
+      forward(window, pool_from=t) pools only the present tokens whose time is >= t (absolute
+      seconds, float64): what a stream session's pooled(seconds) computes over its newest
+      `seconds` (docs/model.md "Training a model for streaming"). The default None pools every
+      present token, as the runtime's forward does; embeddings do not depend on it.
 
 The module computes in its own dtype (`model.double()` for fixtures); times stay float64.
 state_dict() names are exactly the tensor names of docs/model.md, so export.py writes the weight
@@ -95,15 +99,17 @@ class SensorformerRef(nn.Module):
         if config.get("n_outputs", 0) > 0:
             self.head = nn.Linear(config["d_model"], config["n_outputs"])
 
-    def forward(self, window, layer_hook=None):
+    def forward(self, window, layer_hook=None, pool_from=None):
         """Returns a dict: embeddings (T, d), pooled (d), head (n_outputs) or None, token_stream,
         token_modality (int64, T), token_time (float64, T, absolute seconds), token_present (bool,
         T), reference_time (float), attention {(layer, block, group): (token indices, (H, g, g))},
         and tokens (the Tokens record). `layer_hook(layer, x, key_mask, y, weights)` is called
-        after each group's layer application (the fixture script checks torch's stock layer)."""
+        after each group's layer application (the fixture script checks torch's stock layer).
+        `pool_from` (absolute seconds or None): pool only the present tokens with time >= it."""
         tokens = tokenize(self, window)
         x, attention = encode(self, tokens, layer_hook)
-        embeddings, pooled, head = pool(self, x, tokens.present)
+        keep = tokens.present if pool_from is None else tokens.present & (tokens.time >= float(pool_from))
+        embeddings, pooled, head = pool(self, x, keep)
         return {"embeddings": embeddings, "pooled": pooled, "head": head,
                 "token_stream": tokens.stream, "token_modality": tokens.modality,
                 "token_time": tokens.time, "token_present": tokens.present,

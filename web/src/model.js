@@ -4,59 +4,37 @@ import { loadOptions, loadWasm } from './loader.js';
 import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { warmUp } from './warmup.js';
 import { describe, normalizeWindow } from './window.js';
+import { checkOptions } from './options.js';
+import { prediction } from './prediction.js';
+import { endSessions, openSession, streamOptions } from './stream.js';
 
-// The options of forward() / forwardBatch(), checked in this one place: Model uses it, and the
-// worker path (worker-client.js on the calling thread, Model again in the worker) gets the same
-// codes. undefined or null mean the defaults; anything else must be a plain object with only
-// these keys (a typo such as { atention: true } is an error, not a silent default). `extra`: keys
-// the caller handles itself (WorkerModel's `transfer`), returned as given after the same check.
+// The options of forward() / forwardBatch(), checked in this one place (options.js): Model uses
+// it, and the worker path (worker-client.js on the calling thread, Model again in the worker)
+// gets the same codes. `extra`: keys the caller handles itself (WorkerModel's `transfer`),
+// returned as given after the same check.
 const FORWARD_OPTIONS = {
   attention: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' },
   // Compute limit in GFLOP (the core's default when undefined); Infinity lifts it.
   maxGflop: { fallback: undefined, valid: (v) => typeof v === 'number' && v > 0, expected: 'a number > 0 (Infinity: no limit)' },
 };
 
-function plainObject(v) {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === null || Object.getPrototypeOf(proto) === null;  // {} or Object.create(null), any realm
-}
-
 export function forwardOptions(options, method = 'forward(window, options)', extra = {}) {
-  const specs = { ...FORWARD_OPTIONS, ...extra };
-  const accepted = Object.keys(specs).join(', ');
-  if (options == null) options = {};
-  else if (!plainObject(options))
-    throw new SensorformerError('INVALID_ARGUMENT', `${method}: options must be an object with the keys ${accepted}, got ${describe(options)}`);
-  const out = {};
-  for (const key of Object.keys(options))
-    if (!Object.hasOwn(specs, key)) throw new SensorformerError('INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${accepted})`);
-  for (const [key, spec] of Object.entries(specs)) {
-    const v = options[key];
-    if (v === undefined) out[key] = spec.fallback;
-    else if (spec.valid(v)) out[key] = v;
-    else throw new SensorformerError('INVALID_ARGUMENT', `${method}: ${key} must be ${spec.expected}, got ${describe(v)}`);
-  }
-  return out;
+  return checkOptions(options, method, { ...FORWARD_OPTIONS, ...extra });
 }
 
-const registry = new FinalizationRegistry((handle) => handle.delete());
+// Held value: the model's handle and its sessions' record (stream.js). A session keeps its Model
+// object alive, so a model is collected only with or after its sessions; when both go in one
+// collection the order of the callbacks is not specified, so the model's deletes the sessions'
+// handles first (the core's session keeps a pointer to the model) and theirs skip deleted ones.
+const registry = new FinalizationRegistry(({ handle, live }) => {
+  endSessions(live);
+  handle.delete();
+});
 
 // forwardAt(model, window, parsedOptions, index): one window of a batch, its errors naming
 // windows[index]. The worker pool (worker.js) runs a batch in chunks, and an error must name the
 // window's index in the whole batch, as Model.forwardBatch's does. Not part of the package's API.
 export let forwardAt;
-
-// softmax of a head, stably (the max subtracted first, so a logit of 1000 does not overflow exp),
-// summed in float64 and rounded to float32 once at the end.
-function softmax(head) {
-  let max = -Infinity;
-  for (const v of head) max = Math.max(max, v);
-  const e = Float64Array.from(head, (v) => Math.exp(v - max));
-  let sum = 0;
-  for (const v of e) sum += v;
-  return Float32Array.from(e, (v) => v / sum);
-}
 
 export function deepFreeze(value) {
   if (value && typeof value === 'object') for (const v of Object.values(Object.freeze(value))) deepFreeze(v);
@@ -65,8 +43,10 @@ export function deepFreeze(value) {
 
 export class Model {
   #handle;
+  #wasm;
   #config;
   #info;
+  #live = { sessions: new Set(), disposed: false };  // this model's open stream sessions (stream.js)
 
   static {
     forwardAt = (model, window, parsed, index) => {
@@ -75,11 +55,13 @@ export class Model {
     };
   }
 
-  constructor(handle) {
+  // handle: the core's Model; wasm: the module it lives in (for its StreamSession class).
+  constructor(handle, wasm) {
     this.#handle = handle;
+    this.#wasm = wasm;
     this.#config = JSON.parse(handle.configJson());
     this.#info = deepFreeze(handle.info());
-    registry.register(this, handle, this);
+    registry.register(this, { handle, live: this.#live }, this);
   }
 
   /** The config stored in the weights file (docs/model.md). */
@@ -122,7 +104,7 @@ export class Model {
       dims: [T, d],
       pooled: r.pooled,
       head,
-      ...this.#prediction(head, r.tokenPresent),
+      ...prediction(this.#info.outputs.labels, head, r.tokenPresent.includes(1)),
       referenceTime: r.referenceTime,
       tokens: {
         stream: r.tokenStream,
@@ -136,20 +118,6 @@ export class Model {
     };
   }
 
-  // With labels (config "labels", one per head output): probabilities (softmax of the head) and
-  // label (the name of the head's arg-max; a tie goes to the first). Without labels neither key
-  // is there: labels are what says that the head is a classifier (a regression head's softmax
-  // would mean nothing). A window with no present token leaves the pooled vector at zero and the
-  // head at its bias (docs/model.md): a prediction from no data, so both are null then.
-  #prediction(head, present) {
-    const labels = this.#info.outputs.labels;
-    if (!labels) return {};
-    if (!present.includes(1)) return { probabilities: null, label: null };
-    let best = 0;
-    for (let i = 1; i < head.length; i++) if (head[i] > head[best]) best = i;
-    return { probabilities: softmax(head), label: labels[best] };
-  }
-
   /** A ragged batch: windows of any shapes, each computed on its own. Errors name windows[i]. */
   forwardBatch(windows, options) {
     this.#usable();
@@ -158,10 +126,25 @@ export class Model {
     return Array.from(windows, (w, i) => this.#forward(w, parsed, `windows[${i}]`));
   }
 
-  /** Frees the WebAssembly memory of this model now (also happens on garbage collection). */
+  /**
+   * A streaming session (docs/model.md "Streaming"; stream.js): push chunks of samples as they
+   * arrive, get each token once it is final. Options: referenceTime, attention, historySeconds.
+   * A model that is not causal is refused (INVALID_ARGUMENT, the core's message says why).
+   */
+  stream(options) {
+    this.#usable();
+    return openSession(this.#wasm, this.#handle, this, this.#live, this.#info, streamOptions(options));
+  }
+
+  /**
+   * Frees the WebAssembly memory of this model now (also happens on garbage collection). Its
+   * stream sessions end first (later calls on them throw DISPOSED): the core's session reads the
+   * model's weights, so none may outlive them.
+   */
   dispose() {
     if (!this.#handle) return;
     registry.unregister(this);
+    endSessions(this.#live);
     this.#handle.delete();
     this.#handle = null;
   }
@@ -184,7 +167,7 @@ export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {})
     handle.delete();
     throw new SensorformerError(result.code, name ? `${name}: ${result.message}` : result.message);
   }
-  const model = new Model(handle);
+  const model = new Model(handle, wasm);
   try {
     if (warmup !== false) await warmUp(model, signal);  // web/src/warmup.js: why and how long
     checkSignal(signal);

@@ -22,8 +22,8 @@ const NUMERIC_ARRAYS = new Set(['Float32Array', 'Float64Array', 'Int8Array', 'In
 const ACCEPTED = 'an array or one of Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, ' +
   'Uint8Array, Uint16Array, Uint32Array, Uint8ClampedArray';
 
-const fail = (code, path, message) => new SensorformerError(code, `${path} ${message}`);
-const bad = (path, message) => fail('INVALID_ARGUMENT', path, message);
+export const fail = (code, path, message) => new SensorformerError(code, `${path} ${message}`);
+export const bad = (path, message) => fail('INVALID_ARGUMENT', path, message);
 
 // %TypedArray%.prototype[Symbol.toStringTag] is the real element type of any typed array, from any
 // realm (a worker, an iframe, node:vm), and undefined for a DataView; it cannot be spoofed.
@@ -61,7 +61,7 @@ export function container(value, path) {
 }
 
 // Samples -> Float32Array (NaN = missing).
-function samples(value, path) {
+export function samples(value, path) {
   const type = container(value, path);
   const float = type === 'Float32Array' || type === 'Float64Array';
   if (type !== 'Array') {
@@ -91,7 +91,7 @@ function outOfRange(path, v) {
 }
 
 // Timestamps -> Float64Array: finite and non-decreasing.
-function timestamps(value, path) {
+export function timestamps(value, path) {
   const type = container(value, path);
   const out = type === 'Float64Array' ? value : new Float64Array(value.length);
   for (let i = 0; i < value.length; i++) {
@@ -105,7 +105,7 @@ function timestamps(value, path) {
 }
 
 // present -> Uint8Array of 0/1.
-function present(value, path) {
+export function present(value, path) {
   const type = container(value, path);
   const out = type === 'Uint8Array' ? value : new Uint8Array(value.length);
   for (let i = 0; i < value.length; i++) {
@@ -117,13 +117,13 @@ function present(value, path) {
   return out;
 }
 
-function finiteNumber(value, path, what) {
+export function finiteNumber(value, path, what) {
   if (typeof value !== 'number') throw bad(path, `must be ${what}, got ${describe(value)}`);
   if (!Number.isFinite(value)) throw fail('NON_FINITE', path, `is ${value}: must be ${what}`);
   return value;
 }
 
-function sensor(value, path) {
+export function sensor(value, path) {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(path, `must be an integer sensor id, got ${describe(value)}`);
   if (value < 0 || value > SENSOR_MAX) throw fail('INDEX_OUT_OF_RANGE', path, `${value} is not a sensor id (0 to ${SENSOR_MAX})`);
   return value;

@@ -4,10 +4,12 @@
 import { SensorformerError } from './errors.js';
 import { loadOptions } from './loader.js';
 import { deepFreeze, forwardOptions } from './model.js';
+import { checkOptions } from './options.js';
 import { abortable, readSource, sourceName, checkSignal } from './source.js';
 import { transferables } from './transfer.js';
 import { describe } from './window.js';
 import { isNode } from './env.js';
+import { streamOptions } from './stream.js';
 
 // An explicit `workers` above this is refused: each worker holds its own WebAssembly instance
 // (16 MiB of memory at the start, growing with the largest window) and its own copy of the model,
@@ -194,6 +196,85 @@ function transferPlan(windows) {
 
 let loadAll;
 
+const sessionDisposedError = () => new SensorformerError('DISPOSED', 'this stream session was disposed');
+const sessionEndedError = () => new SensorformerError('DISPOSED', 'this stream session ended when its model was disposed');
+const PUSH_OPTIONS = { transfer: TRANSFER.transfer };
+
+/**
+ * A StreamSession in a worker: the same results, as promises. Made by WorkerModel.stream(); the
+ * session lives in one worker of the pool, which answers its calls in the order they were made,
+ * so pushes need not wait for each other. The getters give the values after the last call that
+ * settled (a push in flight is not counted yet).
+ */
+export class WorkerStreamSession {
+  #channel;
+  #id;
+  #state;
+  #modelDisposed;  // () => whether the WorkerModel is disposing or disposed
+  #disposing = null;
+
+  constructor(channel, id, state, modelDisposed) {
+    this.#channel = channel;
+    this.#id = id;
+    this.#state = state;
+    this.#modelDisposed = modelDisposed;
+  }
+
+  #send(op, args, transfer, what) {
+    if (this.#disposing) return Promise.reject(sessionDisposedError());
+    if (this.#modelDisposed()) return Promise.reject(sessionEndedError());
+    return this.#channel.send(op, { session: this.#id, ...args }, transfer, what, 1).then(({ result, state }) => {
+      this.#state = state;
+      return result;
+    });
+  }
+
+  /**
+   * Same result as StreamSession.push. With { transfer: true } the chunk's typed arrays are moved
+   * to the worker instead of copied (they become unusable here).
+   */
+  push(chunk, options) {
+    try {
+      const { transfer } = checkOptions(options, 'push(chunk, options)', PUSH_OPTIONS);
+      return this.#send('streamPush', { chunk }, transfer ? [...transferables(chunk)] : [], 'the chunk');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Same result as StreamSession.pooled. */
+  pooled(options) {
+    return this.#send('streamPooled', { options }, [], 'the options');
+  }
+
+  // As StreamSession's getters: DISPOSED once the session or its model is disposed.
+  #current() {
+    if (this.#disposing) throw sessionDisposedError();
+    if (this.#modelDisposed()) throw sessionEndedError();
+    return this.#state;
+  }
+
+  get frontier() { return this.#current().frontier; }
+  get referenceTime() { return this.#current().referenceTime; }
+  get memoryBytes() { return this.#current().memoryBytes; }
+  get finalTokens() { return this.#current().finalTokens; }
+
+  /**
+   * Frees the session in its worker. Calls made before complete (the worker answers in order);
+   * calls made after reject with DISPOSED. Idempotent; never rejects.
+   */
+  dispose() {
+    this.#disposing ??= this.#modelDisposed()
+      ? Promise.resolve()
+      : this.#channel.send('streamDispose', { session: this.#id }, [], 'dispose').then(() => {}, () => {});
+    return this.#disposing;
+  }
+
+  [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    return this.dispose();
+  }
+}
+
 /**
  * The Model API on one worker or a pool of them.
  *
@@ -210,7 +291,8 @@ let loadAll;
  * forward() made before dispose() completes, and so does a batch on one worker; a batch on a pool
  * that still has windows not sent to any worker rejects with DISPOSED at once (dispose does not
  * wait for a long batch). Whatever is still unanswered when the workers stop rejects with
- * DISPOSED. No call is left pending.
+ * DISPOSED. No call is left pending. Stream sessions (stream()) end with their model: their calls
+ * made after dispose() reject with DISPOSED, those already sent complete.
  *
  * A worker that dies (its thread exited or crashed) rejects the calls it holds with WORKER_FAILED,
  * a batch with a chunk on it included; later calls go to the workers still alive, and when none
@@ -278,6 +360,24 @@ export class WorkerModel {
       const ch = this.#leastBusy();
       if (!ch) throw this.#deadError();
       return ch.send('forward', { window, options: modelOptions }, transfer ? [...transferables(window)] : [], 'the window', 1);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Model.stream in a worker: resolves to a WorkerStreamSession pinned to the least busy worker
+   * (a session's state lives in one WebAssembly instance). Rejects with Model.stream's errors (a
+   * model that is not causal: INVALID_ARGUMENT, the core's message).
+   */
+  stream(options) {
+    try {
+      if (this.#disposing) throw disposedError();
+      const parsed = streamOptions(options);
+      const ch = this.#leastBusy();
+      if (!ch) throw this.#deadError();
+      return ch.send('streamStart', { options: parsed }, [], 'the options', 1)
+        .then(({ session, state }) => new WorkerStreamSession(ch, session, state, () => this.#disposing !== null));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -11,11 +11,26 @@ import { transferables } from './transfer.js';
 const inWebWorker = typeof WorkerGlobalScope !== 'undefined' && typeof self === 'object';
 
 let model = null;
+// The stream sessions of this worker's model, by the id the calling thread knows them by
+// (WorkerStreamSession pins each to one worker). A session of a disposed model stays here and
+// answers DISPOSED, as on the main thread.
+const sessions = new Map();
+let nextSession = 0;
 
 function loaded() {
   if (!model) throw new SensorformerError('DISPOSED', 'this model was disposed');
   return model;
 }
+
+function session(id) {
+  const s = sessions.get(id);
+  if (!s) throw new SensorformerError('DISPOSED', 'this stream session was disposed');
+  return s;
+}
+
+// What WorkerStreamSession's getters read, sent with every answer about the session: the calling
+// thread keeps the values of the last answer instead of asking the worker for each.
+const sessionState = (s) => ({ frontier: s.frontier, referenceTime: s.referenceTime, memoryBytes: s.memoryBytes, finalTokens: s.finalTokens });
 
 const ops = {
   // bytes: the weights, read on the calling thread; name: their URL or path, for the messages;
@@ -43,6 +58,26 @@ const ops = {
         throw e;
       }
     });
+  },
+  // The options were checked on the calling thread (stream.js's check, the same codes).
+  streamStart({ options }) {
+    const s = loaded().stream(options);
+    const id = nextSession++;
+    sessions.set(id, s);
+    return { session: id, state: sessionState(s) };
+  },
+  streamPush({ session: id, chunk }) {
+    const s = session(id);
+    return { result: s.push(chunk), state: sessionState(s) };
+  },
+  streamPooled({ session: id, options }) {
+    const s = session(id);
+    return { result: s.pooled(options), state: sessionState(s) };
+  },
+  streamDispose({ session: id }) {
+    sessions.get(id)?.dispose();
+    sessions.delete(id);
+    return null;
   },
   dispose() {
     model?.dispose();

@@ -1,0 +1,243 @@
+// Streaming sessions (docs/model.md "Streaming"): model.stream(options) -> StreamSession, whose
+// push(chunk) appends samples per stream and returns the tokens that became final, and whose
+// pooled({ seconds }) pools the latest final tokens. The core's session (bindings/embind.cpp,
+// src/stream/session.cpp) does the work; this file checks what the caller gives, names the field
+// of a mistake, and turns the core's arrays into the API's objects.
+//
+// Chunk rules (on top of the window's, window.js):
+// - chunk: { streams: [...] } and nothing else (a `referenceTime` is a session option).
+// - chunk.streams[i]: null / undefined / a hole = nothing new for session stream i.
+// - the description (sensor, modality, placement, and rateHz for a regular stream) is given with
+//   `modality`: with it, sensor and placement are required too (as in a window); without it,
+//   sensor, placement and rateHz must be left out (a lone rateHz would otherwise be ignored).
+//   The core checks that a repeated description matches and that a new stream has one.
+// - event-driven iff timestamps is given (with or without the description); a description
+//   without timestamps needs rateHz, and timestamps with rateHz or startTime are refused, as in
+//   a window.
+// - samples may be left out (= none): an entry may carry only `until`, or a first chunk only a
+//   description (declaring a stream before its data, so that finality waits for it).
+// - timestamps and present have one entry per sample (SHAPE_MISMATCH naming the field).
+import { SensorformerError } from './errors.js';
+import { checkOptions } from './options.js';
+import { prediction } from './prediction.js';
+import { bad, describe, fail, finiteNumber, present, samples, sensor, timestamps } from './window.js';
+
+const STREAM_OPTIONS = {
+  referenceTime: {
+    fallback: null,
+    valid: (v) => v === null || Number.isFinite(v),
+    code: (v) => (typeof v === 'number' ? 'NON_FINITE' : 'INVALID_ARGUMENT'),
+    expected: 'a finite time in seconds (null: the earliest time of the first chunk that has one)',
+  },
+  attention: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' },
+  // The default keeps a minute of final embeddings for pooled(): d_model floats per token.
+  historySeconds: { fallback: 60, valid: (v) => Number.isFinite(v) && v > 0, expected: 'a finite number of seconds > 0' },
+};
+
+/** The options of model.stream(), checked here for Model and WorkerModel alike. */
+export function streamOptions(options, method = 'stream(options)') {
+  return checkOptions(options, method, STREAM_OPTIONS);
+}
+
+// pooled(): seconds defaults to the session's historySeconds (every final token it keeps); the
+// upper bound (historySeconds) is the core's check, with its message.
+function pooledOptions(options, historySeconds) {
+  return checkOptions(options, 'pooled(options)', {
+    seconds: { fallback: historySeconds, valid: (v) => Number.isFinite(v) && v > 0, expected: `a finite number of seconds > 0 (at most historySeconds, ${historySeconds})` },
+  });
+}
+
+const CHUNK_STREAM_KEYS = ['sensor', 'modality', 'placement', 'rateHz', 'startTime', 'timestamps', 'samples', 'present', 'until'];
+const DESCRIPTION_KEYS = ['sensor', 'placement', 'rateHz'];
+
+function chunkStream(s, path) {
+  if (s == null) return null;
+  // Any object, as a window's streams (a class instance from a device layer included).
+  if (typeof s !== 'object' || Array.isArray(s)) throw bad(path, `must be an object or null (nothing new for this stream), got ${describe(s)}`);
+  for (const key of Object.keys(s))
+    if (!CHUNK_STREAM_KEYS.includes(key)) throw bad(`${path}.${key}`, `is not a chunk stream field (fields: ${CHUNK_STREAM_KEYS.join(', ')})`);
+  const described = s.modality != null;
+  const eventDriven = s.timestamps != null;
+  const out = { timestamps: null, present: null };
+  if (described) {
+    for (const key of ['modality', 'placement'])
+      if (typeof s[key] !== 'string') throw bad(`${path}.${key}`, `must be a string, got ${describe(s[key])}`);
+    out.sensor = sensor(s.sensor, `${path}.sensor`);
+    out.modality = s.modality;
+    out.placement = s.placement;
+    if (eventDriven && s.rateHz != null)
+      throw bad(path, 'gives both rateHz and timestamps: a stream is regular (rateHz, startTime) or event-driven (timestamps)');
+    if (!eventDriven) {
+      if (s.rateHz == null) throw bad(path, 'describes a stream without rateHz (a regular stream) or timestamps (an event-driven one)');
+      finiteNumber(s.rateHz, `${path}.rateHz`, 'a rate in Hz > 0');
+      if (!(s.rateHz > 0)) throw bad(`${path}.rateHz`, `must be a rate in Hz > 0, got ${s.rateHz}`);
+      out.rateHz = s.rateHz;
+    }
+  } else {
+    for (const key of DESCRIPTION_KEYS)
+      if (s[key] != null) throw bad(`${path}.${key}`, 'is part of the stream\'s description: give it with sensor, modality and placement, or leave all of them out after the stream\'s first chunk');
+  }
+  if (eventDriven && s.startTime != null)
+    throw bad(path, 'gives both startTime and timestamps: a stream is regular (rateHz, startTime) or event-driven (timestamps)');
+  if (s.startTime != null) out.startTime = finiteNumber(s.startTime, `${path}.startTime`, 'a time in seconds');
+  if (s.until != null) out.until = finiteNumber(s.until, `${path}.until`, 'a time in seconds');
+  out.samples = s.samples == null ? new Float32Array(0) : samples(s.samples, `${path}.samples`);
+  const n = out.samples.length;
+  if (eventDriven) {
+    out.timestamps = timestamps(s.timestamps, `${path}.timestamps`);
+    if (out.timestamps.length !== n) throw fail('SHAPE_MISMATCH', `${path}.timestamps`, `has ${out.timestamps.length} entries for ${n} samples (one per sample)`);
+  }
+  if (s.present != null) {
+    out.present = present(s.present, `${path}.present`);
+    if (out.present.length !== n) throw fail('SHAPE_MISMATCH', `${path}.present`, `has ${out.present.length} entries for ${n} samples (one per sample)`);
+  }
+  return out;
+}
+
+/** A chunk as the core's StreamSession.push takes it (bindings/embind.cpp, chunk_from_js). */
+export function normalizeChunk(chunk, path = 'chunk') {
+  if (!chunk || typeof chunk !== 'object' || !Array.isArray(chunk.streams)) throw bad(path, `must be an object with a streams array, got ${describe(chunk)}`);
+  for (const key of Object.keys(chunk))
+    if (key !== 'streams')
+      throw bad(`${path}.${key}`, key === 'referenceTime' ? 'is a session option: model.stream({ referenceTime })' : 'is not a chunk field (a chunk is { streams })');
+  return { streams: Array.from(chunk.streams, (s, i) => chunkStream(s, `${path}.streams[${i}]`)) };
+}
+
+// Held value: the core's session and the record of its model's open sessions. The model's own
+// cleanup (model.js) may have deleted the handle first.
+const registry = new FinalizationRegistry(({ handle, live }) => {
+  live.sessions.delete(handle);
+  if (!handle.isDeleted()) handle.delete();
+});
+
+/** Deletes every open session of a model (model.dispose(), or the model's collection). */
+export function endSessions(live) {
+  live.disposed = true;
+  for (const handle of live.sessions) if (!handle.isDeleted()) handle.delete();
+  live.sessions.clear();
+}
+
+const CREATE = Symbol('StreamSession');
+
+export function openSession(wasm, modelHandle, model, live, info, options) {
+  const handle = new wasm.StreamSession();
+  const r = handle.start(modelHandle, options);
+  if (!r.ok) {
+    handle.delete();
+    throw new SensorformerError(r.code, r.message);
+  }
+  return new StreamSession(CREATE, { handle, model, live, info, options });
+}
+
+/**
+ * A model run incrementally over live streams (docs/model.md "Streaming"); made by
+ * model.stream(options). Errors leave the session as it was (a push is all or nothing).
+ */
+export class StreamSession {
+  #handle;
+  #model;  // kept alive by the session: the core's session reads its weights
+  #live;
+  #info;
+  #options;
+
+  constructor(key, { handle, model, live, info, options } = {}) {
+    if (key !== CREATE) throw new SensorformerError('INVALID_ARGUMENT', 'a StreamSession is made by model.stream(options)');
+    this.#handle = handle;
+    this.#model = model;
+    this.#live = live;
+    this.#info = info;
+    this.#options = options;
+    live.sessions.add(handle);
+    registry.register(this, { handle, live }, this);
+  }
+
+  #usable() {
+    if (this.#live.disposed && this.#handle) this.#release();
+    if (!this.#handle) throw new SensorformerError('DISPOSED', this.#live.disposed ? 'this stream session ended when its model was disposed' : 'this stream session was disposed');
+    return this.#handle;
+  }
+
+  /**
+   * Appends a chunk (chunk.streams[i] to session stream i; null = nothing new) and returns the
+   * tokens that became final, in time order (ties: stream order, then patch order).
+   */
+  push(chunk) {
+    const handle = this.#usable();
+    const r = handle.push(normalizeChunk(chunk));
+    if (!r.ok) throw new SensorformerError(r.code, r.message);
+    const { dModel: d, nHeads: H } = this.#info;
+    const modalities = this.#info.inputs.modalities.map((m) => m.name);
+    return {
+      tokens: {
+        stream: r.tokenStream,
+        modality: Array.from(r.tokenModality, (m) => modalities[m]),
+        time: r.tokenTime,
+        present: r.tokenPresent,
+        index: r.tokenIndex,
+      },
+      embeddings: r.embeddings,
+      dims: [r.tokenTime.length, d],
+      frontier: r.frontier,
+      referenceTime: r.referenceTime,
+      attention: this.#options.attention
+        ? r.attention.map((a) => ({ token: a.query, layer: a.layer, block: a.block, keys: a.keys, keyTimes: a.keyTimes, weights: a.weights, dims: [H, a.keys.length] }))
+        : null,
+    };
+  }
+
+  /**
+   * Masked mean of the final embeddings with time in [frontier - seconds, frontier), and the head
+   * on it (with labels: probabilities and label, as forward gives them; null with no present token).
+   */
+  pooled(options) {
+    const handle = this.#usable();
+    const { seconds } = pooledOptions(options, this.#options.historySeconds);
+    const r = handle.pooled(seconds);
+    if (!r.ok) throw new SensorformerError(r.code, r.message);
+    const head = r.head.length ? r.head : null;
+    return {
+      pooled: r.pooled,
+      head,
+      ...prediction(this.#info.outputs.labels, head, r.presentTokens > 0),
+      presentTokens: r.presentTokens,
+      from: r.from,
+      to: r.to,
+    };
+  }
+
+  /** Every token with time < frontier is final (-Infinity before any data). */
+  get frontier() {
+    return this.#usable().frontier();
+  }
+
+  /** The session's reference time (null until a chunk gives a time). */
+  get referenceTime() {
+    return this.#usable().referenceTime();
+  }
+
+  /** Bytes the session holds in WebAssembly memory now (caches, pending patches, history). */
+  get memoryBytes() {
+    return this.#usable().memoryBytes();
+  }
+
+  /** Tokens made final so far (the next token's index). */
+  get finalTokens() {
+    return this.#usable().finalTokens();
+  }
+
+  #release() {
+    registry.unregister(this);
+    this.#live.sessions.delete(this.#handle);
+    if (!this.#handle.isDeleted()) this.#handle.delete();
+    this.#handle = null;
+  }
+
+  /** Frees the session's WebAssembly memory now; later calls throw DISPOSED. Idempotent. */
+  dispose() {
+    if (this.#handle) this.#release();
+  }
+
+  [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() {
+    this.dispose();
+  }
+}
