@@ -790,7 +790,7 @@ TEST(Stream, EveryLayoutEqualsTheFullForwardAtEveryPush) {
   }
 }
 
-// Random scenarios (seeded): tracks, chunking and push schedule all drawn at random, on the two
+// Random scenarios (seeded): tracks, chunking and push schedule all drawn at random, on the three
 // layouts with groups of their own (time, channel, both).
 TEST(Stream, RandomScenarios) {
   for (const char* name : {"factorized_lookback", "channel_lookback", "time_lookback"}) {
@@ -930,6 +930,8 @@ TEST(Stream, ReferenceTimeOptionHoursBefore) {
   Harness h(m, o, "flattened_lookback");
   run(h, rich_tracks(10.0, 7), 700);
   ASSERT_FALSE(HasFatalFailure());
+  h.finish();
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(h.session.reference_time(), kT0 - 5 * 3600.0);
   EXPECT_GT(h.compared, 100);
   h.report("referenceTime 5 h before");
@@ -944,6 +946,8 @@ TEST(Stream, AttentionRowsEqualTheForwardMaps) {
     o.attention_rows = true;
     Harness h(m, o, name);
     run(h, rich_tracks(12.0, 4), 400);
+    ASSERT_FALSE(HasFatalFailure());
+    h.finish();
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_GT(h.attention_rows, 300);
     h.report(std::string(name) + " attention");
@@ -963,6 +967,8 @@ TEST(Stream, ScalarTwinGivesTheSameResults) {
       o.kernels = k;
       Harness h(m, o, name);
       run(h, tracks, 500);
+      ASSERT_FALSE(HasFatalFailure());
+      h.finish();
       ASSERT_FALSE(HasFatalFailure());
       if (k == kernels::KernelSet::kSimd) {
         simd = h.emitted;
