@@ -215,6 +215,8 @@ export class Wearable extends EventTarget {
   battery: number | null;
   /** Host time now, in seconds (the clock the samples are stamped with). */
   now(): number;
+  /** Adds a taker of every sample batch and gap mark the assembler gets (a SessionFeeder); returns its remover. */
+  addSink(sink: SampleSink): () => void;
   /** Batches of one kind as they arrive; ends when `signal` aborts or close() is called. */
   samples<K extends SampleKind>(kind: K, options?: { signal?: AbortSignal }): AsyncIterableIterator<SampleBatch<K>>;
   /** Ends the session: no reconnects, every samples() iterator finishes. */
@@ -251,6 +253,15 @@ export interface ConnectOptions {
   pmd?: { ecg?: boolean; acc?: false | PmdAccSettings };
   /** Attempt k waits initialDelayMs x factor^(k-1) (defaults: 6 retries, 2000 ms, factor 2). */
   reconnect?: { retries?: number; initialDelayMs?: number; factor?: number };
+  /** Takers of samples and gap marks from the first notification on (feedSession's `sink`). */
+  sinks?: SampleSink[];
+}
+
+/** What Wearable.addSink takes: every batch pushed to the assembler and every gap it marks. */
+export interface SampleSink {
+  /** deviceTimes: the device clock's seconds of PMD samples, else null. */
+  push(id: WearableStreamId, times: Float64Array, values: Float32Array, spec: StreamSpec | undefined, deviceTimes: Float64Array | null): void;
+  markGap(t0: number, t1: number, ids: WearableStreamId[]): void;
 }
 /**
  * Asks the user to pick a wearable (in browsers from a click), connects, starts every stream it
@@ -584,3 +595,134 @@ export function windowsFromRecording(text: string, options?: {
   streams?: { [id in WearableStreamId]?: StreamSpec };
   maxWindows?: number;
 }): Promise<{ windows: SensorWindow[]; ends: number[]; devices: string[] }>;
+
+// --- feeding a streaming session (feeder.js) ---------------------------------------------------
+
+/** One stream's part of a chunk, as the feeder makes it (docs/model.md "Streaming sessions"). */
+export interface FeederChunkStream {
+  /** The description, in the stream's first part only. */
+  sensor?: number;
+  modality?: string;
+  placement?: string;
+  /** Regular streams: the session's rate (the measured rate x (1 + rateMargin)). */
+  rateHz?: number;
+  /** Regular streams: the time of this part's first sample (later than expected: a gap). */
+  startTime?: number;
+  /** Event streams: one per sample. */
+  timestamps?: Float64Array;
+  /** NaN = missing. */
+  samples: Float32Array;
+  /** Watermark: nothing of this stream before it is still to come. */
+  until?: number;
+}
+export interface FeederChunk {
+  streams: (FeederChunkStream | null)[];
+}
+
+/** Per stream: what was received and given, and how the grid fits (the header of feeder.js). */
+export interface FeederStreamStats {
+  kind: 'regular' | 'event';
+  /** Session stream index (-1 before the stream is declared). */
+  index: number;
+  received: number;
+  /** Values given (not NaN). */
+  given: number;
+  /** Missing samples given (NaN values, slots of holes and gaps). */
+  missing: number;
+  /** Received, not given yet. */
+  pending: number;
+  /** Samples earlier than the session's frontier when their stream joined: not given. */
+  beforeFrontier: number;
+  /** Regular streams. */
+  declaredRateHz?: number;
+  measuredRateHz?: number | null;
+  rateHz?: number | null;
+  startTime?: number | null;
+  reanchors?: number;
+  /** Largest (measured time - slot time) over the samples given, s (at most half a period). */
+  maxLag?: number;
+  /** Largest (slot time - measured time), s. */
+  maxLead?: number;
+  /** Event streams: events moved to a watermark already given, and the largest move (s). */
+  retimed?: number;
+  maxRetime?: number;
+  watermark?: number | null;
+}
+
+/** A model's config, as far as the feeder reads it (model.config). */
+export interface FeederModelConfig {
+  modalities: { name: string }[];
+  placements: string[];
+  n_sensors: number;
+}
+
+export interface SessionFeederOptions {
+  /** id -> stream, added up front. */
+  streams?: { [id: string]: StreamSpec };
+  /** Seconds the event watermarks trail "now" and a hole waits for a late frame (default 1.5). */
+  lateness?: number;
+  /** Per stream id (default { rr: 4 }). */
+  streamLateness?: { [id: string]: number };
+  /** Seconds a regular stream is held before its rate is measured (default 1.5). */
+  measureSeconds?: number;
+  /** The session's rate = measured x (1 + rateMargin) (default 5e-4; below 0.1). */
+  rateMargin?: number;
+  /** Streams the model does not know are left out. */
+  config?: FeederModelConfig | null;
+}
+
+/** Samples and gap marks in, session chunks out (docs/bluetooth.md "feeder.js — feeding a streaming session"). */
+export class SessionFeeder {
+  constructor(options?: SessionFeederOptions);
+  add(id: string, spec: StreamSpec): this;
+  push(id: string, times: ArrayLike<number>, values: ArrayLike<number | null>, spec?: StreamSpec, deviceTimes?: ArrayLike<number> | null): this;
+  markGap(t0: number, t1: number, ids?: string[] | null): this;
+  /** The chunks to push, in order, for what arrived up to host time `now` ([] while holding). */
+  flush(options: { now: number; final?: boolean; frontier?: number | null }): FeederChunk[];
+  readonly ids: string[];
+  /** Session stream index -> stream id. */
+  readonly streamIds: string[];
+  readonly stats: { [id: string]: FeederStreamStats };
+  readonly leftOut: { [id: string]: StreamSpec & { received: number } };
+}
+export const FEEDER_DEFAULTS: Readonly<{ lateness: number; streamLateness: Readonly<{ [id: string]: number }>; measureSeconds: number; rateMargin: number }>;
+
+/** What feedSession pushes into: model.stream() or a Worker model's stream() (push may be async). */
+export interface SessionLike<U> {
+  push(chunk: FeederChunk): U | Promise<U>;
+}
+export interface Feeding {
+  readonly feeder: SessionFeeder;
+  readonly sink: SampleSink;
+  attach(wearable: Wearable): void;
+  readonly stats: { [id: string]: FeederStreamStats };
+  /** The frontier of the last push (null before). */
+  readonly frontier: number | null;
+  /** The error that stopped feeding (null while it goes on). */
+  readonly error: SensorformerError | Error | null;
+  /** Pushes what has arrived; resolves when the pushes are done. */
+  flush(): Promise<void>;
+  /** Detaches, pushes the rest with every watermark at "now"; resolves when the last push is done. */
+  close(): Promise<void>;
+}
+/**
+ * Feeds a session as notifications arrive (chunks flushed at the end of each notification's task,
+ * pushed one at a time, in order). `wearables` may be [] with `clock` (pass `feeding.sink` to
+ * connectWearable({ sinks })).
+ */
+export function feedSession<U>(wearables: Wearable | Wearable[], session: SessionLike<U>, options?: SessionFeederOptions & {
+  clock?: Clock | null;
+  feeder?: SessionFeeder;
+  onUpdate?: (update: U, chunk: FeederChunk) => void;
+  onError?: (error: SensorformerError | Error) => void;
+}): Feeding;
+
+/**
+ * A recording replayed into a session through the device layer and the feeder (virtual clock);
+ * every watermark at the end of the recording when it ends. `between` runs after each step.
+ */
+export function replayIntoSession<U>(text: string, session: SessionLike<U>, options?: SessionFeederOptions & {
+  streams?: { [id in WearableStreamId]?: StreamSpec };
+  onUpdate?: (update: U, chunk: FeederChunk) => void;
+  between?: () => void | Promise<void>;
+}): Promise<{ stats: { [id: string]: FeederStreamStats }; leftOut: { [id: string]: StreamSpec & { received: number } }; devices: string[] }>;

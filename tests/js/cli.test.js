@@ -421,7 +421,7 @@ test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => 
     [[], ''],
     [['run'], 'run needs --model'],
     [['run', '--model', modelPath], 'run needs --input'],
-    [['predict', '--model', modelPath, '--input', json], 'unknown command "predict" (the command is "run")'],
+    [['predict', '--model', modelPath, '--input', json], 'unknown command "predict" (the commands are "run" and "stream")'],
     [['run', 'extra', '--model', modelPath, '--input', json], 'unexpected argument "extra"'],
     [['run', '--model', modelPath, '--input', json, '--colour'], "Unknown option '--colour'"],
     [['run', '--model', modelPath, '--input'], "Option '--input <value>' argument missing"],
@@ -628,4 +628,135 @@ test('a model with labels: the CLI prints the probabilities and the label forwar
   const plain = await run('run', '--model', modelPath, '--input', exampleWindow);
   assert.equal(plain.status, 0, plain.stderr);
   for (const x of JSON.parse(plain.stdout).windows) assert.ok(!('probabilities' in x) && !('label' in x), 'a model without labels prints neither');
+});
+
+// ---------------------------------------------------------------------------------------------
+// sensorformer stream: a recording replayed into a streaming session.
+
+const lookbackPath = fixturePath('model/flattened_lookback.safetensors');
+const jsonLines = (text) => text.trimEnd().split('\n').map((l) => JSON.parse(l));
+
+test('stream: one line per push that made tokens final; tokens equal forward over the chunks the replay gave, pooled head = the head on their mean', async () => {
+  const { replayIntoSession } = await import('../../web/src/ble/session.js');
+  const text = await recordSession({ seed: 21, seconds: 30, disconnects: [{ device: 'strap', at: 12, duration: 5 }] });
+  const file = join(tmp, 'stream.sfrec');
+  writeFileSync(file, text);
+  const r = await run('stream', '--model', lookbackPath, '--input', file, '--embeddings', '--window', '4');
+  assert.equal(r.status, 0, r.stderr);
+  noStack(r.stderr);
+  assert.match(r.stderr, /no use for acc_y@chest#1, acc_z@chest#1, spo2@finger#4: left out\n/);
+  const lines = jsonLines(r.stdout);
+
+  // The same replay in this process (seeded recording, virtual clock: the same chunks), its chunks
+  // kept; the reference is a forward of everything they hold (docs/model.md "Streaming sessions").
+  const model = await loadModel(lookbackPath);
+  const session = model.stream({ historySeconds: 4 });
+  const chunks = [];
+  const keeper = { push: (c) => { chunks.push(c); return session.push(c); } };
+  await replayIntoSession(text, keeper, { config: model.config });
+  const streams = [];
+  for (const c of chunks) c.streams.forEach((p, i) => {
+    if (!p) return;
+    const s = (streams[i] ??= { sensor: p.sensor, modality: p.modality, placement: p.placement, rateHz: p.rateHz ?? null, startTime: p.startTime, samples: [], timestamps: [] });
+    if (s.rateHz === null) { s.timestamps.push(...p.timestamps); s.samples.push(...p.samples); return; }
+    if (p.startTime !== undefined) while (s.samples.length < Math.round((p.startTime - s.startTime) * s.rateHz)) s.samples.push(NaN);
+    s.samples.push(...p.samples);
+    if (p.until !== undefined) while (s.startTime + s.samples.length / s.rateHz < p.until) s.samples.push(NaN);
+  });
+  const full = model.forward({
+    referenceTime: session.referenceTime,
+    streams: streams.map(({ timestamps, rateHz, startTime, ...s }) => (rateHz === null ? { ...s, timestamps } : { ...s, rateHz, startTime })),
+  });
+  const d = full.dims[1], row = new Map();
+  full.tokens.time.forEach((t, i) => row.set(`${full.tokens.stream[i]}@${t}`, i));
+  const { tensors } = readSafetensors(lookbackPath);
+  const W = tensors['head.weight'].data, b = tensors['head.bias'].data, outputs = tensors['head.bias'].shape[0];
+  const history = [];  // [time, present, embedding] of every final token so far
+  let next = 0, worst = 0;
+  assert.ok(lines.length >= 20, `${lines.length} lines`);
+  for (const l of lines) {
+    assert.equal(l.tokens, l.time.length);
+    assert.ok(l.tokens > 0, 'only pushes that made tokens final');
+    assert.equal(l.index, next, 'session indices continue from line to line');
+    next += l.tokens;
+    l.time.forEach((t, j) => {
+      assert.ok(t < l.frontier, 'final tokens are before the frontier');
+      const i = row.get(`${l.stream[j]}@${t}`);
+      assert.ok(i !== undefined, `token of stream ${l.stream[j]} at ${t} is in the forward`);
+      assert.equal(l.present[j], full.tokens.present[i]);
+      assert.equal(l.modality[j], full.tokens.modality[i]);
+      for (let c = 0; c < d; c++) worst = Math.max(worst, Math.abs(l.embeddings[j][c] - full.embeddings[i * d + c]));
+      history.push([t, l.present[j], l.embeddings[j]]);
+    });
+    // pooled: masked mean of the final tokens in [frontier - 4, frontier), then the head (float64 here)
+    assert.equal(l.pooled.to, l.frontier);
+    assert.equal(l.pooled.from, l.frontier - 4);
+    const inRange = history.filter(([t, p]) => p && t >= l.pooled.from && t < l.pooled.to);
+    assert.equal(l.pooled.presentTokens, inRange.length);
+    for (let o = 0; o < outputs; o++) {
+      let h = b[o];
+      for (let c = 0; c < d; c++) h += W[o * d + c] * inRange.reduce((sum, x) => sum + x[2][c], 0) / Math.max(1, inRange.length);
+      assert.ok(Math.abs(l.pooled.head[o] - h) <= 1e-5, `head ${o}: ${l.pooled.head[o]} vs ${h}`);
+    }
+  }
+  // 1e-5: float32 sums tiled differently (docs/model.md "Streaming sessions").
+  assert.ok(worst <= 1e-5, `largest difference ${worst}`);
+  assert.equal(next, session.finalTokens, 'the CLI printed every final token of the same replay');
+  model.dispose();
+});
+
+test('stream: errors as the other commands give them', async () => {
+  const file = join(tmp, 'stream-errors.sfrec');
+  writeFileSync(file, await recordSession({ seed: 22, seconds: 4 }));
+  // a model that is not causal: the session refuses it, saying so
+  const notCausal = await run('stream', '--model', modelPath, '--input', file);
+  assert.equal(notCausal.status, 1);
+  assert.match(notCausal.stderr, /^sensorformer: INVALID_ARGUMENT: .*causal/);
+  noStack(notCausal.stderr);
+  // not a recording
+  const notRecording = await run('stream', '--model', lookbackPath, '--input', exampleWindow);
+  assert.equal(notRecording.status, 1);
+  assert.match(notRecording.stderr, /^sensorformer: BAD_FORMAT: .*window\.json is not a recording/);
+  // options of "run" only, a bad --window, a missing file
+  for (const [args, message] of [
+    [['--hop', '2'], '--hop applies to "run" only'],
+    [['--workers', '2', '--pretty'], '--pretty, --workers apply to "run" only'],
+    [['--window', '0'], '--window must be a number of seconds >= 0.001, got "0"'],
+  ]) {
+    const r = await run('stream', '--model', lookbackPath, '--input', file, ...args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.ok(r.stderr.startsWith(`sensorformer: ${message}\n`), r.stderr);
+  }
+  const missing = await run('stream', '--model', lookbackPath, '--input', join(tmp, 'nope.sfrec'));
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /cannot read .*nope\.sfrec: no such file/);
+  // 1e8 s of silence: every patch of it would be a token (docs/model.md), more than a session
+  // takes in a push; a clear error after the tokens before it, not hours of absent tokens.
+  const silent = join(tmp, 'stream-silence.sfrec');
+  writeFileSync(silent, withSilence(await recordSession({ seed: 5, seconds: 40 }), { after: 20, shift: 1e8 }));
+  const s = await run('stream', '--model', lookbackPath, '--input', silent);
+  assert.equal(s.status, 1);
+  assert.match(s.stderr, /^sensorformer: RESOURCE_EXHAUSTED: .*missing samples/);
+  assert.ok(jsonLines(s.stdout).length >= 10, 'the tokens before the silence are written');
+  noStack(s.stderr);
+});
+
+test('stream: a model with labels (the demo\'s stream model) prints probabilities = softmax(head) and the label of the largest', async () => {
+  const demo = fileURLToPath(new URL('../../demo/model/stream.safetensors', import.meta.url));
+  const file = join(tmp, 'stream-labels.sfrec');
+  writeFileSync(file, await recordSession({ seed: 23, seconds: 20 }));
+  const r = await run('stream', '--model', demo, '--input', file);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '', 'the demo model takes every stream of the device layer');
+  const lines = jsonLines(r.stdout);
+  assert.ok(lines.length >= 10);
+  const labels = ['rest', 'walk', 'run'];  // the demo model's config
+  for (const l of lines) {
+    const { head, probabilities, label, presentTokens } = l.pooled;
+    if (presentTokens === 0) { assert.equal(probabilities, null); assert.equal(label, null); continue; }
+    const top = Math.max(...head), e = head.map((h) => Math.exp(h - top)), sum = e.reduce((a, b) => a + b, 0);
+    // 1e-6: the CLI prints float32 probabilities (rounding 6e-8) of a float32 head
+    e.forEach((x, i) => assert.ok(Math.abs(probabilities[i] - x / sum) < 1e-6, `${probabilities[i]} vs ${x / sum}`));
+    assert.equal(label, labels[head.indexOf(top)]);
+  }
 });

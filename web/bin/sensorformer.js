@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording.
+// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording,
+// or stream a recording through a causal model's streaming session.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
+//   sensorformer stream --model m.safetensors --input session.sfrec [--embeddings] [--window s]
 // Exit codes: 0 done (also --help, --version, and a reader that closed stdout early); 1 the model,
 // the input, a file or a window failed (one line, the error's code and message); 2 the arguments
 // are wrong (unknown or missing options, bad values, an option the input kind has no use for).
@@ -19,7 +21,7 @@ import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
 import { csvColumns, readCsv } from '../src/csv.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
-import { MAX_WINDOWS, recordingWindows } from '../src/ble/session.js';
+import { MAX_WINDOWS, recordingWindows, replayIntoSession } from '../src/ble/session.js';
 
 // Node 20 can deadlock at process exit when a background TurboFan compile waits for a main-thread
 // GC while the main thread waits for that compile (nodejs/node#54918): the CLI then never exits.
@@ -41,6 +43,8 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                        [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>]
                        CSV only:        [--placement <name>] [--sensor <id>] [--rate <column>=<Hz|events>]...
                        recordings only: [--window <seconds>] [--hop <seconds>]
+       sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|->
+                       [--output <out.jsonl>] [--window <seconds>] [--embeddings] [--attention]
        sensorformer --help | --version
 
   --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input format")
@@ -74,6 +78,14 @@ probabilities and label (models whose config has labels), embeddings and attenti
 Model outputs are float32, printed with the fewest digits that read back as the same float32.
 A recording gives at most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
 with no sample at all (the recording was silent) are left out and counted on stderr.
+stream: the recording replays through the device layer into model.stream() (a causal model; one
+with attention_lookback_s keeps its memory bounded), as a live wearable would feed it; one JSON
+line per push that made tokens final: frontier (tokens before it are final), tokens (how many),
+index (session index of the first), stream, modality, time (s), present (one array each), and
+pooled over the final tokens of the last --window seconds (default 10): from, to, presentTokens,
+head, probabilities and label (models with labels; null with no present token). --embeddings adds
+each token's embedding, --attention each token's attention rows (layer, block, keys, keyTimes,
+weights per head). Streams the model does not know are left out (named on stderr).
 Exit codes: 0 done; 1 the model, the input or a file failed (the message says which; output
 already written stays, but the JSON is then unterminated); 2 usage error (arguments).`;
 
@@ -317,9 +329,16 @@ function parseArguments() {
     },
   });
   if (values.help || values.version) return { values };
-  if (positionals[0] !== 'run') throw new UsageError(positionals.length ? `unknown command "${positionals[0]}" (the command is "run")` : '');
+  const command = positionals[0];
+  if (command !== 'run' && command !== 'stream') throw new UsageError(positionals.length ? `unknown command "${command}" (the commands are "run" and "stream")` : '');
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
-  if (!values.model || !values.input) throw new UsageError(`run needs ${!values.model ? '--model' : '--input'}`);
+  if (!values.model || !values.input) throw new UsageError(`${command} needs ${!values.model ? '--model' : '--input'}`);
+  if (command === 'stream') {
+    // A stream is replayed from a recording only, into one session on this thread.
+    const unused = ['format', 'pretty', 'placement', 'sensor', 'rate', 'hop', 'max-gflop', 'workers'].filter((o) => values[o] !== undefined && values[o] !== false);
+    if (unused.length) throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to "run" only`);
+    return { values, command, options: { seconds: seconds(values.window, '--window', 10) } };
+  }
   if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv or sfrec, got "${values.format}"`);
   const options = {
     firstSensor: sensorId(values.sensor),
@@ -328,15 +347,70 @@ function parseArguments() {
     maxGflop: gflop(values['max-gflop']),
     workers: workers(values.workers),
   };
-  return { values, options };
+  return { values, command, options };
+}
+
+// `sensorformer stream`: the recording replayed into a streaming session, one JSON line per push
+// that made tokens final (the usage text lists the fields), written as the replay goes.
+async function streamCommand(values, options) {
+  const path = values.input, name = path === '-' ? 'standard input' : path;
+  const text = path === '-' ? await readStream(process.stdin) : await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
+  if (!text.startsWith(`{"format":"${RECORDING_FORMAT}"`))
+    throw new SensorformerError('BAD_FORMAT', `${name} is not a recording (.sfrec: its first line is {"format":"${RECORDING_FORMAT}", ...}); stream replays recordings only`);
+  const model = await loadModel(values.model);
+  // historySeconds: the pooling window is the only use of the history here.
+  const session = model.stream({ historySeconds: options.seconds, attention: values.attention });
+  const sink = values.output && values.output !== '-' ? await fileSink(values.output) : stdoutSink();
+  let lines = [];
+  const onUpdate = (u) => {
+    const m = u.tokens.time.length;
+    if (!m) return;
+    const p = session.pooled({ seconds: options.seconds });
+    const line = {
+      frontier: u.frontier,
+      tokens: m,
+      index: u.tokens.index[0],
+      stream: Array.from(u.tokens.stream),
+      modality: u.tokens.modality,
+      time: Array.from(u.tokens.time),
+      present: Array.from(u.tokens.present),
+      pooled: { from: p.from, to: p.to, presentTokens: p.presentTokens, head: p.head ? f32(p.head) : null },
+    };
+    if (p.probabilities !== undefined) line.pooled.probabilities = p.probabilities ? f32(p.probabilities) : null;
+    if (p.label !== undefined) line.pooled.label = p.label;
+    if (values.embeddings) line.embeddings = rows(u.embeddings, u.dims[1]);
+    if (u.attention)
+      line.attention = u.attention.map((a) => ({
+        token: a.token, layer: a.layer, block: a.block, keys: Array.from(a.keys), keyTimes: Array.from(a.keyTimes),
+        weights: rows(a.weights, a.dims[1]),
+      }));
+    lines.push(`${JSON.stringify(line)}\n`);
+  };
+  const between = async () => {
+    const out = lines;
+    lines = [];
+    for (const l of out) await sink.write(l);
+  };
+  try {
+    const { leftOut, stats } = await replayIntoSession(text, session, { config: model.config, onUpdate, between });
+    if (Object.keys(leftOut).length)
+      note(`the model has no use for ${Object.values(leftOut).map((s) => `${s.modality}@${s.placement}#${s.sensor}`).sort().join(', ')}: left out`);
+    const late = Object.entries(stats).filter(([, s]) => s.beforeFrontier > 0);
+    if (late.length) note(`samples that came after their tokens were final, not given: ${late.map(([id, s]) => `${id} ${s.beforeFrontier}`).join(', ')}`);
+  } finally {
+    await between().catch(() => {});
+    await sink.close();
+    model.dispose();
+  }
 }
 
 async function main() {
-  let values, options, input;
+  let values, options, input, command;
   try {
-    ({ values, options } = parseArguments());
+    ({ values, options, command } = parseArguments());
     if (values.help) return void process.stdout.write(`${USAGE}\n`);
     if (values.version) return void process.stdout.write(`${version}\n`);
+    if (command === 'stream') return await streamCommand(values, options);
     input = await openInput(values, options);
   } catch (e) {
     // parseArgs' own errors (an unknown option, a missing value) are usage errors too

@@ -218,6 +218,7 @@ export class Wearable extends EventTarget {
   #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null, accResolution: undefined };
   #listeners = [];
   #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
+  #sinks = new Set();  // more takers of samples and gap marks (a SessionFeeder: feeder.js)
 
   constructor(device, { clock, options, assembler }) {
     super();
@@ -230,6 +231,30 @@ export class Wearable extends EventTarget {
     this.location = null;
     this.battery = null;
     device.addEventListener('gattserverdisconnected', () => this.#onDisconnect());
+  }
+
+  /**
+   * Adds a taker of every sample batch and gap mark the assembler gets, as they happen:
+   * { push(id, times, values, spec, deviceTimes), markGap(t0, t1, ids) } (deviceTimes: the device
+   * clock's seconds of PMD samples, else null; feeder.js feeds a streaming session this way).
+   * Returns a function that removes it.
+   */
+  addSink(sink) {
+    if (typeof sink?.push !== 'function' || typeof sink?.markGap !== 'function')
+      throw new SensorformerError('INVALID_ARGUMENT', 'Wearable.addSink: a sink needs push(id, times, values, spec, deviceTimes) and markGap(t0, t1, ids)');
+    this.#sinks.add(sink);
+    return () => this.#sinks.delete(sink);
+  }
+
+  #push(id, times, values, deviceTimes) {
+    this.assembler.push(id, times, values);
+    this.#fed.add(id);
+    for (const sink of this.#sinks) sink.push(id, times, values, this.#options.streams[id], deviceTimes);
+  }
+
+  #markGap(t0, t1, ids) {
+    this.assembler.markGap(t0, t1, ids);
+    for (const sink of this.#sinks) sink.markGap(t0, t1, ids);
   }
 
   /** Host time now, in seconds (the clock the samples are stamped with). */
@@ -285,14 +310,9 @@ export class Wearable extends EventTarget {
     this.kinds.add(kind);
     const spec = this.#options.streams;
     if (kind === 'acc') {
-      for (const axis of ['x', 'y', 'z']) {
-        if (!spec[`acc_${axis}`]) continue;
-        this.assembler.push(`acc_${axis}`, times, values[axis]);
-        this.#fed.add(`acc_${axis}`);
-      }
+      for (const axis of ['x', 'y', 'z']) if (spec[`acc_${axis}`]) this.#push(`acc_${axis}`, times, values[axis], deviceTimes);
     } else if (spec[kind]) {
-      this.assembler.push(kind, times, values);
-      this.#fed.add(kind);
+      this.#push(kind, times, values, deviceTimes);
     }
     const batch = deviceTimes ? { kind, times, values, deviceTimes, device: this.name } : { kind, times, values, device: this.name };
     for (const q of this.#queues.get(kind) ?? []) q.push(batch);
@@ -428,7 +448,7 @@ export class Wearable extends EventTarget {
     const ids = [...this.#fed];
     let ticker = null;
     const extendGap = () => {
-      this.assembler.markGap(from, this.now(), ids);
+      this.#markGap(from, this.now(), ids);
       ticker = this.#clock.setTimeout(extendGap, 500);
     };
     extendGap();
@@ -447,7 +467,7 @@ export class Wearable extends EventTarget {
         this.#beats = new BeatTimeline();  // RR chains do not continue across a gap
         await this.#connectOnce();
         const back = this.now();
-        this.assembler.markGap(from, back, ids);
+        this.#markGap(from, back, ids);
         this.dispatchEvent(new CustomEvent('gap', { detail: { start: from, end: back } }));
         this.dispatchEvent(new CustomEvent('reconnect', { detail: { attempt, time: back } }));
         return;
@@ -465,7 +485,8 @@ export class Wearable extends EventTarget {
  * starts every stream the device offers, and returns a Wearable.
  * Options: bluetooth (default navigator.bluetooth; the simulator or a replay work the same),
  * filters, clock, streams (kind -> model stream spec), assembler (share one across devices),
- * pmd ({ ecg, acc: { sampleRate, resolution, range } }), reconnect ({ retries, initialDelayMs, factor }).
+ * pmd ({ ecg, acc: { sampleRate, resolution, range } }), reconnect ({ retries, initialDelayMs, factor }),
+ * sinks (takers of samples and gap marks from the first notification on: Wearable.addSink).
  */
 export async function connectWearable(options = {}) {
   const bluetooth = options.bluetooth ?? globalThis.navigator?.bluetooth;
@@ -495,6 +516,7 @@ export async function connectWearable(options = {}) {
     throw new SensorformerError('BLUETOOTH_FAILED', `requestDevice failed: ${cause?.message ?? cause}`, { cause });
   }
   const wearable = new Wearable(device, { clock, options: { ...options, streams }, assembler });
+  for (const sink of options.sinks ?? []) wearable.addSink(sink);
   await wearable.start();
   return wearable;
 }

@@ -8,4 +8,5 @@ export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
 // point, sensorformer/simulator (web/src/simulator.js), so that this one does not pull it in.
 export { createVirtualClock, createRealClock } from './fake-gatt.js';
 export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
-export { windowsFromRecording } from './session.js';
+export { windowsFromRecording, replayIntoSession } from './session.js';
+export { SessionFeeder, feedSession, FEEDER_DEFAULTS } from './feeder.js';

@@ -14,6 +14,7 @@
 import { SensorformerError } from '../errors.js';
 import { WindowAssembler } from './assembler.js';
 import { connectWearable, DEFAULT_STREAMS } from './device.js';
+import { feedSession } from './feeder.js';
 import { createVirtualClock } from './fake-gatt.js';
 import { parseRecording, replay } from './recording.js';
 
@@ -201,4 +202,53 @@ export async function windowsFromRecording(text, options) {
     ends.push(end);
   }
   return { windows, ends, devices: source.devices };
+}
+
+/**
+ * A recording replayed into a streaming session (model.stream()), through the same path as live
+ * wearables: replayed notifications -> device layer -> SessionFeeder (feeder.js) -> session.push.
+ * Virtual clock, as recordingWindows: silences longer than 1024 s are crossed in one step. Each
+ * push's result goes to onUpdate(update, chunk) as it happens; `between()` (optional, awaited)
+ * runs after every step of replay (the CLI writes its output there, so that memory stays
+ * bounded). At the end every stream's watermark is set to the end of the recording (its last
+ * event + 1 s), so that every token before it is final. Resolves to the feeder's stats and the
+ * streams it left out (config: the model's config; streams it does not know are left out);
+ * rejects with the session's error if a push fails.
+ * @param {string} text  the recording (JSON Lines)
+ */
+export async function replayIntoSession(text, session, { config = null, streams = DEFAULT_STREAMS, onUpdate, between, ...feederOptions } = {}) {
+  const recording = parseRecording(text);
+  const events = recording.events;
+  if (!events.length) throw new SensorformerError('BAD_FORMAT', 'the recording holds no notifications');
+  const names = (recording.header.devices ?? []).map((d) => d.name).filter(Boolean);
+  if (!names.length) throw new SensorformerError('BAD_FORMAT', 'the recording header lists no devices');
+  const t0 = Number.isFinite(recording.header.t0) ? recording.header.t0 : events[0].t;
+  const clock = createVirtualClock(t0);
+  const bluetooth = replay(recording, { clock, speed: 1 });
+  const feeding = feedSession([], session, { ...feederOptions, clock, config, onUpdate });
+  const pending = names.map((name) => connectWearable({ bluetooth, clock, filters: [{ name }], streams, sinks: [feeding.sink] }));
+  const wearables = [];
+  const step = 1;
+  try {
+    await clock.advanceAsync(2);
+    wearables.push(...await Promise.all(pending));
+    const last = events[events.length - 1].t;
+    while (clock.now() < last + 1) {
+      const next = clock.nextDue();
+      const idle = next === null ? Infinity : Math.floor((next - clock.now()) / step);
+      const left = last + 1 - clock.now();
+      await clock.advanceAsync(idle > JUMP_HOPS && left > JUMP_HOPS * step ? Math.min(idle * step, left) : Math.min(step, left));
+      await feeding.flush();
+      if (feeding.error) throw feeding.error;
+      await between?.();
+    }
+    await feeding.close();
+    if (feeding.error) throw feeding.error;
+    await between?.();
+    return { stats: feeding.stats, leftOut: feeding.feeder.leftOut, devices: names };
+  } finally {
+    await feeding.close();
+    for (const w of wearables) await w.close();
+    bluetooth.close();
+  }
 }

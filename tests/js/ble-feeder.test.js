@@ -1,0 +1,391 @@
+// SessionFeeder / feedSession: device-layer samples to streaming-session chunks. Hand-computed
+// chunk layouts; the simulated wearables (seeded, virtual clock) with dropouts and a disconnect,
+// every sample accounted for and on the stated grid; and end to end from the simulator's bytes
+// into a session of a causal look-back model, against a forward over the concatenated chunks.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
+import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
+import { fixturePath } from './safetensors.js';
+import { settle } from './virtual-time.js';
+
+const X = { sensor: 0, modality: 'ecg', placement: 'chest' };
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+const plain = (chunks) => chunks.map((c) => ({
+  streams: c.streams.map((s) => s && Object.fromEntries(Object.entries(s).map(([k, v]) => [k, ArrayBuffer.isView(v) ? Array.from(v) : v]))),
+}));
+
+test('a 10 Hz stream, hand-computed: held while measuring, declared with its rate, a hole waits for `lateness`, a marked gap becomes `until`', () => {
+  const f = new SessionFeeder({ lateness: 0.5, measureSeconds: 1, rateMargin: 0, streams: { x: { ...X, rateHz: 10 } } });
+  f.push('x', range(0, 10).map((k) => 100 + k / 10), range(0, 10));
+  assert.deepEqual(f.flush({ now: 100.9 }), []);  // the first flush with data starts the hold
+  f.push('x', range(10, 20).map((k) => 100 + k / 10), range(10, 20));
+  // 1.05 s later: the rate is measured (an exact 10 Hz grid: the declared rate, phase 100).
+  assert.deepEqual(plain(f.flush({ now: 101.95 })), [{ streams: [{ ...X, rateHz: 10, startTime: 100, samples: range(0, 20) }] }]);
+  // 102.2 .. 102.4 lost: 102.5 is 3 slots late. It waits until it is `lateness` old (a late frame
+  // could still fill the hole); what comes before the hole goes at once.
+  f.push('x', [102.0, 102.1, 102.5, 102.6], [20, 21, 25, 26]);
+  assert.deepEqual(plain(f.flush({ now: 102.65 })), [{ streams: [{ startTime: 102, samples: [20, 21] }] }]);
+  assert.equal(f.stats.x.pending, 2);
+  // Now the hole is old: a re-anchor, startTime 102.5 = slot 25 (the session marks 22..24 missing).
+  assert.deepEqual(plain(f.flush({ now: 103.1 })), [{ streams: [{ startTime: 102.5, samples: [25, 26] }] }]);
+  // A disconnect the device layer marked up to 104: slots 27 .. 39 missing, `until` half a period
+  // before slot 40 (the session then counts exactly 40 slots, whatever its rounding).
+  f.markGap(102.7, 104.0);
+  assert.deepEqual(plain(f.flush({ now: 103.3 })), [{ streams: [{ samples: [], until: 103.95 }] }]);
+  const s = f.stats.x;
+  assert.deepEqual([s.received, s.given, s.pending, s.missing, s.reanchors, s.maxLag, s.maxLead], [24, 24, 0, 3 + 13, 1, 0, 0]);
+});
+
+test('a stream faster than declared gets its measured rate x (1 + rateMargin): the grid falls behind and re-anchors, never runs ahead', () => {
+  // 10.3 Hz declared 10 (3 % fast), 60 s: with the declared rate the last sample would be 18 s early.
+  const rate = 10.3, f = new SessionFeeder({ lateness: 0.5, measureSeconds: 2, rateMargin: 1e-3, streams: { x: { ...X, rateHz: 10 } } });
+  const times = range(0, 618).map((k) => 50 + k / rate);
+  const chunks = [];
+  for (let k = 0; k < times.length; k += 5) {
+    f.push('x', times.slice(k, k + 5), range(k, Math.min(k + 5, times.length)));
+    chunks.push(...plain(f.flush({ now: times[Math.min(k + 4, times.length - 1)] })));
+  }
+  chunks.push(...plain(f.flush({ now: times[times.length - 1] + 0.1, final: true })));
+  const s = f.stats.x;
+  assert.ok(Math.abs(s.measuredRateHz / rate - 1) < 1e-9, `${s.measuredRateHz}`);
+  assert.ok(Math.abs(s.rateHz / (rate * 1.001) - 1) < 1e-12);
+  // Replay the chunks as the session reads them: slot = round((startTime - start0) x rate).
+  const first = chunks[0].streams[0];
+  let n = 0;
+  const at = [];
+  for (const c of chunks) {
+    const p = c.streams[0];
+    if (!p) continue;
+    if (p.startTime !== undefined) n = Math.round((p.startTime - first.startTime) * first.rateHz);
+    for (const v of p.samples) { if (!Number.isNaN(v)) at.push([v, first.startTime + n / first.rateHz]); n++; }
+    if (p.until !== undefined) n = Math.max(n, Math.ceil((p.until - first.startTime) * first.rateHz));
+  }
+  assert.deepEqual(at.map((x) => x[0]), range(0, 618), 'every sample, in order, once');
+  const half = 0.5 / first.rateHz;
+  for (const [v, t] of at) assert.ok(Math.abs(t - times[v]) <= half + 1e-9, `sample ${v}: grid ${t}, measured ${times[v]}`);
+  // 618 samples 0.1 % slower than the grid: 0.618 slots, one re-anchor; the declared 10 Hz grid
+  // would have put the last sample 617 x (1 / 10 - 1 / 10.3) = 1.8 s late.
+  assert.equal(s.reanchors, 1);
+  assert.ok(s.maxLag <= half + 1e-9 && s.maxLead <= half + 1e-9, JSON.stringify(s));
+});
+
+test('event streams keep their times; watermarks trail now by `lateness`; an event older than a given watermark is moved to it and counted', () => {
+  const f = new SessionFeeder({ lateness: 1, measureSeconds: 0, streams: { hr: { ...X, modality: 'hr', rateHz: null } } });
+  f.push('hr', [10.2, 11.2], [60, 61]);
+  assert.deepEqual(f.flush({ now: 11.3 }), []);  // start hold
+  assert.deepEqual(plain(f.flush({ now: 12.5 })), [{ streams: [{ ...X, modality: 'hr', timestamps: [10.2, 11.2], samples: [60, 61], until: 11.5 }] }]);
+  f.push('hr', [12.6], [null]);  // a missing value (NaN) keeps its time
+  assert.deepEqual(plain(f.flush({ now: 12.7 })), [{ streams: [{ timestamps: [12.6], samples: [NaN] }] }]);  // until 11.7 < 12.6: none
+  assert.deepEqual(plain(f.flush({ now: 14 })), [{ streams: [{ timestamps: [], samples: [], until: 13 }] }]);
+  f.push('hr', [12.9], [62]);  // later than `lateness` after its time: moved to the watermark 13
+  assert.deepEqual(plain(f.flush({ now: 14.1 })), [{ streams: [{ timestamps: [13], samples: [62], until: 13.1 }] }]);
+  assert.equal(f.stats.hr.retimed, 1);
+  assert.ok(Math.abs(f.stats.hr.maxRetime - 0.1) < 1e-12);
+  assert.equal(f.stats.hr.missing, 1);
+  assert.equal(f.stats.hr.given, 3);
+  // final: every watermark at now
+  assert.deepEqual(plain(f.flush({ now: 20, final: true })), [{ streams: [{ timestamps: [], samples: [], until: 20 }] }]);
+});
+
+test('a stream that joins a running session starts at the frontier; what came before it is counted, not given', () => {
+  const f = new SessionFeeder({ lateness: 0.5, measureSeconds: 0, rateMargin: 0, streams: { hr: { ...X, modality: 'hr', rateHz: null }, x: { ...X, rateHz: 10 } } });
+  f.push('hr', [1], [60]);
+  f.flush({ now: 1 });
+  assert.equal(f.flush({ now: 3 }).length, 1);  // hr declared, watermark 2.5
+  f.push('x', range(0, 10).map((k) => 2 + k / 10), range(0, 10));
+  const [c] = plain(f.flush({ now: 3.1 }));
+  // frontier bound: hr's max(last event, watermark) = 2.5: slots 2.0 .. 2.4 cannot be given
+  assert.equal(c.streams.length, 2);
+  assert.equal(c.streams[1].startTime, 2.5);
+  assert.deepEqual(c.streams[1].samples, range(5, 10));
+  assert.equal(f.stats.x.beforeFrontier, 5);
+  assert.equal(f.stats.x.received, f.stats.x.given + f.stats.x.pending + f.stats.x.beforeFrontier);
+});
+
+test('bad input: typed errors naming the field', () => {
+  const cases = [
+    [() => new SessionFeeder({ lateness: -1 }), /lateness must be a finite number >= 0/],
+    [() => new SessionFeeder({ rateMargin: 0.5 }), /rateMargin must be below 0.1/],
+    [() => new SessionFeeder({ streamLateness: { rr: NaN } }), /streamLateness.rr must be a finite number/],
+    [() => new SessionFeeder({ config: {} }), /config must be a model config/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: -3 } } }), /rateHz must be a positive number/],
+    [() => new SessionFeeder().push('x', [1], [1]), /no stream "x" \(add it first\)/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).push('x', [1, 2], [1]), /2 times but 1 values/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).push('x', [NaN], [1]), /times\[0\] must be a finite number/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).push('x', [1], ['a']), /values\[0\] must be a number or null/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).markGap(2, 1), /need finite t0 < t1/],
+    [() => { const f = new SessionFeeder(); f.flush({ now: 5 }); f.flush({ now: 4 }); }, /earlier than the previous flush/],
+    [() => feedSession({}, { push() {} }), /wearables must be a Wearable/],
+  ];
+  for (const [fn, message] of cases) {
+    assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && message.test(e.message), String(message));
+  }
+  assert.throws(() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).push('x', [1], [Infinity]), (e) => e.code === 'NON_FINITE');
+});
+
+// ---------------------------------------------------------------------------------------------
+// The simulated wearables through the device layer.
+
+const T0 = 1764460800;
+
+// The streams of the look-back fixtures (ecg, acc_x, hr, rr, temperature; sensors 0-3).
+const FIXTURE_STREAMS = Object.fromEntries(['ecg', 'acc_x', 'hr', 'rr', 'temperature'].map((id) => [id, DEFAULT_STREAMS[id]]));
+
+// Strap and thermometer, seeded, with 2 % of notifications lost and a strap disconnect; every
+// chunk with the clock time of its flush, and every sample the device layer emitted (a second
+// sink: the measured times and values the feeder was given).
+async function simulatedFeed({ seed, seconds, outage, session = null, config = null, streams = FIXTURE_STREAMS, devices = ['strap', 'thermometer'] }) {
+  const clock = createVirtualClock(T0);
+  const sim = createSimulatedBluetooth({ seed, clock, devices, dropoutProbability: 0.02, disconnects: [{ device: 'strap', ...outage }] });
+  const received = {};
+  const recorder = {
+    push(id, times, values) {
+      const r = (received[id] ??= { times: [], values: [] });
+      r.times.push(...times);
+      r.values.push(...values);
+    },
+    markGap() {},
+  };
+  const wearables = await settle(clock, Promise.all(devices.map((k) =>
+    connectWearable({ bluetooth: sim, clock, filters: DEVICE_FILTERS[k], streams, sinks: [recorder] }))));
+  const chunks = [], updates = [];
+  const target = session ?? { push: () => ({}) };
+  const feeding = feedSession(wearables, target, { config, onUpdate: (u, c) => { chunks.push({ now: clock.now(), chunk: c }); updates.push(u); } });
+  await clock.advanceAsync(seconds);
+  await feeding.close();
+  for (const w of wearables) await w.close();
+  sim.close();
+  assert.equal(feeding.error, null, String(feeding.error?.stack));
+  return { chunks, updates, received, stats: feeding.stats, outage: sim.truth.outages[0] };
+}
+
+// The session's view of the chunks (docs/model.md "Streaming sessions"): per stream index, its
+// descriptor and every slot (regular: time of slot n = startTime0 + n / rateHz, NaN = missing) or
+// event (timestamps), and the watermarks.
+function concatenate(chunks) {
+  const streams = [];
+  for (const { chunk } of chunks) {
+    chunk.streams.forEach((p, i) => {
+      if (!p) return;
+      if (!streams[i]) {
+        assert.equal(typeof p.modality, 'string', `stream ${i}'s first part describes it`);
+        streams[i] = { sensor: p.sensor, modality: p.modality, placement: p.placement, rateHz: p.rateHz ?? null, startTime: p.startTime ?? null, samples: [], timestamps: [], untils: [] };
+      }
+      const s = streams[i];
+      if (s.rateHz !== null) {
+        if (p.startTime !== undefined) {
+          const n = Math.round((p.startTime - s.startTime) * s.rateHz);
+          assert.ok(n >= s.samples.length, `stream ${i}: startTime ${p.startTime} overlaps`);
+          while (s.samples.length < n) s.samples.push(NaN);
+        }
+        s.samples.push(...p.samples);
+        if (p.until !== undefined) {
+          // A slot is missing when its time is before `until` (the feeder keeps `until` mid-period).
+          while (s.startTime + s.samples.length / s.rateHz < p.until) s.samples.push(NaN);
+        }
+      } else {
+        for (const t of p.timestamps) {
+          assert.ok(t >= (s.untils.at(-1) ?? -Infinity) && t >= (s.timestamps.at(-1) ?? -Infinity), `stream ${i}: event ${t} before a watermark or an earlier event`);
+          s.timestamps.push(t);
+        }
+        s.samples.push(...p.samples);
+      }
+      if (p.until !== undefined) {
+        assert.ok(p.until > (s.untils.at(-1) ?? -Infinity), `stream ${i}: watermarks increase`);
+        s.untils.push(p.until);
+      }
+    });
+  }
+  return streams;
+}
+
+// What the lead adds to half a period: the measured host times' own steps back (the device clock
+// fit moving by up to ~2.5 ms while it settles, docs/bluetooth.md "assembler.js"); measured over 8
+// seeds: 1.74 ms at most. The samples held while the rate is measured (a stream's first 1.5 s) keep
+// the slots of the declaration: the device layer's first PMD frames are timed with a clock fit of
+// one to three frames and sit up to ~0.7 period apart from where the next ones put them; measured
+// over 8 seeds, within 1.3 periods (ECG 9.8 ms, ACC 15.7 ms); the test allows 1.5.
+const LEAD_SLACK = 3e-3, SETTLED = 10;
+
+test('simulated strap + thermometer, 10 min, 2 % lost notifications, a disconnect: every sample given once, in order, on the grid within the bound; the outage is missing, finality keeps moving', async () => {
+  const report = [];
+  for (const seed of [1, 2]) {
+    const outage = { at: 200 + 37 * seed, duration: 6 + seed };
+    const { chunks, received, stats } = await simulatedFeed({ seed, seconds: 600, outage });
+    const streams = concatenate(chunks);
+    const byId = Object.fromEntries(Object.entries(stats).map(([id, s]) => [id, streams[s.index]]));
+    for (const [id, s] of Object.entries(byId)) {
+      const st = stats[id], r = received[id];
+      assert.ok(s, `${id} was declared`);
+      assert.equal(st.received, r.times.length, id);
+      assert.equal(st.pending + st.beforeFrontier, 0, `${id}: everything given at the end`);
+      // Every value the device layer emitted, in order of its time, exactly once.
+      const order = r.times.map((t, i) => i).sort((a, b) => r.times[a] - r.times[b] || a - b);
+      const given = s.samples.filter((v) => !Number.isNaN(v));
+      assert.deepEqual(given, order.map((i) => Math.fround(r.values[i])).filter((v) => !Number.isNaN(v)), `${id}: values`);
+      if (s.rateHz === null) {
+        // events: their own times (none moved in these runs), non-decreasing
+        assert.equal(st.retimed, 0, id);
+        assert.deepEqual(s.timestamps, order.map((i) => r.times[i]), `${id}: times`);
+        continue;
+      }
+      // Regular: slot time vs measured time of each sample.
+      const half = 0.5 / s.rateHz;
+      let k = 0, worstLag = 0, worstLead = 0, worstLagLater = 0, worstLeadLater = 0;
+      s.samples.forEach((v, n) => {
+        if (Number.isNaN(v)) return;
+        const m = r.times[order[k++]], e = m - (s.startTime + n / s.rateHz);
+        worstLag = Math.max(worstLag, e);
+        worstLead = Math.max(worstLead, -e);
+        if (m > T0 + SETTLED) { worstLagLater = Math.max(worstLagLater, e); worstLeadLater = Math.max(worstLeadLater, -e); }
+      });
+      const ms = (x) => (x * 1e3).toFixed(2);
+      report.push(`${id} seed ${seed}: lag ${ms(worstLag)} ms, lead ${ms(worstLead)} ms; after ${SETTLED} s ${ms(worstLagLater)} / ${ms(worstLeadLater)} ms; half a period ${ms(half)} ms`);
+      assert.ok(worstLag <= 3 * half && worstLead <= 3 * half, `${id} seed ${seed}: a sample more than 1.5 periods from its slot (${worstLag}, ${worstLead})`);
+      assert.ok(worstLagLater <= half + 1e-6, `${id} seed ${seed}: a sample ${worstLagLater} s after its slot after ${SETTLED} s (half a period: ${half})`);
+      assert.ok(worstLeadLater <= half + LEAD_SLACK, `${id} seed ${seed}: a sample ${worstLeadLater} s before its slot after ${SETTLED} s`);
+      assert.ok(Math.abs(worstLag - st.maxLag) < 1e-6 && Math.abs(worstLead - st.maxLead) < 1e-6, `${id}: stats report the same`);
+      // The grid's rate: the measured one x (1 + margin), the real ones being 130.35 / 51.07 Hz x (1 - 20 ppm).
+      const truth = id === 'ecg' ? 130.35 : 51.07;
+      assert.ok(Math.abs(s.rateHz / (truth * (1 + FEEDER_DEFAULTS.rateMargin)) - 1) < 1e-4, `${id}: rate ${s.rateHz}`);
+      // The outage: its slots are missing, and the session was told while it lasted.
+      const { start, end } = { start: T0 + outage.at, end: T0 + outage.at + outage.duration };
+      const inside = s.samples.slice(Math.ceil((start + 0.6 - s.startTime) * s.rateHz), Math.floor((end - s.startTime) * s.rateHz));
+      assert.ok(inside.length > 0 && inside.every(Number.isNaN), `${id}: the outage is missing`);
+      const during = chunks.filter((c) => c.now > start + 2 && c.now < end - 0.5).map((c) => c.chunk.streams[st.index]?.until).filter((u) => u !== undefined);
+      assert.ok(during.length > 0 && during.at(-1) > start + 1, `${id}: watermarks advanced during the outage`);
+    }
+    // Finality never waits for more than a few seconds of data: after each flush, every stream's
+    // given data or watermark reaches within 5 s of the flush time (2 s: lateness 1.5 s + delivery;
+    // RR: 4 s; ACC frames are 0.7 s long).
+    const reach = new Map();
+    for (const { now, chunk } of chunks) {
+      chunk.streams.forEach((p, i) => {
+        if (!p) return;
+        const s = streams[i];
+        let to = p.until ?? -Infinity;
+        if (p.timestamps?.length) to = Math.max(to, p.timestamps.at(-1));
+        if (s.rateHz !== null && p.samples.length && p.startTime !== undefined) to = Math.max(to, p.startTime + (p.samples.length - 1) / s.rateHz);
+        reach.set(i, Math.max(reach.get(i) ?? -Infinity, to));
+      });
+      if (now < T0 + 10) continue;
+      for (const [i, to] of reach) assert.ok(now - to < 5, `stream ${i} (${streams[i].modality}) stalled: ${now - to} s behind at ${now - T0}`);
+    }
+  }
+  console.log(report.join('\n'));
+});
+
+// ---------------------------------------------------------------------------------------------
+// End to end into a session.
+
+const demoStreamModel = new URL('../../demo/model/stream.safetensors', import.meta.url).pathname;
+
+test('end to end: simulated bytes -> device layer -> feeder -> model.stream() of a causal look-back model; every final token equals forward over the concatenated chunks within 1e-5', async () => {
+  const cases = [
+    ...['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback'].map((n) => [n, fixturePath(`model/${n}.safetensors`), FIXTURE_STREAMS, ['strap', 'thermometer']]),
+    ['demo stream model', demoStreamModel, DEFAULT_STREAMS, ['strap', 'thermometer', 'oximeter']],  // every stream of the device layer
+  ];
+  for (const [name, path, specs, devices] of cases) {
+    const model = await loadModel(path);
+    const session = model.stream();
+    const { chunks, updates, stats } = await simulatedFeed({ seed: 4, seconds: 40, outage: { at: 18, duration: 5 }, session, config: model.config, streams: specs, devices });
+    session.dispose();
+    if (specs === FIXTURE_STREAMS) assert.ok(!('acc_y' in stats) && !('spo2' in stats), 'streams the model does not know are left out');
+    else assert.equal(Object.keys(stats).length, 8, 'the demo model takes every stream');
+    const streams = concatenate(chunks);
+    const window = {
+      referenceTime: updates[0].referenceTime,
+      streams: streams.map((s) => (s.rateHz !== null
+        ? { sensor: s.sensor, modality: s.modality, placement: s.placement, rateHz: s.rateHz, startTime: s.startTime, samples: Float32Array.from(s.samples) }
+        : { sensor: s.sensor, modality: s.modality, placement: s.placement, timestamps: Float64Array.from(s.timestamps), samples: Float32Array.from(s.samples) })),
+    };
+    const full = model.forward(window);
+    const d = full.dims[1], rows = new Map();
+    full.tokens.time.forEach((t, i) => rows.set(`${full.tokens.stream[i]}@${t}`, i));
+    let compared = 0, worst = 0, next = 0;
+    for (const u of updates) {
+      u.tokens.time.forEach((t, j) => {
+        assert.equal(u.tokens.index[j], next++, 'session indices count up');
+        const i = rows.get(`${u.tokens.stream[j]}@${t}`);
+        assert.ok(i !== undefined, `${name}: final token of stream ${u.tokens.stream[j]} at ${t} has a row in the forward`);
+        for (let c = 0; c < d; c++) worst = Math.max(worst, Math.abs(u.embeddings[j * d + c] - full.embeddings[i * d + c]));
+        compared++;
+      });
+    }
+    // 1e-5: float32 sums tiled differently (docs/model.md "Streaming sessions").
+    assert.ok(worst <= 1e-5, `${name}: ${worst}`);
+    console.log(`${name}: ${compared} final tokens of ${full.tokens.time.length} in the forward, ${updates.length} pushes, largest difference ${worst}`);
+    // Finality kept up: the tokens up to a few seconds before the end are final.
+    const finalTimes = updates.flatMap((u) => Array.from(u.tokens.time));
+    assert.ok(compared > 0.9 * full.tokens.time.filter((t) => t < Math.max(...finalTimes)).length, `${name}: ${compared} of ${full.tokens.time.length}`);
+    model.dispose();
+  }
+});
+
+test('feedSession: chunks flushed at the end of the task, pushed one at a time in order into an async session; a refused push stops feeding and is reported', async () => {
+  let t = 100;
+  const fake = { sinks: [], addSink(s) { this.sinks.push(s); return () => this.sinks.splice(this.sinks.indexOf(s), 1); }, now: () => t };
+  const pushed = [], updates = [];
+  let inFlight = 0, most = 0;
+  const session = {
+    async push(chunk) {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 1));  // a Worker's round trip
+      inFlight--;
+      pushed.push(chunk);
+      return { n: pushed.length };
+    },
+  };
+  const feeding = feedSession(fake, session, { lateness: 0.5, streams: { hr: { ...X, modality: 'hr', rateHz: null } }, onUpdate: (u) => updates.push(u.n) });
+  const sink = fake.sinks[0];
+  for (let k = 0; k < 20; k++) {
+    t = 100 + k * 0.25;
+    sink.push('hr', [t], [60 + k]);
+    sink.push('hr', [t + 0.01], [61 + k]);  // two batches in one task: one flush
+    await Promise.resolve();
+  }
+  t = 105;
+  await feeding.close();
+  assert.equal(most, 1, 'one push at a time');
+  assert.deepEqual(updates, range(1, pushed.length + 1), 'updates in push order');
+  const times = pushed.flatMap((c) => Array.from(c.streams[0]?.timestamps ?? []));
+  assert.deepEqual(times, range(0, 20).flatMap((k) => [100 + k * 0.25, 100 + k * 0.25 + 0.01]), 'every event, in order');
+  assert.equal(pushed.at(-1).streams[0].until, t, 'close(): the watermark at now');
+  assert.equal(fake.sinks.length, 0, 'close() detaches');
+
+  // A session that refuses a chunk: onError once, nothing pushed after it.
+  const errors = [];
+  let calls = 0;
+  const refusing = { push() { calls++; throw new SensorformerError('INVALID_ARGUMENT', 'refused'); } };
+  const f2 = feedSession(fake, refusing, { lateness: 0, measureSeconds: 0, streams: { hr: { ...X, modality: 'hr', rateHz: null } }, onError: (e) => errors.push(e) });
+  const sink2 = fake.sinks[0];
+  for (let k = 0; k < 5; k++) { t += 1; sink2.push('hr', [t], [60]); await new Promise((r) => setTimeout(r, 0)); }
+  await f2.close();
+  assert.equal(calls, 1);
+  assert.equal(errors.length, 1);
+  assert.equal(f2.error.code, 'INVALID_ARGUMENT');
+});
+
+test('end to end through a Worker session (async pushes): the same final tokens as model.stream() on the same seeded session', async () => {
+  const path = fixturePath('model/factorized_lookback.safetensors');
+  const model = await loadModel(path);
+  const local = await simulatedFeed({ seed: 6, seconds: 25, outage: { at: 12, duration: 3 }, session: model.stream(), config: model.config });
+  const remote = await loadModelInWorker(path, { workers: 1 });
+  try {
+    const viaWorker = await simulatedFeed({ seed: 6, seconds: 25, outage: { at: 12, duration: 3 }, session: await remote.stream(), config: model.config });
+    assert.equal(viaWorker.chunks.length, local.chunks.length, 'the same chunks, pushed one at a time');
+    const tokens = (u) => u.flatMap((x) => Array.from(x.tokens.time, (t, j) => `${x.tokens.stream[j]}@${t}#${x.tokens.index[j]}`));
+    assert.deepEqual(tokens(viaWorker.updates), tokens(local.updates));
+    // the same .wasm on the same pushes: the same float32 embeddings, bit for bit (tolerance 0)
+    assert.deepEqual(viaWorker.updates.map((u) => Array.from(u.embeddings)), local.updates.map((u) => Array.from(u.embeddings)));
+    assert.ok(tokens(local.updates).length > 300);
+  } finally {
+    await remote.dispose();
+    model.dispose();
+  }
+});
