@@ -1189,7 +1189,8 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
 //   keys  = n_layers x blocks x 2 (evicted front kept until half the block) x 2 (vector growth)
 //           x (tokens within W + one chunk's tokens + one per group at the edge, 4 groups at most)
 //           x (2 d_model floats (key, value) + 17 bytes (time, index, mask flag))
-//   history = 2 (growth) x (historySeconds + one chunk) x tokens per second x (d_model floats + 16)
+//   history = 2 (dropped front kept until half the rows) x 2 (growth)
+//             x (historySeconds + one chunk) x tokens per second x (d_model floats + 16)
 //   pending = 2 x (one chunk's tokens + one per stream) x (largest patch floats + 96)
 //   + 16 KiB for the session's fixed parts (groups' map nodes included).
 TEST(Stream, MemoryStaysBoundedOverTwentyMinutes) {
@@ -1221,7 +1222,7 @@ TEST(Stream, MemoryStaysBoundedOverTwentyMinutes) {
     const double per_s = 130.0 / 16 + 50.0 / 8, chunk_s = 1.0, history_s = 60.0, d = c.d_model;
     const double in_w = std::ceil(per_s * c.attention_lookback_s) + std::ceil(per_s * chunk_s) + 4;
     bound = c.n_layers * blocks * 2 * 2 * in_w * (2 * d * 4 + 17) +
-            2 * (history_s + chunk_s) * std::ceil(per_s) * (4 * d + 16) + 2 * (std::ceil(per_s * chunk_s) + 2) * (4 * 16 + 96) +
+            2 * 2 * (history_s + chunk_s) * std::ceil(per_s) * (4 * d + 16) + 2 * (std::ceil(per_s * chunk_s) + 2) * (4 * 16 + 96) +
             16384;
     StreamSession s;
     StreamOptions o;
