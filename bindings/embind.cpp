@@ -193,6 +193,14 @@ sf::Window window_from_js(const val& w) {
   return window;
 }
 
+// Per token: the input stream's index, modality index, time and presence (forward and stream push).
+void set_token_labels(const sf::Tokens& t, val* out) {
+  out->set("tokenStream", copy_out("Int32Array", t.stream));
+  out->set("tokenModality", copy_out("Int32Array", t.modality));
+  out->set("tokenTime", copy_out("Float64Array", t.time));
+  out->set("tokenPresent", copy_out("Uint8Array", t.present));
+}
+
 // A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
 class ModelHandle {
  public:
@@ -273,10 +281,7 @@ class ModelHandle {
     out.set("embeddings", copy_out("Float32Array", r.embeddings));
     out.set("pooled", copy_out("Float32Array", r.pooled));
     out.set("head", copy_out("Float32Array", r.head));
-    out.set("tokenStream", copy_out("Int32Array", t.stream));
-    out.set("tokenModality", copy_out("Int32Array", t.modality));
-    out.set("tokenTime", copy_out("Float64Array", t.time));
-    out.set("tokenPresent", copy_out("Uint8Array", t.present));
+    set_token_labels(t, &out);
     out.set("referenceTime", t.reference_time);
     val maps = val::array();
     for (size_t i = 0; i < r.attention.size(); ++i) {
@@ -359,10 +364,7 @@ class StreamHandle {
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = u.tokens;
     val out = ok_object();
-    out.set("tokenStream", copy_out("Int32Array", t.stream));
-    out.set("tokenModality", copy_out("Int32Array", t.modality));
-    out.set("tokenTime", copy_out("Float64Array", t.time));
-    out.set("tokenPresent", copy_out("Uint8Array", t.present));
+    set_token_labels(t, &out);
     out.set("tokenIndex", copy_out("Float64Array", std::vector<double>(u.index.begin(), u.index.end())));
     out.set("embeddings", copy_out("Float32Array", u.embeddings));
     out.set("frontier", u.frontier);

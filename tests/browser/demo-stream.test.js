@@ -18,7 +18,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { StreamInference } from '../../demo/ui/stream-inference.js';
-import { CSP_HOOK, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
+import { CSP_HOOK, canvasStats, ensureArtifacts, log, openDemoPage, repo, waitFor, watch } from './helpers.js';
 
 const SEED = 9912;    // the seed of demo.test.js: late first thermometer reading (a stream joining late)
 const OUTAGE = 1;     // s out of range: the device layer's first retry (2 s) gets the strap back
@@ -27,15 +27,7 @@ const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 const ctx = {};
 
 before(async () => {
-  ctx.model = demoModel();
-  ctx.server = await demoServer();
-  ctx.browser = await launchChromium();
-  ctx.page = await ctx.browser.newPage({ viewport: { width: 1440, height: 900 } });
-  await ctx.page.addInitScript({ content: CSP_HOOK });
-  ctx.watch = watch(ctx.page, ctx.server.url.replace(/\/$/, ''));
-  ctx.url = `${ctx.server.url}?seed=${SEED}&outage=${OUTAGE}&record=1${ctx.model.query}`;
-  log('stream', `${ctx.url} (models: ${ctx.model.kind}), Chromium ${ctx.browser.version()}`);
-  await ctx.page.goto(ctx.url);
+  Object.assign(ctx, await openDemoPage('stream', `seed=${SEED}&outage=${OUTAGE}&record=1`));
 });
 
 after(async () => {

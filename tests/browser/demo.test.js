@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, demoModel, demoServer, ensureArtifacts, launchChromium, log, repo, waitFor, watch } from './helpers.js';
+import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, repo, waitFor, watch } from './helpers.js';
 
 const OUTAGE = 1;  // s the strap stays out of range: the device layer's first retry (2 s) succeeds
 // The page's simulator. Seed 9912 puts the thermometer's first reading at the end of its 5 s
@@ -27,16 +27,8 @@ const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 const ctx = {};
 
 before(async () => {
-  ctx.model = demoModel();
-  ctx.server = await demoServer();
-  ctx.browser = await launchChromium();
-  ctx.page = await ctx.browser.newPage({ viewport: { width: 1440, height: 900 } });
-  await ctx.page.addInitScript({ content: CSP_HOOK });
-  ctx.watch = watch(ctx.page, ctx.server.url.replace(/\/$/, ''));
   // The windowed model's page (?mode=window): its maps, keyboard and card (demo-stream.test.js: the stream mode).
-  ctx.url = `${ctx.server.url}?mode=window&seed=${SEED}&outage=${OUTAGE}${ctx.model.query}`;
-  log('demo', `${ctx.url} (model: ${ctx.model.kind}), Chromium ${ctx.browser.version()}`);
-  await ctx.page.goto(ctx.url);
+  Object.assign(ctx, await openDemoPage('demo', `mode=window&seed=${SEED}&outage=${OUTAGE}`));
 });
 
 after(async () => {

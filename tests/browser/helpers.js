@@ -166,3 +166,22 @@ export function ensureArtifacts() {
   mkdirSync(artifacts, { recursive: true });
   return artifacts;
 }
+
+/**
+ * The demo page in a fresh Chromium at 1440 x 900, watched (watch()) from before its first script:
+ * the setup of demo.test.js and demo-stream.test.js. `params` is the query before the models'
+ * (e.g. 'mode=window&seed=1'). Returns { model, server, browser, page, watch, url }; the caller
+ * closes the browser and the server and calls model.cleanup().
+ */
+export async function openDemoPage(scope, params) {
+  const model = demoModel();
+  const server = await demoServer();
+  const browser = await launchChromium();
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.addInitScript({ content: CSP_HOOK });
+  const watched = watch(page, server.url.replace(/\/$/, ''));
+  const url = `${server.url}?${params}${model.query}`;
+  log(scope, `${url} (models: ${model.kind}), Chromium ${browser.version()}`);
+  await page.goto(url);
+  return { model, server, browser, page, watch: watched, url };
+}
