@@ -1,5 +1,5 @@
 // Streaming inference: a causal model run incrementally over live streams, one batch of final
-// tokens at a time, with per-layer, per-group key/value caches (docs/model.md, "Streaming").
+// tokens at a time, with per-layer, per-group key/value caches (docs/model.md, "Streaming sessions").
 //
 // A session has a fixed reference time. Chunks append samples to its streams (stream i of a chunk
 // to stream i of the session). A token is **final** once no token at or before its time can still
@@ -29,7 +29,7 @@ namespace sf {
 class Model;
 
 // One stream's part of a chunk. The descriptor (sensor, modality, placement, and rate_hz or
-// has_timestamps) is required the first time the session sees the stream, and must match later.
+// event_driven) is required the first time the session sees the stream, and must match later.
 struct ChunkStream {
   bool has_descriptor = false;
   int sensor = 0;
