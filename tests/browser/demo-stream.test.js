@@ -13,12 +13,12 @@
 //   node --test tests/browser/demo-stream.test.js
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { StreamInference } from '../../demo/ui/stream-inference.js';
-import { CSP_HOOK, canvasStats, ensureArtifacts, log, openDemoPage, repo, waitFor, watch } from './helpers.js';
+import { CSP_HOOK, canvasStats, ensureArtifacts, log, openDemoPage, repo, unlabeledCopy, waitFor, watch } from './helpers.js';
 
 const SEED = 9912;    // the seed of demo.test.js: late first thermometer reading (a stream joining late)
 const OUTAGE = 1;     // s out of range: the device layer's first retry (2 s) gets the strap back
@@ -394,27 +394,13 @@ test('a stream model that is not causal: the core\'s refusal is shown, the windo
 });
 
 test('a stream model without labels: "no class labels", no invented classes; the session still streams', async () => {
-  // The stream model with `labels` taken out of its config (tensor offsets count from the end of
-  // the header, so a shorter header is fine; padded to 8 bytes as safetensors writers do).
-  const bytes = readFileSync(join(repo, 'demo', ctx.model.streamFile));
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
-  const config = JSON.parse(header.__metadata__.config);
-  assert.ok(Array.isArray(config.labels) && config.labels.length > 0, 'the stream model has no labels: this test could not tell the cases apart');
-  delete config.labels;
-  header.__metadata__.config = JSON.stringify(config);
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
-  const dir = `unlabeled-stream-${process.pid}`;
-  mkdirSync(join(repo, 'demo', dir), { recursive: true });
-  writeFileSync(join(repo, 'demo', dir, 'stream.safetensors'), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
+  // The stream model with `labels` taken out of its config.
+  const copy = unlabeledCopy(ctx.model.streamFile, `unlabeled-stream-${process.pid}`, 'stream.safetensors');
   const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
   try {
     await page.addInitScript({ content: CSP_HOOK });
     const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
-    await page.goto(`${ctx.server.url}?seed=${SEED}${ctx.model.query.replace(/&streamModel=[^&]*/, '')}&streamModel=${dir}/stream.safetensors`);
+    await page.goto(`${ctx.server.url}?seed=${SEED}${ctx.model.query.replace(/&streamModel=[^&]*/, '')}&streamModel=${copy.path}`);
     await waitFor(page, 'two streamed updates', () => document.querySelector('#mode').dataset.mode === 'stream' && Number(document.querySelector('#updates').dataset.count) >= 2);
     const shown = await page.evaluate(() => ({
       predicted: document.querySelector('#predicted').textContent, none: document.querySelector('#predicted').classList.contains('none'),
@@ -425,7 +411,7 @@ test('a stream model without labels: "no class labels", no invented classes; the
     log('stream', `${elapsed()}: a stream model without labels: "${shown.predicted}"`);
   } finally {
     await page.close();
-    rmSync(join(repo, 'demo', dir), { recursive: true, force: true });
+    copy.cleanup();
   }
 });
 

@@ -10,11 +10,10 @@
 //   node --test tests/browser/
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, repo, waitFor, watch } from './helpers.js';
+import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, repo, unlabeledCopy, waitFor, watch } from './helpers.js';
 
 const OUTAGE = 1;  // s the strap stays out of range: the device layer's first retry (2 s) succeeds
 // The page's simulator. Seed 9912 puts the thermometer's first reading at the end of its 5 s
@@ -319,26 +318,10 @@ test('the prediction is a polite live region, announced when the class changes, 
   assert.equal(seen.writes, seen.classes.length - 1, `announced ${seen.writes} times for class changes ${JSON.stringify(seen.classes)}`);
 });
 
-/** A copy of the page's model whose config has no `labels` (the safetensors header rewritten), served from demo/<dir>/. */
+/** A copy of the page's model whose config has no `labels`, served from demo/<dir>/. */
 function unlabeledModel() {
-  const source = join(repo, 'demo', ctx.model.file);
-  const bytes = readFileSync(source);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
-  const config = JSON.parse(header.__metadata__.config);
-  assert.ok(Array.isArray(config.labels) && config.labels.length > 0, 'the page\'s model has no labels: this test could not tell the cases apart');
-  delete config.labels;
-  header.__metadata__.config = JSON.stringify(config);
-  // Tensor offsets count from the end of the header, so a shorter header is fine; padded with
-  // spaces to a multiple of 8 bytes, as safetensors writers do.
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
-  const dir = `unlabeled-${process.pid}`;
-  mkdirSync(join(repo, 'demo', dir), { recursive: true });
-  writeFileSync(join(repo, 'demo', dir, 'model.safetensors'), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
-  return { query: `model=${dir}/model.safetensors`, cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }) };
+  const copy = unlabeledCopy(ctx.model.file, `unlabeled-${process.pid}`, 'model.safetensors');
+  return { query: `model=${copy.path}`, cleanup: copy.cleanup };
 }
 
 test('the card shows forward\'s own label and probabilities; a model without labels shows "no class labels", not invented classes', async () => {

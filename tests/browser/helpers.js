@@ -4,7 +4,7 @@
 // violations, responses without the CSP header).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -184,4 +184,27 @@ export async function openDemoPage(scope, params) {
   log(scope, `${url} (models: ${model.kind}), Chromium ${browser.version()}`);
   await page.goto(url);
   return { model, server, browser, page, watch: watched, url };
+}
+
+/**
+ * A copy of demo/<file> whose config has no `labels` (the safetensors header rewritten), written
+ * to demo/<dir>/<name> for the server to serve. Tensor offsets count from the end of the header, so
+ * a shorter header is fine; it is padded with spaces to a multiple of 8 bytes, as safetensors
+ * writers do. Returns { path (under demo/), cleanup() }.
+ */
+export function unlabeledCopy(file, dir, name) {
+  const bytes = readFileSync(join(repo, 'demo', file));
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
+  const config = JSON.parse(header.__metadata__.config);
+  assert.ok(Array.isArray(config.labels) && config.labels.length > 0, `${file} has no labels: the test could not tell the cases apart`);
+  delete config.labels;
+  header.__metadata__.config = JSON.stringify(config);
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+  mkdirSync(join(repo, 'demo', dir), { recursive: true });
+  writeFileSync(join(repo, 'demo', dir, name), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
+  return { path: `${dir}/${name}`, cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }) };
 }
