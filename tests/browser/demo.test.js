@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, repo, unlabeledCopy, waitFor, watch } from './helpers.js';
+import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, unlabeledCopy, waitFor, watch } from './helpers.js';
 
 const OUTAGE = 1;  // s the strap stays out of range: the device layer's first retry (2 s) succeeds
 // The page's simulator. Seed 9912 puts the thermometer's first reading at the end of its 5 s
