@@ -11,12 +11,12 @@ namespace sf {
 
 void KeyValueCache::evict(double earliest_query, double lookback_s) {
   while (begin < time.size() && earliest_query - time[begin] > lookback_s) ++begin;
-  if (begin == time.size()) {  // nothing live: give the rows back at once
+  if (begin == time.size()) {  // nothing live: give the storage back at once (clear() keeps it)
     begin = 0;
-    kv.clear();
-    time.clear();
-    ignore.clear();
-    index.clear();
+    kv = {};
+    time = {};
+    ignore = {};
+    index = {};
   }
 }
 
@@ -36,6 +36,14 @@ void compact(KeyValueCache* c) {
   c->ignore.erase(c->ignore.begin(), c->ignore.begin() + b);
   c->index.erase(c->index.begin(), c->index.begin() + b);
   c->begin = 0;
+  // After a burst (a backlog pushed at once) the storage is far larger than the look-back needs:
+  // give it back, so that a session's memory follows its look-back again (docs/model.md).
+  if (c->time.capacity() > 4 * c->time.size() + 64) {
+    c->kv.shrink_to_fit();
+    c->time.shrink_to_fit();
+    c->ignore.shrink_to_fit();
+    c->index.shrink_to_fit();
+  }
 }
 
 }  // namespace

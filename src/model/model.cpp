@@ -292,7 +292,21 @@ double Model::forward_gflop(const Tokens& t, const std::vector<TokenGroups>& blo
   for (int i = 0; i < t.count; ++i) macs += static_cast<double>(c.modalities[t.modality[i]].patch_len) * d;
   for (const TokenGroups& groups : block_groups) {
     double per_layer = T * (4 * d * d + 2 * d * ff);
-    for (const auto& g : groups) per_layer += 2 * d * static_cast<double>(g.size()) * g.size();
+    for (const auto& g : groups) {
+      // Query-key pairs in reach: every key of the group, or for a causal model the keys in
+      // [t - W, t] (the attention kernel skips key tiles outside each row's range; a streaming
+      // session counts its pushes the same way, so both refuse the same work).
+      double pairs = static_cast<double>(g.size()) * g.size();
+      if (c.causal) {
+        std::vector<double> times(g.size());
+        for (std::size_t i = 0; i < g.size(); ++i) times[i] = t.time[g[i]];
+        const std::vector<int> limits = time_causal_limits(times);
+        const std::vector<int> starts = c.has_lookback() ? time_lookback_starts(times, c.attention_lookback_s) : std::vector<int>(g.size(), 0);
+        pairs = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) pairs += limits[i] - starts[i];
+      }
+      per_layer += 2 * d * pairs;
+    }
     macs += per_layer * c.n_layers;
   }
   return 2 * macs / 1e9;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "attend/encoder_layer.hpp"
 #include "attend/kv_cache.hpp"
@@ -20,17 +21,31 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Samples one push may append to all streams together, missing ones filled in for a gap included
-// (a gap of 10^8 samples would otherwise allocate and compute 10^8 / P mask tokens in one call).
-// 2^26 is 6 days of one 130 Hz stream; a longer gap is marked in several pushes.
+// Samples one push may give to all streams together (the missing samples of a gap are not
+// counted: a gap costs its emitted absent tokens, at most kAbsentSpanSeconds of them per stream).
+// 2^26 is 6 days of one 130 Hz stream.
 constexpr std::int64_t kMaxSamplesPerPush = std::int64_t(1) << 26;
+
+// Bytes the tokens staged by one push may take before its budgets are checked (each token's
+// values, a PendingToken and its allocation): checked as tokens are staged, so that a push of
+// 2^26 one-sample patches is refused before it allocates gigabytes (a failed allocation aborts
+// WebAssembly).
+constexpr double kMaxStagedBytes = 256.0 * (1 << 20);
+constexpr double kStagedTokenBytes = sizeof(void*) * 4 + 64.0;
+
+// Times anywhere in a session (startTime, timestamps, until) while no reference time is set yet:
+// 1e15 s is 31 million years, far past any clock, and keeps every later check finite.
+constexpr double kMaxAbsoluteTime = 1e15;
 
 struct StreamState {
   int sensor = 0, modality = 0, placement = 0, rate_bucket = 0, patch_len = 1;
   bool event = false;
   double rate_hz = 0.0, start0 = 0.0;
   std::int64_t samples = 0;  // regular: samples so far, missing ones included
-  std::int64_t patches = 0;  // complete patches (tokens) so far
+  std::int64_t patches = 0;  // complete patches (tokens, emitted or skipped) so far
+  // Regular: the time of the last present patch (start0 before one): absent patches at or past
+  // anchor + kAbsentSpanSeconds are skipped.
+  double anchor = 0.0;
   // The incomplete patch: normalised values (missing: 0), presence, event times.
   std::vector<float> values;
   std::vector<std::uint8_t> present;
@@ -39,10 +54,12 @@ struct StreamState {
 
   // No token of this stream can come with a time below this (see the header).
   double bound() const {
-    if (!event) return start0 + static_cast<double>(patches * patch_len) / rate_hz;
+    if (!event) return patch_time(patches);
     if (!times.empty()) return times.front();
     return std::max(last_event, watermark);
   }
+  // The tokenizer's expression (tokenizer.cpp), so that times agree to the bit with a forward.
+  double patch_time(std::int64_t k) const { return start0 + static_cast<double>(k * patch_len) / rate_hz; }
 };
 
 struct PendingToken {
@@ -50,7 +67,7 @@ struct PendingToken {
   std::int64_t patch = 0;
   double time = 0.0;
   bool present = false;
-  std::vector<float> values;  // (P) normalised
+  std::vector<float> values;  // (P) normalised; empty for an absent token (its values are unused)
 };
 
 struct HistoryEntry {
@@ -66,6 +83,16 @@ std::string num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.17g", v);
   return b;
+}
+
+// Layer buffers kept between pushes beyond this are released after the push (see compute()).
+constexpr std::size_t kMaxIdleWorkspaceBytes = std::size_t(1) << 20;
+
+std::size_t workspace_bytes(const LayerWorkspace& ws) {
+  const auto f = [](const std::vector<float>& v) { return v.capacity() * sizeof(float); };
+  return f(ws.y) + f(ws.sa) + f(ws.hidden) + f(ws.linear1.panels) + f(ws.linear1.bias) + f(ws.linear2.panels) +
+         f(ws.linear2.bias) + f(ws.mha.qkv) + f(ws.mha.ctx) + f(ws.mha.head_map) + ws.mha.causal_limit.capacity() * sizeof(int) +
+         f(ws.mha.attention.buffer);
 }
 
 }  // namespace
@@ -116,7 +143,7 @@ std::size_t StreamSession::memory_bytes() const {
   for (const auto& groups : s.caches)
     for (const auto& [key, cache] : groups) bytes += sizeof(cache) + 48 + cache.bytes();  // ~48: a map node
   bytes += s.history.capacity() * sizeof(HistoryEntry) + s.history_rows.capacity() * sizeof(float);
-  return bytes;
+  return bytes + workspace_bytes(s.ws);
 }
 
 Status StreamSession::create(const Model& model, const StreamOptions& options, StreamSession* out) {
@@ -130,6 +157,10 @@ Status StreamSession::create(const Model& model, const StreamOptions& options, S
     return {ErrorCode::kNonFinite, "stream session: referenceTime is not finite"};
   if (!(options.history_s > 0.0) || !std::isfinite(options.history_s))
     return {ErrorCode::kInvalidArgument, "stream session: historySeconds must be finite and > 0, got " + num(options.history_s)};
+  if (!(options.event_timeout_s > 0.0) || !std::isfinite(options.event_timeout_s))
+    return {ErrorCode::kInvalidArgument, "stream session: eventTimeoutSeconds must be finite and > 0, got " + num(options.event_timeout_s)};
+  if (!(options.max_gflop > 0.0))
+    return {ErrorCode::kInvalidArgument, "stream session: maxGflop must be > 0, got " + num(options.max_gflop)};
   auto s = std::make_unique<State>();
   s->model = &model;
   s->options = options;
@@ -148,10 +179,52 @@ namespace {
 struct Staged {
   std::vector<StreamState> streams;
   std::vector<PendingToken> added;
+  std::vector<SkippedRun> skipped;
   bool has_ref = false;
   double ref = 0.0;
   std::int64_t samples = 0;
+  double token_bytes = 0.0;
 };
+
+// A patch of stream `index` skipped (absent, past the span): extends that stream's open run.
+void skip_patches(std::size_t index, const StreamState& st, std::int64_t first, std::int64_t count, Staged* staged) {
+  if (count <= 0) return;
+  const double from = st.patch_time(first), to = st.patch_time(first + count);
+  for (auto it = staged->skipped.rbegin(); it != staged->skipped.rend(); ++it)
+    if (it->stream == static_cast<int>(index)) {
+      if (it->to == from) {
+        it->to = to;
+        it->patches += count;
+        return;
+      }
+      break;
+    }
+  staged->skipped.push_back({static_cast<int>(index), from, to, count});
+}
+
+Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
+  staged->token_bytes += kStagedTokenBytes + 4.0 * static_cast<double>(tok.values.size());
+  if (staged->token_bytes > kMaxStagedBytes)
+    return stream_error(ErrorCode::kResourceExhausted, index,
+                        "this push makes more than " + std::to_string(static_cast<long long>(kMaxStagedBytes) >> 20) +
+                            " MiB of patches (" + std::to_string(staged->added.size()) +
+                            " tokens so far): give the samples in several pushes");
+  staged->added.push_back(std::move(tok));
+  return Status::Ok();
+}
+
+// Checks a time the caller gave against the reference time (or, before there is one, an absolute
+// bound), so that no later expression (a sample index, a channel bin, the time encoding) can
+// overflow or lose the token's time.
+Status check_time(std::size_t index, const Staged& staged, const char* field, double t) {
+  if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " is not finite");
+  if (staged.has_ref && !(std::fabs(t - staged.ref) <= limits::kMaxTimeOffsetSeconds))
+    return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " " + num(t) + " s is more than 1e12 s from the reference time " +
+                                                           num(staged.ref) + " s: its time encoding would not be finite");
+  if (!staged.has_ref && !(std::fabs(t) <= kMaxAbsoluteTime))
+    return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " " + num(t) + " s is past 1e15 s (seconds since 1970 are 1.8e9)");
+  return Status::Ok();
+}
 
 Status append_sample(const ModelConfig& c, std::size_t index, StreamState* st, float value, bool given_present,
                      double time, Staged* staged) {
@@ -177,33 +250,49 @@ Status append_sample(const ModelConfig& c, std::size_t index, StreamState* st, f
   PendingToken tok;
   tok.stream = static_cast<int>(index);
   tok.patch = st->patches;
-  // The tokenizer's expressions (tokenizer.cpp), so that times agree to the bit with a forward.
-  tok.time = st->event ? st->times.front() : st->start0 + static_cast<double>(st->patches * st->patch_len) / st->rate_hz;
+  tok.time = st->event ? st->times.front() : st->patch_time(st->patches);
   tok.present = static_cast<double>(count) / st->patch_len >= c.min_present_fraction;
-  tok.values = std::move(st->values);
-  if (!tok.present) std::fill(tok.values.begin(), tok.values.end(), 0.0f);
+  if (tok.present) tok.values = std::move(st->values);
   st->values.clear();
   st->present.clear();
   st->times.clear();
   ++st->patches;
-  staged->added.push_back(std::move(tok));
-  return Status::Ok();
+  if (!st->event) {
+    if (tok.present) st->anchor = tok.time;
+    if (!tok.present && tok.time >= st->anchor + kAbsentSpanSeconds) {
+      skip_patches(index, *st, tok.patch, 1, staged);
+      return Status::Ok();
+    }
+  }
+  return stage_token(index, std::move(tok), staged);
 }
 
+// Appends `count` missing samples to a regular stream (a gap): the incomplete patch is completed
+// sample by sample, whole absent patches are emitted while within kAbsentSpanSeconds of the
+// stream's last present patch and skipped in one step after it, so a gap of any length costs at
+// most the span's tokens.
 Status fill_missing(const ModelConfig& c, std::size_t index, StreamState* st, std::int64_t count, Staged* staged) {
-  if (count <= 0) return Status::Ok();
-  staged->samples += count;
-  if (staged->samples > kMaxSamplesPerPush)
-    return stream_error(ErrorCode::kResourceExhausted, index,
-                        "this push would append " + std::to_string(staged->samples) + " samples (missing ones of a gap included), over the limit of " +
-                            std::to_string(kMaxSamplesPerPush) + " per push: mark long gaps in several pushes");
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (std::int64_t i = 0; i < count; ++i)
-    SF_RETURN_IF_ERROR(append_sample(c, index, st, std::numeric_limits<float>::quiet_NaN(), false, nan, staged));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (; count > 0 && !st->values.empty(); --count) SF_RETURN_IF_ERROR(append_sample(c, index, st, nan, false, 0.0, staged));
+  const std::int64_t P = st->patch_len;
+  std::int64_t whole = count / P;
+  for (; whole > 0 && st->patch_time(st->patches) < st->anchor + kAbsentSpanSeconds; --whole, count -= P) {
+    PendingToken tok;
+    tok.stream = static_cast<int>(index);
+    tok.patch = st->patches++;
+    tok.time = st->patch_time(tok.patch);
+    st->samples += P;
+    SF_RETURN_IF_ERROR(stage_token(index, std::move(tok), staged));
+  }
+  skip_patches(index, *st, st->patches, whole, staged);
+  st->patches += whole;
+  st->samples += whole * P;
+  count -= whole * P;
+  for (; count > 0; --count) SF_RETURN_IF_ERROR(append_sample(c, index, st, nan, false, 0.0, staged));
   return Status::Ok();
 }
 
-Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, double frontier, StreamState* st) {
+Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, double frontier, const Staged* staged, StreamState* st) {
   if (!in.has_descriptor)
     return stream_error(ErrorCode::kInvalidArgument, i, "the session has not seen this stream yet: its first chunk must describe it (sensor, modality, placement, and rateHz + startTime or timestamps)");
   if (in.sensor < 0 || in.sensor >= c.n_sensors)
@@ -222,8 +311,10 @@ Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, doubl
   } else {
     if (!(in.rate_hz > 0.0) || !std::isfinite(in.rate_hz))
       return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream needs a finite rateHz > 0 (or give timestamps)");
+    if (!(in.rate_hz <= kMaxRateHz))
+      return stream_error(ErrorCode::kInvalidArgument, i, "rateHz " + num(in.rate_hz) + " is over the session's limit of 1e6 Hz");
     if (!in.has_start_time) return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream's first chunk needs startTime (the time of its first sample)");
-    if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, i, "startTime is not finite");
+    SF_RETURN_IF_ERROR(check_time(i, *staged, "startTime", in.start_time));
     if (in.start_time < frontier)
       return stream_error(ErrorCode::kInvalidArgument, i,
                           "this new stream starts at " + num(in.start_time) + " s, before the session's frontier " + num(frontier) +
@@ -231,6 +322,7 @@ Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, doubl
                               "(with no samples if it has none yet), so that finality waits for it");
     st->rate_hz = in.rate_hz;
     st->start0 = in.start_time;
+    st->anchor = in.start_time;
   }
   st->rate_bucket = c.rate_bucket(in.rate_hz, st->event);
   return Status::Ok();
@@ -250,7 +342,7 @@ Status check_descriptor(const ModelConfig& c, std::size_t i, const ChunkStream& 
   return Status::Ok();
 }
 
-Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool is_new, Staged* staged) {
+Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i, const ChunkStream& in, bool is_new, Staged* staged) {
   StreamState& st = staged->streams[i];
   const std::size_t n = in.samples.size();
   if (!in.present.empty() && in.present.size() != n)
@@ -258,7 +350,7 @@ Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool i
   for (std::size_t j = 0; j < n; ++j)
     if (std::isinf(in.samples[j]))
       return stream_error(ErrorCode::kNonFinite, i, "sample " + std::to_string(j) + " is " + (in.samples[j] > 0 ? "+Inf" : "-Inf") + " (NaN marks a missing sample)");
-  if (in.has_until && !std::isfinite(in.until)) return stream_error(ErrorCode::kNonFinite, i, "until is not finite");
+  if (in.has_until) SF_RETURN_IF_ERROR(check_time(i, *staged, "until", in.until));
   const auto present = [&](std::size_t j) { return in.present.empty() || in.present[j] != 0; };
   if (st.event) {
     if (!in.timestamps.size() && n) return stream_error(ErrorCode::kShapeMismatch, i, "an event-driven stream's samples need timestamps");
@@ -271,6 +363,7 @@ Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool i
     for (std::size_t j = 0; j < n; ++j) {
       const double t = in.timestamps[j];
       if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, i, "timestamp " + std::to_string(j) + " is not finite");
+      SF_RETURN_IF_ERROR(check_time(i, *staged, ("timestamp " + std::to_string(j)).c_str(), t));
       if (t < st.last_event)
         return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's previous event (" +
                                                                 num(st.last_event) + " s): events are appended in time order");
@@ -281,23 +374,31 @@ Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool i
       st.last_event = t;
       SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), t, staged));
     }
-    if (in.has_until) st.watermark = std::max(st.watermark, in.until);
+    if (in.has_until) {
+      st.watermark = std::max(st.watermark, in.until);
+      // A device that left part-way through a patch: close the patch with its missing events
+      // marked missing (NaN at the last received event's time, which keeps the stream's times
+      // non-decreasing), as a window holding the same events plus those NaN events would
+      // tokenize it. Decided on the watermark alone, so chunking cannot change the tokens.
+      if (!st.times.empty() && st.watermark - st.times.front() > options.event_timeout_s) {
+        const double t = st.times.back();
+        while (!st.times.empty())
+          SF_RETURN_IF_ERROR(append_sample(c, i, &st, std::numeric_limits<float>::quiet_NaN(), false, t, staged));
+      }
+    }
     return Status::Ok();
   }
   if (!in.timestamps.empty() || in.event_driven) return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream takes samples on its rate, not timestamps");
   // Where this chunk's first sample falls on the stream's grid start0 + j / rateHz.
   const auto slot = [&](double t) { return (t - st.start0) * st.rate_hz; };
   if (in.has_start_time && !is_new) {
-    if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, i, "startTime is not finite");
+    SF_RETURN_IF_ERROR(check_time(i, *staged, "startTime", in.start_time));
     const double x = slot(in.start_time);
     if (x < static_cast<double>(st.samples) - 0.5)
       return stream_error(ErrorCode::kInvalidArgument, i,
                           "startTime " + num(in.start_time) + " s is sample " + num(x) + " of the stream, but " + std::to_string(st.samples) +
                               " samples were already received (the next is due at " + num(st.start0 + st.samples / st.rate_hz) +
                               " s): chunks must not overlap");
-    if (x > static_cast<double>(kMaxSamplesPerPush) + st.samples)
-      return stream_error(ErrorCode::kResourceExhausted, i, "startTime " + num(in.start_time) + " s leaves a gap of more than " +
-                                                                std::to_string(kMaxSamplesPerPush) + " samples: mark long gaps in several pushes");
     SF_RETURN_IF_ERROR(fill_missing(c, i, &st, std::llround(x) - st.samples, staged));
   }
   staged->samples += static_cast<std::int64_t>(n);
@@ -307,10 +408,90 @@ Status append(const ModelConfig& c, std::size_t i, const ChunkStream& in, bool i
   if (in.has_until) {
     // Samples with time start0 + j / rateHz < until that were not received are missing.
     const double x = std::ceil(slot(in.until));
-    if (x > static_cast<double>(kMaxSamplesPerPush) + st.samples)
-      return stream_error(ErrorCode::kResourceExhausted, i, "until " + num(in.until) + " s marks more than " + std::to_string(kMaxSamplesPerPush) +
-                                                                " missing samples: mark long gaps in several pushes");
     if (x > static_cast<double>(st.samples)) SF_RETURN_IF_ERROR(fill_missing(c, i, &st, static_cast<std::int64_t>(x) - st.samples, staged));
+  }
+  return Status::Ok();
+}
+
+// The budgets of one push, from the tokens it makes final (pending ones and the staged `added`
+// with time < frontier) and the live keys of the groups they join, checked before anything of the
+// push is kept, so that compute() cannot fail half-way: attention rows past
+// limits::kMaxAttentionMapBytes, working memory past limits::kMaxWorkBytes, cost past max_gflop.
+// The cost is counted as Model::forward_gflop counts a window: P d per token to embed, projections
+// and feed-forward per token, layer and block, and 2 d MACs per query-key pair in reach (the causal
+// cut and the look-back: keys in [t - W, t]).
+Status check_budgets(const ModelConfig& c, const StreamOptions& options, const std::vector<AttentionBlock>& blocks,
+                     const std::vector<std::map<long long, KeyValueCache>>& caches, const std::vector<StreamState>& streams,
+                     const std::vector<PendingToken>& pending, const std::vector<PendingToken>& added, double frontier, double ref) {
+  const double d = c.d_model, ff = c.dim_feedforward, H = c.n_heads, L = c.n_layers, W = c.attention_lookback_s;
+  const std::size_t nb = blocks.size();
+  double m = 0, macs = 0, values = 0;
+  std::vector<std::map<long long, std::vector<double>>> members(nb);  // [block][group] -> new tokens' times
+  const auto count = [&](const PendingToken& t) {
+    if (!(t.time < frontier)) return;
+    ++m;
+    const double P = streams[t.stream].patch_len;
+    values += P;
+    macs += P * d;
+    for (std::size_t b = 0; b < nb; ++b) {
+      long long key = 0;
+      if (blocks[b] == AttentionBlock::kTime) key = t.stream;
+      if (blocks[b] == AttentionBlock::kChannel) key = static_cast<long long>(std::floor((t.time - ref) / c.time_bin));
+      members[b][key].push_back(t.time);
+    }
+  };
+  for (const PendingToken& t : pending) count(t);
+  for (const PendingToken& t : added) count(t);
+  if (m == 0) return Status::Ok();
+  double pairs = 0, largest = 0, rectangle = 0, keys_largest = 0;
+  for (std::size_t b = 0; b < nb; ++b)
+    for (auto& [key, times] : members[b]) {
+      std::sort(times.begin(), times.end());
+      const auto it = caches[b].find(key);  // layer 0's; every layer's caches hold the same keys
+      const KeyValueCache* cache = it == caches[b].end() ? nullptr : &it->second;
+      const double* kt = cache ? cache->time.data() + cache->begin : nullptr;
+      const std::size_t live = cache ? cache->live() : 0;
+      const double n = static_cast<double>(times.size());
+      std::size_t start = 0, cached_start = 0;
+      for (std::size_t i = 0; i < times.size(); ++i) {
+        const double t = times[i];
+        // The expressions of time_causal_limits / time_lookback_starts: keys with time <= t and
+        // t - time <= W (cached keys are all earlier than every new token).
+        const std::size_t limit = static_cast<std::size_t>(std::upper_bound(times.begin(), times.end(), t) - times.begin());
+        while (start < i && t - times[start] > W) ++start;
+        while (cached_start < live && t - kt[cached_start] > W) ++cached_start;
+        pairs += static_cast<double>(limit - start) + static_cast<double>(live - cached_start);
+      }
+      largest = std::max(largest, n);
+      keys_largest = std::max(keys_largest, n + live);
+      rectangle = std::max(rectangle, n * (n + live));  // compute()'s per-group weights: (H, n, live + n)
+    }
+  pairs *= L;
+  macs += m * (4 * d * d + 2 * d * ff) * L * nb + 2 * d * pairs;
+  const std::string tokens = "this push makes " + std::to_string(static_cast<long long>(m)) + " tokens final; they";
+  if (options.attention_rows) {
+    // The rows returned: per query and key in reach a weight per head, the key's index and time;
+    // while computing, one group's weights over all its live keys.
+    const double rows = pairs * (4.0 * H + 16.0) + m * L * nb * 96.0, group = 4.0 * H * rectangle;
+    if (rows > limits::kMaxAttentionMapBytes || group > limits::kMaxAttentionMapBytes)
+      return {ErrorCode::kResourceExhausted, tokens + " would need " + std::to_string(static_cast<long long>(std::max(rows, group) / (1 << 20))) +
+                                                 " MiB of attention rows (limit 256 MiB): push shorter chunks, or start the session "
+                                                 "without { attention: true }"};
+  }
+  // Embeddings and token values kept for the update, the largest group's layer buffers and its
+  // keys' projections.
+  const double work = 4.0 * (3.0 * m * d + values) + 96.0 * m + 4.0 * largest * (7.0 * d + ff) + 8.0 * keys_largest * d;
+  if (work > limits::kMaxWorkBytes)
+    return {ErrorCode::kResourceExhausted, tokens + " need about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
+                                               " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +
+                                               " MiB): push shorter chunks"};
+  const double gflop = 2 * macs / 1e9;
+  if (!(gflop <= options.max_gflop)) {
+    char numbers[2][32];
+    std::snprintf(numbers[0], sizeof numbers[0], "%.4g", gflop);
+    std::snprintf(numbers[1], sizeof numbers[1], "%.4g", options.max_gflop);
+    return {ErrorCode::kResourceExhausted, tokens + " need about " + numbers[0] + " GFLOP, over the limit of " + numbers[1] +
+                                               " GFLOP: push shorter chunks, or raise the limit (session option maxGflop)"};
   }
   return Status::Ok();
 }
@@ -322,6 +503,9 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   State& s = *s_;
   if (!s.failure.empty()) return {ErrorCode::kInvalidArgument, "stream session: stopped by an earlier error (" + s.failure + "); start a new session"};
   const ModelConfig& c = s.model->config();
+  if (chunk.streams.size() > static_cast<std::size_t>(kMaxSessionStreams))
+    return {ErrorCode::kInvalidArgument, "chunk: " + std::to_string(chunk.streams.size()) + " streams, over the session's limit of " +
+                                             std::to_string(kMaxSessionStreams)};
   if (!chunk.skip.empty() && chunk.skip.size() != chunk.streams.size())
     return {ErrorCode::kShapeMismatch, "chunk: skip has " + std::to_string(chunk.skip.size()) + " entries for " + std::to_string(chunk.streams.size()) + " streams"};
   const auto skipped = [&](std::size_t i) { return !chunk.skip.empty() && chunk.skip[i]; };
@@ -350,11 +534,11 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
         return stream_error(ErrorCode::kInvalidArgument, i, "stream " + std::to_string(staged.streams.size()) +
                                                                 " has never been given: streams join a session in order");
       staged.streams.emplace_back();
-      SF_RETURN_IF_ERROR(declare(c, i, in, s.frontier, &staged.streams.back()));
+      SF_RETURN_IF_ERROR(declare(c, i, in, s.frontier, &staged, &staged.streams.back()));
     } else {
       SF_RETURN_IF_ERROR(check_descriptor(c, i, in, staged.streams[i]));
     }
-    SF_RETURN_IF_ERROR(append(c, i, in, is_new, &staged));
+    SF_RETURN_IF_ERROR(append(c, s.options, i, in, is_new, &staged));
   }
   // New tokens' value bytes, bounded like a window's (tokenizer.cpp).
   double value_bytes = 0;
@@ -371,14 +555,17 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
                                                                num(staged.ref) + " s: its time encoding would not be finite");
   }
 
-  // Commit the staged input, then find the tokens that became final.
+  // The tokens that become final, and what computing them takes, before anything is kept.
+  double frontier = staged.streams.empty() ? -kInf : kInf;
+  for (const StreamState& st : staged.streams) frontier = std::min(frontier, st.bound());
+  frontier = std::max(frontier, s.frontier);
+  SF_RETURN_IF_ERROR(check_budgets(c, s.options, s.blocks, s.caches, staged.streams, s.pending, staged.added, frontier, staged.ref));
+
+  // Commit the staged input, then compute the tokens that became final.
   s.streams = std::move(staged.streams);
   s.has_ref = staged.has_ref;
   s.ref = staged.ref;
   for (PendingToken& t : staged.added) s.pending.push_back(std::move(t));
-  double frontier = s.streams.empty() ? -kInf : kInf;
-  for (const StreamState& st : s.streams) frontier = std::min(frontier, st.bound());
-  frontier = std::max(frontier, s.frontier);
   std::vector<PendingToken> ready, waiting;
   for (PendingToken& t : s.pending) (t.time < frontier ? ready : waiting).push_back(std::move(t));
   s.pending = std::move(waiting);
@@ -391,6 +578,7 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   });
   StreamUpdate u;
   u.frontier = frontier;
+  u.skipped = std::move(staged.skipped);
   Batch batch{std::move(ready)};
   const Status st = compute(batch, &u);
   if (!st.ok()) {
@@ -423,7 +611,8 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
     t.rate_bucket.push_back(st.rate_bucket);
     t.time.push_back(p.time);
     t.present.push_back(p.present);
-    t.values.insert(t.values.end(), p.values.begin(), p.values.end());
+    if (p.values.empty()) t.values.resize(t.values.size() + st.patch_len, 0.0f);  // absent: unused zeros
+    else t.values.insert(t.values.end(), p.values.begin(), p.values.end());
     t.value_offset.push_back(t.values.size());
     out->index.push_back(s.next_index++);
   }
@@ -542,7 +731,14 @@ Status StreamSession::compute(Batch& batch, StreamUpdate* out) {
     s.history.erase(s.history.begin(), s.history.begin() + begin);
     s.history_rows.erase(s.history_rows.begin(), s.history_rows.begin() + begin * d);
     begin = 0;
+    if (s.history.capacity() > 4 * s.history.size() + 64) {  // after a burst: back to what history_s needs
+      s.history.shrink_to_fit();
+      s.history_rows.shrink_to_fit();
+    }
   }
+  // The layer buffers grow to the largest batch; a burst's would stay held (a 10 M-sample backlog:
+  // hundreds of MB) while live pushes need a few KB.
+  if (workspace_bytes(s.ws) > kMaxIdleWorkspaceBytes) s.ws = LayerWorkspace{};
   return Status::Ok();
 }
 

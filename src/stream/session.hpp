@@ -6,12 +6,22 @@
 // arrive: token time t < frontier = min over streams of the stream's bound, where the bound is
 //   regular stream:      the start time of its next incomplete patch (startTime + kP / rateHz);
 //   event-driven stream: the time of the first event of its incomplete patch, or, with none, the
-//                        latest of its last event time and its watermark (`until`).
+//                        latest of its last event time and its watermark (`until`). An incomplete
+//                        patch whose first event is more than event_timeout_s before the watermark
+//                        is closed with its missing events marked missing (a device that left).
 // Final tokens are computed layer by layer against the cached keys and values of their groups
 // (the causal model never lets a token see a later one), so each final token's embedding equals a
 // full forward over everything received, with the same reference time, within float32 rounding.
 // Keys older than frontier - attention_lookback_s are evicted: memory is bounded by the tokens of
 // one look-back (plus the patches that are complete but not yet final).
+//
+// Gaps cost what they leave final, not their length: a regular stream's patches with no present
+// sample are emitted as absent tokens for kAbsentSpanSeconds after the stream's last present patch
+// (or its start), and skipped after that (counted in StreamUpdate::skipped), so a stream that
+// resumes after two days, or a strap that leaves for good, costs at most a minute of absent tokens
+// per stream. Absent tokens are masked as keys, so skipping them changes no other token.
+// Every push is checked against its budgets (memory, attention rows, max_gflop) before anything of
+// it is kept: a refused push leaves the session as it was.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +30,7 @@
 #include <vector>
 
 #include "attend/layout.hpp"
+#include "core/limits.hpp"
 #include "core/status.hpp"
 #include "kernels/kernel_set.hpp"
 #include "tokenize/tokenizer.hpp"
@@ -27,6 +38,20 @@
 namespace sf {
 
 class Model;
+
+// A regular stream's patches with no present sample are emitted for this long after its last
+// present patch (token times, patch start to patch start), then skipped (see above). A minute is
+// the default pooled() span: a short dropout still shows as absent tokens, a long silence is
+// counted instead of computed.
+constexpr double kAbsentSpanSeconds = 60.0;
+
+// Streams of one session (a chunk longer than this is refused before anything is allocated).
+constexpr int kMaxSessionStreams = 4096;
+
+// Largest regular rate a session accepts: far above any wearable (ECG 1 kHz, PPG 500 Hz); a rate
+// of 1e300 Hz would pin the stream's bound, and with it finality, at its start time. It also keeps
+// sample counts over 1e12 s (limits::kMaxTimeOffsetSeconds) exact in int64.
+constexpr double kMaxRateHz = 1e6;
 
 // One stream's part of a chunk. The descriptor (sensor, modality, placement, and rate_hz or
 // event_driven) is required the first time the session sees the stream, and must match later.
@@ -61,6 +86,13 @@ struct StreamOptions {
   double reference_time = 0.0;  // default: the earliest time of the first chunk that has one
   bool attention_rows = false;  // return each new token's attention rows over its keys
   double history_s = 60.0;      // final embeddings kept for pooled(); > 0
+  // An event stream's incomplete patch whose first event is more than this before the stream's
+  // watermark is closed, its missing events marked missing (a strap that leaves part-way through a
+  // patch would otherwise hold finality back forever). > 0.
+  double event_timeout_s = 15.0;
+  // Compute limit of one push, counted as forward counts it (Model::forward_gflop) for the tokens
+  // the push makes final and the keys they attend to.
+  double max_gflop = limits::kDefaultMaxGflop;
   kernels::KernelSet kernels = kernels::KernelSet::kSimd;
 };
 
@@ -78,12 +110,20 @@ struct AttentionRow {
 
 // The tokens that became final in one push, in time order (ties: stream order). index: each
 // token's position in the session's sequence of final tokens (0, 1, 2, ... over its lifetime).
+// Patches of one stream that were skipped as a run: [from, to) in token times, `patches` of them.
+struct SkippedRun {
+  int stream = 0;
+  double from = 0.0, to = 0.0;
+  std::int64_t patches = 0;
+};
+
 struct StreamUpdate {
   Tokens tokens;  // labels (stream, modality, time, present, ...); values are not kept
   std::vector<std::int64_t> index;
   std::vector<float> embeddings;  // (m, d_model)
   std::vector<AttentionRow> attention;
   double frontier = 0.0;  // every token with time < frontier is final (-inf before any data)
+  std::vector<SkippedRun> skipped;  // absent patches this push skipped instead of emitting
 };
 
 struct PooledResult {

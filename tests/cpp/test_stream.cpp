@@ -1107,11 +1107,16 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
   expect_error(two(), ErrorCode::kShapeMismatch, "present of another length");
   reset(), c0.has_start_time = true, c0.start_time = std::nan("");
   expect_error(two(), ErrorCode::kNonFinite, "NaN startTime");
-  // Gaps of over 2^26 samples in one push (about 6 days at 130 Hz) are refused, not allocated.
-  reset(), c0.has_start_time = true, c0.start_time = kT0 + 1e6;
-  expect_error(two(), ErrorCode::kResourceExhausted, "startTime 11 days later");
-  reset(), c0.has_until = true, c0.until = kT0 + 1e6;
-  expect_error(two(), ErrorCode::kResourceExhausted, "until 11 days later");
+  // Times more than 1e12 s from the reference time are refused when given (not later, when their
+  // patch completes, by which time the stream would refuse every real event after them).
+  reset(), c0.has_start_time = true, c0.start_time = kT0 + 2e12;
+  expect_error(two(), ErrorCode::kNonFinite, "startTime 2e12 s later");
+  reset(), c0.has_until = true, c0.until = 1e300;
+  expect_error(two(), ErrorCode::kNonFinite, "until 1e300");
+  reset(), c1.timestamps = {kT0 + 2.3, kT0 + 2e12};
+  expect_error(two(), ErrorCode::kNonFinite, "an event 2e12 s later");
+  reset(), c1.until = kT0 + 2e12;
+  expect_error(two(), ErrorCode::kNonFinite, "an event stream's until 2e12 s later");
   for (const auto& [field, edit] : std::vector<std::pair<std::string, std::function<void(ChunkStream&)>>>{
            {"sensor", [](ChunkStream& c) { c.sensor = 1; }},
            {"modality", [](ChunkStream& c) { c.modality = "acc_x"; }},
@@ -1140,6 +1145,8 @@ TEST(Stream, RejectedPushesLeaveTheSessionUnchanged) {
   expect_error(three(), ErrorCode::kIndexOutOfRange, "sensor past n_sensors");
   new_stream("rr", "finger", 3), n2.has_descriptor = false;
   expect_error(three(), ErrorCode::kInvalidArgument, "new stream without a descriptor");
+  new_stream("rr", "finger", 3), n2.rate_hz = 1e300;
+  expect_error(three(), ErrorCode::kInvalidArgument, "rateHz 1e300 (it would pin the frontier at its start)");
   new_stream("rr", "finger", 3), n2.start_time = kT0 + 1.0;
   expect_error(three(), ErrorCode::kInvalidArgument, "new stream starting before the frontier");
   new_stream("rr", "finger", 3), n2.samples[1] = 3e38f;  // (3e38 - 0.8) / 0.15 overflows float32
