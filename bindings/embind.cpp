@@ -345,7 +345,8 @@ SF_GLUE_MINSIZE sf::Chunk chunk_from_js(const val& chunk) {
 // their model, since the core keeps a pointer to it).
 class StreamHandle {
  public:
-  // options: { referenceTime: number|null, attention: boolean, historySeconds: number }
+  // options: { referenceTime: number|null, attention: boolean, historySeconds: number,
+  //            eventTimeoutSeconds: number, maxGflop: number }
   SF_GLUE_MINSIZE val start(const ModelHandle& model, val opts) {
     sf::StreamOptions o;
     if (given(opts["referenceTime"])) {
@@ -354,6 +355,8 @@ class StreamHandle {
     }
     o.attention_rows = opts["attention"].as<bool>();
     if (given(opts["historySeconds"])) o.history_s = opts["historySeconds"].as<double>();
+    if (given(opts["eventTimeoutSeconds"])) o.event_timeout_s = opts["eventTimeoutSeconds"].as<double>();
+    if (given(opts["maxGflop"])) o.max_gflop = opts["maxGflop"].as<double>();
     const sf::Status s = sf::StreamSession::create(model.model(), o, &session_);
     return s.ok() ? ok_object() : failure(s);
   }
@@ -382,6 +385,13 @@ class StreamHandle {
       rows.set(i, r);
     }
     out.set("attention", rows);
+    // Skipped runs flat, (stream, from, to, patches) each: web/src/stream.js makes the objects.
+    std::vector<double> skipped(4 * u.skipped.size());
+    for (size_t i = 0; i < u.skipped.size(); ++i) {
+      const sf::SkippedRun& k = u.skipped[i];
+      skipped[4 * i] = k.stream, skipped[4 * i + 1] = k.from, skipped[4 * i + 2] = k.to, skipped[4 * i + 3] = static_cast<double>(k.patches);
+    }
+    out.set("skipped", copy_out("Float64Array", skipped));
     return out;
   }
 

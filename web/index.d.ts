@@ -349,6 +349,14 @@ export interface StreamOptions {
   attention?: boolean;
   /** Seconds of final embeddings kept for pooled() (finite, > 0; default 60). */
   historySeconds?: number;
+  /**
+   * An event stream's incomplete patch is closed, its missing events marked missing, once the
+   * stream's `until` is more than this past the patch's first event (finite, > 0; default 15 s):
+   * a strap that leaves part-way through a patch does not hold finality back.
+   */
+  eventTimeoutSeconds?: number;
+  /** Compute limit of each push in GFLOP, counted as forward counts a window (> 0; default 10). */
+  maxGflop?: number;
 }
 
 /**
@@ -402,6 +410,17 @@ export interface StreamAttentionRow {
   dims: [number, number];
 }
 
+/**
+ * Absent patches of one regular stream that a push skipped instead of emitting: those more than 60 s
+ * after the stream's last present patch (docs/model.md "Gaps"). Token times [from, to).
+ */
+export interface SkippedPatches {
+  stream: number;
+  from: number;
+  to: number;
+  patches: number;
+}
+
 /** The tokens that became final in one push, in time order (ties: stream order, then patch order). */
 export interface StreamUpdate {
   tokens: {
@@ -424,6 +443,8 @@ export interface StreamUpdate {
   referenceTime: number | null;
   /** With { attention: true }: rows by token, then layer. */
   attention: StreamAttentionRow[] | null;
+  /** Runs of absent patches this push skipped (a long gap costs its first minute, not its length). */
+  skipped: SkippedPatches[];
 }
 
 /** undefined / null = defaults; other keys are INVALID_ARGUMENT. */

@@ -186,20 +186,16 @@ struct Staged {
   double token_bytes = 0.0;
 };
 
-// A patch of stream `index` skipped (absent, past the span): extends that stream's open run.
+// Patches [first, first + count) of stream `index` skipped (absent, past the span): extends the
+// stream's run when it is the last one recorded (a stream's patches are staged together, in order).
 void skip_patches(std::size_t index, const StreamState& st, std::int64_t first, std::int64_t count, Staged* staged) {
   if (count <= 0) return;
-  const double from = st.patch_time(first), to = st.patch_time(first + count);
-  for (auto it = staged->skipped.rbegin(); it != staged->skipped.rend(); ++it)
-    if (it->stream == static_cast<int>(index)) {
-      if (it->to == from) {
-        it->to = to;
-        it->patches += count;
-        return;
-      }
-      break;
-    }
-  staged->skipped.push_back({static_cast<int>(index), from, to, count});
+  const double from = st.patch_time(first);
+  std::vector<SkippedRun>& runs = staged->skipped;
+  if (runs.empty() || runs.back().stream != static_cast<int>(index) || runs.back().to != from)
+    runs.push_back({static_cast<int>(index), from, from, 0});
+  runs.back().to = st.patch_time(first + count);
+  runs.back().patches += count;
 }
 
 Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
@@ -216,14 +212,17 @@ Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
 // Checks a time the caller gave against the reference time (or, before there is one, an absolute
 // bound), so that no later expression (a sample index, a channel bin, the time encoding) can
 // overflow or lose the token's time.
-Status check_time(std::size_t index, const Staged& staged, const char* field, double t) {
-  if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " is not finite");
-  if (staged.has_ref && !(std::fabs(t - staged.ref) <= limits::kMaxTimeOffsetSeconds))
-    return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " " + num(t) + " s is more than 1e12 s from the reference time " +
-                                                           num(staged.ref) + " s: its time encoding would not be finite");
-  if (!staged.has_ref && !(std::fabs(t) <= kMaxAbsoluteTime))
-    return stream_error(ErrorCode::kNonFinite, index, std::string(field) + " " + num(t) + " s is past 1e15 s (seconds since 1970 are 1.8e9)");
-  return Status::Ok();
+// field: "startTime", "until" or "timestamp" (then `at` is the sample's index). The message is
+// built only for a time that fails.
+Status check_time(std::size_t index, const Staged& staged, const char* field, double t, std::size_t at = 0) {
+  const bool ok = staged.has_ref ? std::fabs(t - staged.ref) <= limits::kMaxTimeOffsetSeconds : std::fabs(t) <= kMaxAbsoluteTime;
+  if (ok) return Status::Ok();  // false for NaN and infinities
+  std::string m = field;
+  if (m == "timestamp") m += " " + std::to_string(at);
+  if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, index, m + " is not finite");
+  return stream_error(ErrorCode::kNonFinite, index,
+                      m + " " + num(t) + " s is more than " + (staged.has_ref ? "1e12 s from the reference time " + num(staged.ref) + " s" : std::string("1e15 s from 0 (seconds since 1970 are 1.8e9)")) +
+                          ": its time encoding would not be finite");
 }
 
 Status append_sample(const ModelConfig& c, std::size_t index, StreamState* st, float value, bool given_present,
@@ -362,8 +361,7 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
       return stream_error(ErrorCode::kResourceExhausted, i, "more than " + std::to_string(kMaxSamplesPerPush) + " samples in one push");
     for (std::size_t j = 0; j < n; ++j) {
       const double t = in.timestamps[j];
-      if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, i, "timestamp " + std::to_string(j) + " is not finite");
-      SF_RETURN_IF_ERROR(check_time(i, *staged, ("timestamp " + std::to_string(j)).c_str(), t));
+      SF_RETURN_IF_ERROR(check_time(i, *staged, "timestamp", t, j));
       if (t < st.last_event)
         return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's previous event (" +
                                                                 num(st.last_event) + " s): events are appended in time order");
@@ -425,43 +423,48 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
                      const std::vector<PendingToken>& pending, const std::vector<PendingToken>& added, double frontier, double ref) {
   const double d = c.d_model, ff = c.dim_feedforward, H = c.n_heads, L = c.n_layers, W = c.attention_lookback_s;
   const std::size_t nb = blocks.size();
-  double m = 0, macs = 0, values = 0;
-  std::vector<std::map<long long, std::vector<double>>> members(nb);  // [block][group] -> new tokens' times
-  const auto count = [&](const PendingToken& t) {
-    if (!(t.time < frontier)) return;
-    ++m;
-    const double P = streams[t.stream].patch_len;
-    values += P;
-    macs += P * d;
-    for (std::size_t b = 0; b < nb; ++b) {
-      long long key = 0;
-      if (blocks[b] == AttentionBlock::kTime) key = t.stream;
-      if (blocks[b] == AttentionBlock::kChannel) key = static_cast<long long>(std::floor((t.time - ref) / c.time_bin));
-      members[b][key].push_back(t.time);
-    }
-  };
-  for (const PendingToken& t : pending) count(t);
-  for (const PendingToken& t : added) count(t);
+  double macs = 0, values = 0;
+  // The new tokens' labels in stream order, as a window lists them, grouped by the layout's own
+  // functions (layout.cpp) as a forward groups its tokens.
+  std::vector<std::vector<double>> by_stream(streams.size());
+  for (const std::vector<PendingToken>* list : {&pending, &added})
+    for (const PendingToken& p : *list)
+      if (p.time < frontier) {
+        const double P = streams[p.stream].patch_len;
+        values += P;
+        macs += P * d;
+        by_stream[p.stream].push_back(p.time);
+      }
+  Tokens t;
+  t.reference_time = ref;
+  for (std::size_t i = 0; i < by_stream.size(); ++i) {
+    t.stream.insert(t.stream.end(), by_stream[i].size(), static_cast<int>(i));
+    t.time.insert(t.time.end(), by_stream[i].begin(), by_stream[i].end());
+  }
+  t.count = static_cast<int>(t.time.size());
+  const double m = t.count;
   if (m == 0) return Status::Ok();
   double pairs = 0, largest = 0, rectangle = 0, keys_largest = 0;
   for (std::size_t b = 0; b < nb; ++b)
-    for (auto& [key, times] : members[b]) {
-      std::sort(times.begin(), times.end());
+    for (const std::vector<int>& g : group_tokens(t, blocks[b], c.time_bin)) {
+      long long key = 0;
+      if (blocks[b] == AttentionBlock::kTime) key = t.stream[g[0]];
+      if (blocks[b] == AttentionBlock::kChannel) key = static_cast<long long>(std::floor((t.time[g[0]] - ref) / c.time_bin));
       const auto it = caches[b].find(key);  // layer 0's; every layer's caches hold the same keys
       const KeyValueCache* cache = it == caches[b].end() ? nullptr : &it->second;
-      const double* kt = cache ? cache->time.data() + cache->begin : nullptr;
       const std::size_t live = cache ? cache->live() : 0;
-      const double n = static_cast<double>(times.size());
-      std::size_t start = 0, cached_start = 0;
-      for (std::size_t i = 0; i < times.size(); ++i) {
-        const double t = times[i];
-        // The expressions of time_causal_limits / time_lookback_starts: keys with time <= t and
-        // t - time <= W (cached keys are all earlier than every new token).
-        const std::size_t limit = static_cast<std::size_t>(std::upper_bound(times.begin(), times.end(), t) - times.begin());
-        while (start < i && t - times[start] > W) ++start;
-        while (cached_start < live && t - kt[cached_start] > W) ++cached_start;
-        pairs += static_cast<double>(limit - start) + static_cast<double>(live - cached_start);
+      std::vector<double> times(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) times[i] = t.time[g[i]];
+      // Keys with time <= t and t - time <= W, the expressions of the forward's masks; cached keys
+      // are all earlier than every new token.
+      const std::vector<int> limits = time_causal_limits(times);
+      const std::vector<int> starts = c.has_lookback() ? time_lookback_starts(times, W) : std::vector<int>(g.size(), 0);
+      std::size_t cached_start = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        while (cached_start < live && times[i] - cache->time[cache->begin + cached_start] > W) ++cached_start;
+        pairs += static_cast<double>(limits[i] - starts[i]) + static_cast<double>(live - cached_start);
       }
+      const double n = static_cast<double>(g.size());
       largest = std::max(largest, n);
       keys_largest = std::max(keys_largest, n + live);
       rectangle = std::max(rectangle, n * (n + live));  // compute()'s per-group weights: (H, n, live + n)

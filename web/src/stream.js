@@ -32,7 +32,17 @@ const STREAM_OPTIONS = {
   attention: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' },
   // The default keeps a minute of final embeddings for pooled(): d_model floats per token.
   historySeconds: { fallback: 60, valid: (v) => Number.isFinite(v) && v > 0, expected: 'a finite number of seconds > 0' },
+  // An event stream's incomplete patch is closed (its missing events marked missing) once its
+  // `until` is this far past the patch's first event: a strap that leaves part-way through a patch
+  // of 4 beats would otherwise hold every stream's finality back. 15 s: 4 beats at 16 bpm.
+  eventTimeoutSeconds: { fallback: 15, valid: (v) => Number.isFinite(v) && v > 0, expected: 'a finite number of seconds > 0' },
+  // forward's default compute limit, per push (counted as forward counts a window).
+  maxGflop: { fallback: 10, valid: (v) => typeof v === 'number' && v > 0, expected: 'a number of GFLOP > 0 (Infinity: no limit)' },
 };
+
+// Streams one session takes (src/stream/session.hpp kMaxSessionStreams): a chunk's streams array is
+// checked against it before it is read, so a sparse array of length 3e7 is refused, not walked.
+const MAX_SESSION_STREAMS = 4096;
 
 /** The options of model.stream(), checked here for Model and WorkerModel alike. */
 export function streamOptions(options, method = 'stream(options)') {
@@ -94,9 +104,18 @@ function chunkStream(s, path) {
   return out;
 }
 
+// The core's skipped runs, (stream, from, to, patches) flat, as objects.
+function skippedRuns(flat) {
+  const runs = [];
+  for (let i = 0; i < flat.length; i += 4) runs.push({ stream: flat[i], from: flat[i + 1], to: flat[i + 2], patches: flat[i + 3] });
+  return runs;
+}
+
 /** A chunk as the core's StreamSession.push takes it (bindings/embind.cpp, chunk_from_js). */
 export function normalizeChunk(chunk, path = 'chunk') {
   if (!chunk || typeof chunk !== 'object' || !Array.isArray(chunk.streams)) throw bad(path, `must be an object with a streams array, got ${describe(chunk)}`);
+  if (chunk.streams.length > MAX_SESSION_STREAMS)
+    throw bad(`${path}.streams`, `has length ${chunk.streams.length}, over the ${MAX_SESSION_STREAMS} streams a session takes (entry i appends to session stream i)`);
   for (const key of Object.keys(chunk))
     if (key !== 'streams')
       throw bad(`${path}.${key}`, key === 'referenceTime' ? 'is a session option: model.stream({ referenceTime })' : 'is not a chunk field (a chunk is { streams })');
@@ -182,6 +201,7 @@ export class StreamSession {
       attention: this.#options.attention
         ? r.attention.map((a) => ({ token: a.query, layer: a.layer, block: a.block, keys: a.keys, keyTimes: a.keyTimes, weights: a.weights, dims: [H, a.keys.length] }))
         : null,
+      skipped: skippedRuns(r.skipped),
     };
   }
 
