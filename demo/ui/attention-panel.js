@@ -9,7 +9,6 @@ import { fitCanvas, h, relTime } from './dom.js';
 import { palette } from './theme.js';
 import { describeTokens, sameToken } from './tokens.js';
 
-
 const BLOCK_INFO = {
   time: { title: 'Within a stream', kind: 'time × time', note: 'time block: every patch of one sensor attends to that sensor’s other patches' },
   channel: { title: 'Across streams', kind: 'channel × channel', note: 'channel block: the patches of every sensor in one time bin attend to each other' },

@@ -5,6 +5,9 @@
 
 const media = globalThis.matchMedia?.('(prefers-color-scheme: dark)') ?? null;
 const listeners = new Set();
+// The classes the stylesheet colours (--rest, --walk, --run): a model's label is looked up only
+// among these, so a label that happens to name another property (say "bg") is not given its colour.
+const CLASSES = new Set(['rest', 'walk', 'run']);
 let cached = null;
 
 /**
@@ -21,7 +24,7 @@ export function palette() {
     query: v('--q'), key: v('--k'),
     // '' for a stream or class the stylesheet has no colour for: the caller's fallback applies
     stream: (id) => (streams.has(id) ? streams.get(id) : streams.set(id, v(`--${id}`)).get(id)),
-    cls: (name) => (classes.has(name) ? classes.get(name) : classes.set(name, v(`--${name}`)).get(name)),
+    cls: (name) => (!CLASSES.has(name) ? '' : classes.has(name) ? classes.get(name) : classes.set(name, v(`--${name}`)).get(name)),
   };
   return cached;
 }
