@@ -6,6 +6,7 @@
 #include <emscripten/val.h>
 #include <malloc.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -57,16 +58,29 @@ val copy_out(const char* ctor, const std::vector<T>& v) {
   return val::global(ctor).new_(val(emscripten::typed_memory_view(v.size(), v.data())));
 }
 
-// times: Float64Array (n) seconds -> { ok, data: Float32Array (n * dModel) }
-val time_encoding(val times, double t_ref, int d_model, double max_period) {
+// times: Float64Array (n) seconds; inv_freq: null (computed from max_period) or Float64Array
+// (d_model / 2), checked by web/src/core.js and again here (the length guards the read, the
+// values follow a model file's rule: finite, in [-1, 1]) -> { ok, data: Float32Array (n * dModel) }
+val time_encoding(val times, double t_ref, int d_model, double max_period, val inv_freq) {
   const auto t = copy_in<double>(times);
+  const auto table = copy_in<double>(inv_freq);
+  const bool has_table = !inv_freq.isNull() && !inv_freq.isUndefined();
+  if (has_table) {
+    if (d_model < 2 || d_model % 2 != 0 || table.size() != static_cast<size_t>(d_model / 2))
+      return failure({sf::ErrorCode::kInvalidArgument, "time encoding: invFreq has " + std::to_string(table.size()) +
+                                                           " values; d_model " + std::to_string(d_model) + " needs d_model / 2"});
+    for (size_t i = 0; i < table.size(); ++i)
+      if (!std::isfinite(table[i]) || std::fabs(table[i]) > 1.0)
+        return failure({std::isfinite(table[i]) ? sf::ErrorCode::kInvalidArgument : sf::ErrorCode::kNonFinite,
+                        "time encoding: invFreq[" + std::to_string(i) + "] must be finite and in [-1, 1] rad/s"});
+  }
   if (4.0 * t.size() * d_model > sf::limits::kMaxWorkBytes)  // checked before the output exists
     return failure({sf::ErrorCode::kResourceExhausted, "time encoding: " + std::to_string(t.size()) + " x " +
                                                            std::to_string(d_model) + " floats exceed the " +
                                                            std::to_string(sf::limits::kMaxWorkBytes >> 20) + " MiB limit"});
   std::vector<float> out(t.size() * static_cast<size_t>(d_model > 0 ? d_model : 0));
-  const sf::Status s = sf::encode_time({d_model, max_period}, t.data(), static_cast<int>(t.size()),
-                                       t_ref, out.data());
+  const sf::Status s = sf::encode_time({d_model, max_period, has_table ? table.data() : nullptr}, t.data(),
+                                       static_cast<int>(t.size()), t_ref, out.data());
   if (!s.ok()) return failure(s);
   val r = val::object();
   r.set("ok", true);

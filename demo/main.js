@@ -29,7 +29,7 @@ import { LookbackStrip, renderKeyList } from './ui/lookback-strip.js';
 import { PredictionPanel } from './ui/prediction.js';
 import { Session } from './ui/source.js';
 import { StreamInference } from './ui/stream-inference.js';
-import { KEY_COLOR, QUERY_COLOR } from './ui/streams.js';
+import { onSchemeChange } from './ui/theme.js';
 import { TracesPanel } from './ui/traces-panel.js';
 
 const params = new URLSearchParams(location.search);
@@ -100,9 +100,9 @@ const attention = new AttentionPanel($('#maps'), {
     else {
       const same = sel.query.id === sel.key.id && sel.query.time === sel.key.time;
       traces.highlights = same
-        ? [{ id: sel.query.id, t0: sel.query.t0, t1: sel.query.t1, color: QUERY_COLOR, label: 'Q = K' }]
-        : [{ id: sel.query.id, t0: sel.query.t0, t1: sel.query.t1, color: QUERY_COLOR, label: 'Q' },
-          { id: sel.key.id, t0: sel.key.t0, t1: sel.key.t1, color: KEY_COLOR, label: 'K' }];
+        ? [{ id: sel.query.id, t0: sel.query.t0, t1: sel.query.t1, role: 'query', label: 'Q = K' }]
+        : [{ id: sel.query.id, t0: sel.query.t0, t1: sel.query.t1, role: 'query', label: 'Q' },
+          { id: sel.key.id, t0: sel.key.t0, t1: sel.key.t1, role: 'key', label: 'K' }];
     }
   },
 });
@@ -279,7 +279,7 @@ streamer.addEventListener('result', (e) => {
   }
   traces.window = { t0: p.from, t1: p.to };
   const q = d.lookback?.query;
-  traces.highlights = q ? [{ id: q.id, t0: q.time, t1: q.t1, color: QUERY_COLOR, label: 'Q' }] : [];
+  traces.highlights = q ? [{ id: q.id, t0: q.time, t1: q.t1, role: 'query', label: 'Q' }] : [];
   // The feeder's counts (web/src/ble/feeder.js stats): received from the device layer, values
   // given to the session, held for a late neighbour, slots marked missing (NaN, a gap, `until`).
   let received = 0, given = 0, pending = 0, missing = 0;
@@ -409,6 +409,8 @@ pause.addEventListener('click', () => {
 
 // --- go ---------------------------------------------------------------------------------------
 traces.afterDraw = () => { if (mode === 'stream') lookback.draw(); };
+// The traces and the strip redraw every frame; these only when something changes.
+onSchemeChange(() => { prediction.drawHistory(); attention.redraw(); });
 traces.start();
 if (params.get('source') === 'bluetooth' && bluetoothAvailability().available) {
   startBluetooth(['strap', 'thermometer', 'oximeter']).then((ok) => ok || startSimulator());

@@ -63,14 +63,33 @@ export interface LoadOptions extends CoreLoadOptions {
   fetchOptions?: Omit<RequestInit, 'signal'>;
 }
 
-export interface TimeEncodingOptions {
+interface TimeEncodingBase {
   /** Even, >= 2. */
   dModel: number;
-  /** Longest period of the sinusoids, in seconds (default 10000). */
-  maxPeriod?: number;
   /** Times are encoded as t - referenceTime, in float64 (default 0). */
   referenceTime?: number;
 }
+/**
+ * The inverse frequencies come from `maxPeriod` (inv_freq[i] = maxPeriod^(-2i/dModel), in float64)
+ * or are given as `invFreq` (never both: INVALID_ARGUMENT).
+ */
+export type TimeEncodingOptions = TimeEncodingBase & (
+  | {
+    /** Longest period of the sinusoids, in seconds (default 10000). */
+    maxPeriod?: number;
+    invFreq?: undefined;
+  }
+  | {
+    /**
+     * The table itself, dModel / 2 values in rad/s, e.g. a model's float32
+     * `time_encoding.inv_freq` (what that model adds to its tokens); each value is widened to
+     * float64 exactly. As in a model file: finite (else NON_FINITE), in [-1, 1] (else
+     * INVALID_ARGUMENT), and the length must be dModel / 2 (INVALID_ARGUMENT).
+     */
+    invFreq: Float32Array | Float64Array | readonly number[];
+    maxPeriod?: undefined;
+  }
+);
 
 export interface MhaWeights {
   /** (3E, E), rows [W_q; W_k; W_v] as in torch.nn.MultiheadAttention.in_proj_weight. */

@@ -6,10 +6,8 @@
 // its aria-label says what it shows and which cell is highlighted.
 import { cellAt, drawAttentionMap, headWeights, reorderMap } from '../../web/src/render/index.js';
 import { fitCanvas, h, relTime } from './dom.js';
+import { palette } from './theme.js';
 import { describeTokens, sameToken } from './tokens.js';
-
-const BACKGROUND = '#0f141b';
-const TEXT = '#9aa7b4';
 
 const BLOCK_INFO = {
   time: { title: 'Within a stream', kind: 'time × time', note: 'time block: every patch of one sensor attends to that sensor’s other patches' },
@@ -153,9 +151,9 @@ export class AttentionPanel {
     const groups = this.#groups(panel);
     const group = this.#chooseGroup(panel, groups);
     if (!group) {
-      ctx.fillStyle = BACKGROUND;
+      ctx.fillStyle = palette().background;
       ctx.fillRect(0, 0, width, height);
-      ctx.fillStyle = TEXT;
+      ctx.fillStyle = palette().text;
       ctx.font = `${13 * panel.fit.pixelRatio}px system-ui, sans-serif`;
       ctx.textAlign = 'center';
       ctx.fillText(last ? 'no tokens in this block yet' : 'waiting for the first window…', width / 2, height / 2);
@@ -184,7 +182,7 @@ export class AttentionPanel {
     }
     const { layout, max } = drawAttentionMap(ctx, map, {
       head: this.head, labels, absent: rows.map((t) => !t.present), colors: rows.map((t) => t.color),
-      selected, hover: panel.hover, pixelRatio: panel.fit.pixelRatio, theme: 'dark', background: BACKGROUND, text: TEXT,
+      selected, hover: panel.hover, pixelRatio: panel.fit.pixelRatio, theme: 'auto', background: palette().background, text: palette().text,
       font: '10px system-ui, sans-serif', axisTitle: '',
     });
     panel.view = { map, rows, layout, max, weights: headWeights(map, this.head), group };

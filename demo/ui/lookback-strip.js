@@ -1,6 +1,6 @@
 // The stream mode's attention picture: the newest final token's attention over its look-back, as
 // one strip with a row per stream on the traces' time axis (the same seconds, the same value-axis
-// gutter, so a key sits under the patch of the trace it stands for). Each key's patch is coloured
+// gutter, so a key lines up with the patch of the trace it stands for). Each key's patch is coloured
 // by its weight (viridis, 0 -> that block's largest weight), the query's patch is outlined and
 // the look-back [t - W, t] is shaded. Last layer, mean over heads. With two blocks per layer
 // (factorized) the query's own stream shows its within-stream (time) block and the other streams
@@ -8,12 +8,13 @@
 // scaled by its own largest weight.
 import { viridis } from '../../web/src/render/index.js';
 import { fitCanvas, h, hostNow, relTime } from './dom.js';
-import { QUERY_COLOR, STREAM_VIEW } from './streams.js';
+import { STREAM_VIEW } from './streams.js';
+import { palette } from './theme.js';
 import { AXIS_WIDTH, VIEW_LAG, VIEW_SECONDS } from './traces-panel.js';
 
-const BACKGROUND = '#0f141b';
-const ROW_LINE = '#1a222c';
-const LABEL = '#7d8896';
+// The rows' labels: the size of the page's other small print (11 px, style.css), which a row of
+// the strip (112 px / 8 streams, style.css) holds with room to spare.
+const LABEL_FONT = '11px system-ui, sans-serif';
 
 // Which block's weight a key's row shows: the query's own stream reads its within-stream block,
 // the other streams the block across streams; 'flattened' (one block) serves both.
@@ -61,20 +62,22 @@ export class LookbackStrip {
     const pr = this.#fit.pixelRatio, W = this.canvas.width / pr, H = this.canvas.height / pr;
     ctx.save();
     ctx.setTransform(pr, 0, 0, pr, 0, 0);
-    ctx.fillStyle = BACKGROUND;
+    const colors = palette();
+    ctx.fillStyle = colors.background;
     ctx.fillRect(0, 0, W, H);
     const now = hostNow(), t1 = now - VIEW_LAG, t0 = t1 - VIEW_SECONDS;
     const plotW = Math.max(1, W - AXIS_WIDTH);
     const x = (t) => AXIS_WIDTH + ((t - t0) / (t1 - t0)) * plotW;
     const rows = STREAM_VIEW.length, rh = H / rows;
-    ctx.font = '9.5px system-ui, sans-serif';
+    ctx.font = LABEL_FONT;
+    const labelFont = ctx.font;  // as the context took it (the tests read it)
     ctx.textBaseline = 'middle';
     ctx.textAlign = 'right';
     for (const [r, view] of STREAM_VIEW.entries()) {
-      ctx.fillStyle = LABEL;
+      ctx.fillStyle = colors.text;
       ctx.fillText(view.short, AXIS_WIDTH - 6, (r + 0.5) * rh);
       if (r) {
-        ctx.fillStyle = ROW_LINE;
+        ctx.fillStyle = colors.line;
         ctx.fillRect(AXIS_WIDTH, Math.round(r * rh), plotW, 1);
       }
     }
@@ -86,7 +89,7 @@ export class LookbackStrip {
     if (lb) {
       const q = lb.query;
       // the look-back: keys can only lie in [t - W, t]
-      ctx.fillStyle = 'rgba(88, 166, 255, 0.10)';
+      ctx.fillStyle = colors.lookbackFill;
       ctx.fillRect(x(q.time - lb.lookbackSeconds), 0, x(q.time) - x(q.time - lb.lookbackSeconds), H);
       for (const c of this.cells()) {
         const [red, green, blue] = viridis(c.v);
@@ -97,7 +100,7 @@ export class LookbackStrip {
       }
       const r = STREAM_VIEW.findIndex((v) => v.id === q.id);
       if (r >= 0) {
-        ctx.strokeStyle = QUERY_COLOR;
+        ctx.strokeStyle = colors.query;
         ctx.lineWidth = 1.5;
         ctx.strokeRect(x(q.time), r * rh + 0.75, Math.max(2, x(q.t1) - x(q.time)), rh - 1.5);
       }
@@ -106,6 +109,8 @@ export class LookbackStrip {
     const ds = this.canvas.dataset;
     ds.draws = String(Number(ds.draws ?? 0) + 1);
     ds.keys = String(drawn);
+    ds.rows = String(rows);
+    ds.labelFont = labelFont;
     ds.query = lb ? `${lb.query.id} ${lb.query.time.toFixed(3)}` : '';
     // Without the token's age, which changes every frame: the label changes with the token.
     const label = lb

@@ -3,8 +3,13 @@
 // truth above them when the signals are simulated).
 import { fitCanvas, h, hostNow } from './dom.js';
 import { classColor } from './streams.js';
+import { palette } from './theme.js';
 
 const HISTORY_SECONDS = 120;
+
+// A probability as the card shows it, in the headline and on its bar alike (one formatting, so the
+// two never disagree: a rounded "100 %" above a "99.8 %" bar did).
+export const percent = (p) => `${(100 * p).toFixed(1)} %`;
 
 export class PredictionPanel {
   #history = [];
@@ -90,10 +95,10 @@ export class PredictionPanel {
       this.announce.dataset.label = name;
       this.announce.textContent = `Predicted activity: ${name}`;
     }
-    this.confidence.textContent = `${(100 * p[best]).toFixed(0)} %`;
+    this.confidence.textContent = percent(p[best]);
     this.#bars.forEach((b, i) => {
       b.fill.style.setProperty('--p', p[i].toFixed(4));
-      b.value.textContent = `${(100 * p[i]).toFixed(1)} %`;
+      b.value.textContent = percent(p[i]);
       b.row.classList.toggle('best', i === best);
     });
     if (truth) {
@@ -146,7 +151,7 @@ export class PredictionPanel {
     const x = (t) => W - ((now - t) / HISTORY_SECONDS) * W;
     const hasTruth = this.#history.some((e) => e.truth);
     const lanes = hasTruth ? [['truth', 2, H / 2 - 3], ['best', H / 2 + 1, H / 2 - 3]] : [['best', 2, H - 4]];
-    ctx.fillStyle = 'rgba(240,246,252,0.04)';
+    ctx.fillStyle = palette().tint;
     for (const [, y, hgt] of lanes) ctx.fillRect(0, y, W, hgt);
     for (let i = 0; i < this.#history.length; i++) {
       const e = this.#history[i], next = this.#history[i + 1];

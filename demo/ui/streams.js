@@ -1,6 +1,7 @@
 // What the page shows for each model stream (the demo model's streams: DEFAULT_STREAMS of the
 // device layer), and which device feeds which streams.
 import { DEFAULT_STREAMS } from '../../web/src/ble/index.js';
+import { palette } from './theme.js';
 
 export const STREAM_VIEW = [
   { id: 'ecg', title: 'ECG', short: 'ECG', unit: 'µV', color: '#ff6b81', minSpan: 900, style: 'line', tall: true, digits: 0 },
@@ -33,7 +34,5 @@ export const ALL_STREAMS = Object.fromEntries(STREAM_VIEW.map((v) => [v.id, DEFA
 
 export const streamKey = (s) => `${s.sensor}:${s.modality}:${s.placement}`;
 
-export const QUERY_COLOR = '#f8f9fa';
-export const KEY_COLOR = '#ff8cc6';
-export const CLASS_COLORS = { rest: '#51cf66', walk: '#fcc419', run: '#ff6b6b' };
-export const classColor = (name, i) => CLASS_COLORS[name] ?? ['#51cf66', '#fcc419', '#ff6b6b', '#4dabf7', '#b197fc'][i % 5];
+// A class's colour: the stylesheet's (--rest, --walk, --run, per colour scheme), else one of five.
+export const classColor = (name, i) => palette().cls(name) || ['#51cf66', '#fcc419', '#ff6b6b', '#4dabf7', '#b197fc'][i % 5];

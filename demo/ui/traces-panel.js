@@ -4,10 +4,10 @@
 import { autoRange, drawTimeAxis, drawTrace, seriesFromStream } from '../../web/src/render/index.js';
 import { fitCanvas, h, hostNow } from './dom.js';
 import { STREAM_VIEW } from './streams.js';
+import { palette } from './theme.js';
 
 export const VIEW_SECONDS = 15;
 export const VIEW_LAG = 0.6;  // s: the newest ECG frame (73 samples, ~0.56 s) has arrived by then
-const BACKGROUND = '#0f141b';
 // The value axis's gutter (CSS px), the same for every trace and the shared time axis so their
 // plot areas line up: "−1000 µV" (ACC, ECG) fits at 10 px.
 export const AXIS_WIDTH = 52;
@@ -23,7 +23,7 @@ export class TracesPanel {
     this.container = container;
     this.gapBadge = gapBadge;
     this.window = null;        // { t0, t1 } of the latest inference
-    this.highlights = [];      // [{ id, t0, t1, color, label }]
+    this.highlights = [];      // [{ id, t0, t1, role: 'query' | 'key', label }]: coloured by the palette's query / key
     this.afterDraw = null;     // called after each frame (the look-back strip scrolls with the traces)
     for (const view of STREAM_VIEW) {
       const value = h('span', { class: 'value' }, '–');
@@ -60,6 +60,7 @@ export class TracesPanel {
     const now = hostNow();
     const t1 = now - VIEW_LAG, t0 = t1 - VIEW_SECONDS;
     let gapsInView = 0;
+    const colors = palette();
     const updateText = now - this.#lastText > 0.25;
     if (updateText) this.#lastText = now;
     for (const r of this.#rows) {
@@ -71,10 +72,10 @@ export class TracesPanel {
       const gaps = (buffer?.gaps ?? []).map(([a, b]) => [a, b, ongoing && b > now - 1.5]);
       const target = autoRange(series, { t0, t1, minSpan: r.view.minSpan });
       r.range = smoothRange(r.range, target);
-      const highlights = this.highlights.filter((x) => x.id === r.view.id);
+      const highlights = this.highlights.filter((x) => x.id === r.view.id).map((x) => ({ ...x, color: colors[x.role] }));
       const out = drawTrace(ctx, series, {
         t0, t1, reference: now, range: r.range ?? undefined, minSpan: r.view.minSpan, style: r.view.style, maxStep: r.view.maxStep,
-        gaps, window: this.window, highlights, color: r.view.color, theme: 'dark', background: BACKGROUND,
+        gaps, window: this.window, highlights, color: colors.stream(r.view.id) || r.view.color, theme: 'auto', background: colors.background, text: colors.text,
         valueAxis: true, axisWidth: AXIS_WIDTH, units: r.view.unit, timeAxis: false,
         pixelRatio: r.fit.pixelRatio, lineWidth: r.view.tall ? 1.4 : 1.25,
       });
@@ -93,7 +94,7 @@ export class TracesPanel {
     }
     const axis = this.#axis.canvas.getContext('2d');
     axis.clearRect(0, 0, this.#axis.canvas.width, this.#axis.canvas.height);
-    drawTimeAxis(axis, { t0, t1, reference: now, valueAxis: true, axisWidth: AXIS_WIDTH, pixelRatio: this.#axis.fit.pixelRatio, theme: 'dark', color: '#7d8896', unit: 's' });
+    drawTimeAxis(axis, { t0, t1, reference: now, valueAxis: true, axisWidth: AXIS_WIDTH, pixelRatio: this.#axis.fit.pixelRatio, theme: 'auto', color: colors.text, unit: 's' });
     if (this.gapBadge) {
       this.gapBadge.hidden = gapsInView === 0;
       this.gapBadge.dataset.count = String(gapsInView);

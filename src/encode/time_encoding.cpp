@@ -45,8 +45,9 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
                                          " s) is more than 1e12 s from the reference time " + std::to_string(t_ref) +
                                          " s: its encoding would not be finite or meaningful"};
     if (!(dt * max_inv <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(dt * max_inv) +
-                                         " rad (max_period " + std::to_string(config.max_period) +
+      return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(dt * max_inv) + " rad (" +
+                                         (config.inv_freq ? std::string("the given inverse frequencies")
+                                                          : "max_period " + std::to_string(config.max_period)) +
                                          "): beyond 1e12 rad the encoding is not finite or meaningful"};
   }
   if (kernels == kernels::KernelSet::kReference)

@@ -2,8 +2,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { loadCore, SensorformerError } from '../../web/src/index.js';
-import { allClose, fixturePath, readSafetensors } from './safetensors.js';
+import { readFileSync } from 'node:fs';
+
+import { loadCore, loadModel, SensorformerError } from '../../web/src/index.js';
+import { allClose, fixturePath, readSafetensors, writeSafetensors } from './safetensors.js';
 
 // PyTorch's float32 attention tolerances (test_transformers.py); the encoding bound of the issue.
 const OUT_ATOL = 1e-5, OUT_RTOL = 5e-6;
@@ -32,6 +34,96 @@ for (const c of JSON.parse(time.metadata.cases)) {
     console.log(`parity ${c.name}: max|diff| ${maxAbs.toExponential(3)}`);
   });
 }
+
+// A model whose file carries seed 000's float32 table (tools/reference/make_model_fixtures.py,
+// time_f32_table): `time_encoding.inv_freq` = 1 / max_period^(arange(0, d, 2) / d) in float32.
+const seedModelPath = fixturePath('model/time_f32_table.safetensors');
+const seedModel = readSafetensors(seedModelPath);
+const seedConfig = JSON.parse(seedModel.metadata.config);
+const seedTable = seedModel.tensors['time_encoding.inv_freq'].data;
+// Times that tell the float32 table from the float64 formula: 1 / 10000^(2/16) rounded to float32
+// is 3e-8 off, 8e-4 rad after a day (the fixture's day-long window), epoch seconds further still.
+const SEED_TIMES = [0, 0.25, 10, 3600, 86400.5, 1764460812.3456788];
+
+test('timeEncoding({ invFreq }) reproduces a float32 table: float64 sin / cos of (t - ref) x the given values', () => {
+  assert.ok(seedTable instanceof Float32Array && seedTable.length === seedConfig.d_model / 2);
+  const d = seedConfig.d_model, half = d / 2;
+  for (const referenceTime of [0, 86400]) {
+    // Independent reference: each float32 value widened, the angle and sin / cos in float64 (JS).
+    const want = new Float64Array(SEED_TIMES.length * d);
+    SEED_TIMES.forEach((t, n) => {
+      for (let i = 0; i < half; i++) {
+        const angle = (t - referenceTime) * seedTable[i];
+        want[n * d + i] = Math.sin(angle);
+        want[n * d + half + i] = Math.cos(angle);
+      }
+    });
+    for (const invFreq of [seedTable, Array.from(seedTable), Float64Array.from(seedTable)]) {
+      const { data, dims } = core.timeEncoding(SEED_TIMES, { dModel: d, invFreq, referenceTime });
+      assert.deepEqual(dims, [SEED_TIMES.length, d]);
+      const maxAbs = assertClose(data, want, TIME_ATOL, 0, `invFreq (${invFreq.constructor.name}), reference ${referenceTime}`);
+      console.log(`invFreq ${invFreq.constructor.name}, reference ${referenceTime}: max|diff| ${maxAbs.toExponential(3)}`);
+    }
+    // The table matters: the float64 formula is far off at a day and at epoch times.
+    const formula = core.timeEncoding(SEED_TIMES, { dModel: d, maxPeriod: seedConfig.max_period, referenceTime }).data;
+    assert.ok(!allClose(formula, want, 1e-4, 0).ok, 'the float64 formula agrees with the float32 table: the times do not tell them apart');
+  }
+});
+
+test('timeEncoding({ invFreq }) is what a model with that time_encoding.inv_freq adds to its tokens', async () => {
+  // The fixture model with no layers, no final norm, no head and every embedding zero: its
+  // embeddings are then exactly the time encoding of each token's time (docs/model.md "Token
+  // embedding"), with the file's table.
+  const config = { ...seedConfig, n_layers: 0, final_norm: false, n_outputs: 0 };
+  const tensors = {};
+  for (const [name, t] of Object.entries(seedModel.tensors)) {
+    if (name.startsWith('encoder.') || name.startsWith('head.')) continue;
+    tensors[name] = { dtype: 'F32', shape: t.shape, data: name === 'time_encoding.inv_freq' ? t.data : new Float32Array(t.data.length) };
+  }
+  const bytes = writeSafetensors(tensors, { config: JSON.stringify(config) });
+  const model = await loadModel(new Uint8Array(bytes), { warmup: false });
+  try {
+    const { windows } = JSON.parse(readFileSync(fixturePath('model/windows.json'), 'utf8'));
+    for (const [w, window] of windows.entries()) {
+      const r = model.forward(window);
+      const enc = core.timeEncoding(r.tokens.time, { dModel: config.d_model, invFreq: seedTable, referenceTime: r.referenceTime });
+      // the same kernel on the same float64 angles: the same floats
+      assert.deepEqual(enc.data, r.embeddings, `window ${w}: the model's time encoding differs`);
+    }
+  } finally {
+    model.dispose();
+  }
+});
+
+test('timeEncoding invFreq: a table the model file would refuse is refused, with the rule', () => {
+  const err = (fn) => {
+    try { fn(); } catch (e) {
+      assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.stack ?? e}`);
+      return e;
+    }
+    assert.fail('no error thrown');
+  };
+  const cases = [
+    [{ dModel: 4, invFreq: [1] }, 'INVALID_ARGUMENT', /^invFreq has 1 values; dModel 4 needs 2$/],
+    [{ dModel: 4, invFreq: [1, 0.1, 0.01] }, 'INVALID_ARGUMENT', /needs 2/],
+    [{ dModel: 5, invFreq: [1, 0.1] }, 'INVALID_ARGUMENT', /^dModel must be even, got 5$/],
+    [{ dModel: 4, invFreq: [1, NaN] }, 'NON_FINITE', /^invFreq\[1\] is NaN/],
+    [{ dModel: 4, invFreq: Float32Array.of(Infinity, 0.1) }, 'NON_FINITE', /^invFreq\[0\] is Infinity/],
+    [{ dModel: 4, invFreq: [1, 1.5] }, 'INVALID_ARGUMENT', /^invFreq\[1\] is 1\.5: inverse frequencies must be in \[-1, 1\]/],
+    [{ dModel: 4, invFreq: [1, '0.1'] }, 'INVALID_ARGUMENT', /^invFreq\[1\] must be a number, got "0\.1"$/],
+    [{ dModel: 4, invFreq: Int32Array.of(1, 0) }, 'INVALID_ARGUMENT', /^invFreq must be a Float32Array, a Float64Array or an array of numbers, got an? Int32Array/],
+    [{ dModel: 4, invFreq: null }, 'INVALID_ARGUMENT', /got null$/],
+    [{ dModel: 4, invFreq: [1, 0.1], maxPeriod: 100 }, 'INVALID_ARGUMENT', /give invFreq or maxPeriod, not both/],
+  ];
+  for (const [options, code, message] of cases) {
+    const e = err(() => core.timeEncoding([0, 1], options));
+    assert.equal(e.code, code, `${JSON.stringify(options)}: ${e.message}`);
+    assert.match(e.message, message);
+  }
+  // The file's rule admits negative values and 0 (a constant pair of features): so does this.
+  const { data } = core.timeEncoding([2], { dModel: 4, invFreq: [-0.5, 0] });
+  assertClose(data, [Math.sin(-1), 0, Math.cos(-1), 1], TIME_ATOL, 0, 'negative and zero inverse frequencies');
+});
 
 for (const c of JSON.parse(attn.metadata.cases)) {
   test(`multihead attention ${c.name} matches torch`, () => {

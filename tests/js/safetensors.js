@@ -55,3 +55,25 @@ export function editHeader(file, edit) {
   file.copy(bytes, 8 + text.length, 8 + n);
   return { bytes, header, dataStart: 8 + text.length };
 }
+
+/**
+ * The bytes (a Buffer) of a safetensors file holding `tensors` ({ name: { dtype: 'F32' | 'F64',
+ * shape, data } }, written in this order, contiguous from 0) and `metadata` (string values). The
+ * header is padded with spaces to a multiple of 8 bytes, as safetensors writers do.
+ */
+export function writeSafetensors(tensors, metadata = {}) {
+  const header = { __metadata__: metadata };
+  const parts = [];
+  let offset = 0;
+  for (const [name, { dtype, shape, data }] of Object.entries(tensors)) {
+    const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes.length] };
+    parts.push(bytes);
+    offset += bytes.length;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+  return Buffer.concat([length, Buffer.from(json), ...parts]);
+}

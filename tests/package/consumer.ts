@@ -111,7 +111,11 @@ export async function attention(): Promise<Float32Array | undefined> {
   const core = await loadCore({ wasmBinary: new Uint8Array(8) });
   const arch: string = core.simdArch;
   const { data, dims } = core.timeEncoding([0, 1.5, 3], { dModel: 8, referenceTime: 0 });
-  void arch, dims;
+  // A model's float32 table (its `time_encoding.inv_freq`), instead of maxPeriod's formula.
+  const table = core.timeEncoding([0, 1.5, 3], { dModel: 4, invFreq: Float32Array.of(1, 0.01) });
+  // @ts-expect-error invFreq replaces maxPeriod: not both
+  core.timeEncoding([0], { dModel: 4, invFreq: [1, 0.01], maxPeriod: 100 });
+  void arch, dims, table;
   const E = 4;
   const weights: MhaWeights = { inProjWeight: new Float32Array(3 * E * E), outProjWeight: new Float32Array(E * E), outProjBias: null };
   const result = core.multiheadAttention(new Float32Array(2 * E), {

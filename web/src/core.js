@@ -45,21 +45,24 @@ class Core {
 
   /**
    * Continuous-time sinusoidal encoding: sin block then cos block of (t - referenceTime) *
-   * inv_freq, inv_freq[i] = maxPeriod^(-2i/dModel). Times are float64 seconds (epoch seconds work).
-   * Returns { data: Float32Array, dims: [n, dModel] }.
+   * inv_freq, inv_freq[i] = maxPeriod^(-2i/dModel) in float64, or the given `invFreq` (dModel / 2
+   * values, e.g. a model's float32 `time_encoding.inv_freq`: each widened to float64 exactly, as
+   * the model does; finite and in [-1, 1] like the model file's; not together with maxPeriod).
+   * Times are float64 seconds (epoch seconds work). Returns { data: Float32Array, dims: [n, dModel] }.
    */
   timeEncoding(times, options) {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `timeEncoding(times, options): options must be an object with dModel, got ${describe(options)}`);
-    const { dModel, maxPeriod = 10000, referenceTime = 0 } = options;
+    const { dModel, maxPeriod, referenceTime = 0, invFreq } = options;
     const t = container(times, 'times') === 'Float64Array' ? times : Float64Array.from(times, (v, i) => {
       need(typeof v === 'number', 'INVALID_ARGUMENT', `times[${i}] must be a number of seconds, got ${describe(v)}`);
       return v;
     });
     allFinite(t, 'times');
     positiveInt(dModel, 'dModel');
-    number(maxPeriod, 'maxPeriod');
+    if (maxPeriod !== undefined) number(maxPeriod, 'maxPeriod');
     number(referenceTime, 'referenceTime');
-    const { data } = unwrap(this.#wasm.timeEncoding(t, referenceTime, dModel, maxPeriod));
+    const table = invFreq === undefined ? null : inverseFrequencies(invFreq, dModel, maxPeriod);
+    const { data } = unwrap(this.#wasm.timeEncoding(t, referenceTime, dModel, maxPeriod ?? 10000, table));
     return { data, dims: [t.length, dModel] };
   }
 
@@ -99,6 +102,27 @@ class Core {
     }
     return new PreparedAttention(handle, embedDim, numHeads);
   }
+}
+
+// timeEncoding's invFreq -> Float64Array (float32 values widen exactly). The rule of a model
+// file's `time_encoding.inv_freq` (docs/model.md): dModel / 2 values, finite, in [-1, 1]. With a
+// table, maxPeriod would mean nothing: giving both is a mistake, not a choice.
+function inverseFrequencies(invFreq, dModel, maxPeriod) {
+  const name = typedArrayName(invFreq);
+  need(name === 'Float32Array' || name === 'Float64Array' || Array.isArray(invFreq), 'INVALID_ARGUMENT',
+    `invFreq must be a Float32Array, a Float64Array or an array of numbers, got ${describe(invFreq)}`);
+  need(maxPeriod === undefined, 'INVALID_ARGUMENT', 'timeEncoding: give invFreq or maxPeriod, not both (the table replaces the formula)');
+  need(dModel % 2 === 0, 'INVALID_ARGUMENT', `dModel must be even, got ${dModel}`);
+  need(invFreq.length === dModel / 2, 'INVALID_ARGUMENT', `invFreq has ${invFreq.length} values; dModel ${dModel} needs ${dModel / 2}`);
+  const table = new Float64Array(invFreq.length);
+  for (let i = 0; i < invFreq.length; i++) {
+    const v = invFreq[i];
+    need(typeof v === 'number', 'INVALID_ARGUMENT', `invFreq[${i}] must be a number, got ${describe(v)}`);
+    need(Number.isFinite(v), 'NON_FINITE', `invFreq[${i}] is ${v}: it must be finite`);
+    need(Math.abs(v) <= 1, 'INVALID_ARGUMENT', `invFreq[${i}] is ${v}: inverse frequencies must be in [-1, 1] rad/s, as in a model file`);
+    table[i] = v;
+  }
+  return table;
 }
 
 // The weights of multiheadAttention / prepareMultiheadAttention, checked before they are copied.
