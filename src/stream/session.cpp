@@ -79,11 +79,7 @@ Status stream_error(ErrorCode code, std::size_t s, const std::string& m) {
   return {code, "stream " + std::to_string(s) + ": " + m};
 }
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
-}
+std::string num(double v) { return message_number(v); }
 
 // Layer buffers kept between pushes beyond this are released after the push (see compute()).
 constexpr std::size_t kMaxIdleWorkspaceBytes = std::size_t(1) << 20;
@@ -201,10 +197,7 @@ void skip_patches(std::size_t index, const StreamState& st, std::int64_t first, 
 Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
   staged->token_bytes += kStagedTokenBytes + 4.0 * static_cast<double>(tok.values.size());
   if (staged->token_bytes > kMaxStagedBytes)
-    return stream_error(ErrorCode::kResourceExhausted, index,
-                        "this push makes more than " + std::to_string(static_cast<long long>(kMaxStagedBytes) >> 20) +
-                            " MiB of patches (" + std::to_string(staged->added.size()) +
-                            " tokens so far): give the samples in several pushes");
+    return stream_error(ErrorCode::kResourceExhausted, index, "this push makes more than 256 MiB of patches: give the samples in several pushes");
   staged->added.push_back(std::move(tok));
   return Status::Ok();
 }
@@ -217,12 +210,10 @@ Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
 Status check_time(std::size_t index, const Staged& staged, const char* field, double t, std::size_t at = 0) {
   const bool ok = staged.has_ref ? std::fabs(t - staged.ref) <= limits::kMaxTimeOffsetSeconds : std::fabs(t) <= kMaxAbsoluteTime;
   if (ok) return Status::Ok();  // false for NaN and infinities
-  std::string m = field;
-  if (m == "timestamp") m += " " + std::to_string(at);
-  if (!std::isfinite(t)) return stream_error(ErrorCode::kNonFinite, index, m + " is not finite");
   return stream_error(ErrorCode::kNonFinite, index,
-                      m + " " + num(t) + " s is more than " + (staged.has_ref ? "1e12 s from the reference time " + num(staged.ref) + " s" : std::string("1e15 s from 0 (seconds since 1970 are 1.8e9)")) +
-                          ": its time encoding would not be finite");
+                      std::string(field) + (*field == 't' ? " " + std::to_string(at) : "") + " " + num(t) +
+                          " s: times must be finite and within 1e12 s of the session's reference time (1e15 s of 0 before it has one), "
+                          "or their time encoding would not be finite");
 }
 
 Status append_sample(const ModelConfig& c, std::size_t index, StreamState* st, float value, bool given_present,
@@ -458,11 +449,12 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
       // Keys with time <= t and t - time <= W, the expressions of the forward's masks; cached keys
       // are all earlier than every new token.
       const std::vector<int> limits = time_causal_limits(times);
-      const std::vector<int> starts = c.has_lookback() ? time_lookback_starts(times, W) : std::vector<int>(g.size(), 0);
+      std::vector<int> starts;
+      if (c.has_lookback()) starts = time_lookback_starts(times, W);
       std::size_t cached_start = 0;
       for (std::size_t i = 0; i < g.size(); ++i) {
         while (cached_start < live && times[i] - cache->time[cache->begin + cached_start] > W) ++cached_start;
-        pairs += static_cast<double>(limits[i] - starts[i]) + static_cast<double>(live - cached_start);
+        pairs += static_cast<double>(limits[i] - (starts.empty() ? 0 : starts[i])) + static_cast<double>(live - cached_start);
       }
       const double n = static_cast<double>(g.size());
       largest = std::max(largest, n);
