@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the core (fuzz/): weights files (safetensors reader -> model loader -> forward)
-# and windows (tokenizer -> forward) for the fixture models, under ASan + UBSan.
+# windows (tokenizer -> forward) and streaming sessions (pushes, gaps, watermarks, attention rows)
+# for the fixture models, under ASan + UBSan.
 #   bash tools/fuzz.sh            30 s per target (what `npm test` runs)
 #   bash tools/fuzz.sh 3600       an hour per target; the corpus in build/fuzz/ grows across runs
 # A crash stops the run and leaves its input in build/fuzz/artifacts/; replay it with
@@ -10,11 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 bash tools/sanitize.sh --build-only
-mkdir -p build/fuzz/artifacts build/fuzz/corpus/fuzz_model_file build/fuzz/corpus/fuzz_window
+mkdir -p build/fuzz/artifacts build/fuzz/corpus/fuzz_model_file build/fuzz/corpus/fuzz_window build/fuzz/corpus/fuzz_stream
 cp -n tests/fixtures/model/*.safetensors build/fuzz/corpus/fuzz_model_file/ 2>/dev/null || true
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-for target in fuzz_model_file fuzz_window; do
+for target in fuzz_model_file fuzz_window fuzz_stream; do
   dict=()
   [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
   log=build/fuzz/$target.log

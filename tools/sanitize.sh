@@ -12,7 +12,7 @@ werror=()
 [ -n "${SF_WERROR:-}" ] && werror=(-DSF_WERROR="$SF_WERROR")
 reset_foreign_build_dir build/sanitize
 CXX=clang++ cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DSF_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1" "${werror[@]}" >/dev/null
-cmake --build build/sanitize -j"$jobs" --target sensorformer_tests fuzz_model_file fuzz_window
+cmake --build build/sanitize -j"$jobs" --target sensorformer_tests fuzz_model_file fuzz_window fuzz_stream
 [ "${1:-}" = "--build-only" ] && exit 0
 # halt_on_error: the first report fails the run; detect_leaks: LeakSanitizer checks at exit.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1

@@ -27,7 +27,7 @@ echo "== gtest, WebAssembly SIMD under Node"
 run_gtest build/wasm
 echo "== gtest, native under ASan + UBSan (clang, build/sanitize)"
 bash tools/sanitize.sh
-echo "== fuzz: weights files and windows (libFuzzer + ASan + UBSan, 30 s per target)"
+echo "== fuzz: weights files, windows and stream sessions (libFuzzer + ASan + UBSan, 30 s per target)"
 bash tools/fuzz.sh 30
 # --no-concurrent-recompilation reaches every test file's process: Node 20 can deadlock at exit
 # when a background compile waits for a main-thread GC (nodejs/node#54918), and a test process
