@@ -215,6 +215,24 @@ test('times and rates: regular streams need rateHz > 0 and finite times even whe
   assert.deepEqual(r.pooled, m.forward(windows[2]).pooled);
 });
 
+test('arrays longer than 2^28 entries are RESOURCE_EXHAUSTED naming the field, before a typed copy is allocated', () => {
+  // 2^28 float32 is the 1 GiB budget of a window's patch values (docs/model.md "Limits"), and
+  // every sample lands in a patch. The arrays are sparse: they cost nothing until copied, and
+  // copying new Array(2 ** 32 - 1) into a Float64Array needed 32 GiB (the engine's RangeError).
+  const m = models.get('time');
+  const hr = { sensor: 2, modality: 'hr', placement: 'chest' };
+  const cases = [
+    [{ ...hr, timestamps: new Array(2 ** 32 - 1), samples: [] }, 'timestamps', '4,294,967,295'],
+    [{ ...hr, timestamps: [1], samples: new Array(2 ** 28 + 1) }, 'samples', '268,435,457'],
+    [{ ...ecg, present: new Array(2 ** 31) }, 'present', '2,147,483,648'],
+  ];
+  for (const [stream, field, count] of cases) {
+    const e = thrown(() => m.forward({ streams: [stream] }));
+    assert.equal(e.code, 'RESOURCE_EXHAUSTED', e.message);
+    assert.equal(e.message, `window.streams[0].${field} has ${count} entries, more than 268,435,456 (2^28): a window's patch values are bounded by 1 GiB`);
+  }
+});
+
 test('an event-driven stream with no event yet (timestamps: []) is empty, not a regular stream without a rate', () => {
   // A strap that sent no RR interval in the window gives timestamps: [] (web/src/ble's assembler,
   // the CSV reader); it used to fail with "a regular stream needs a finite rate_hz > 0".

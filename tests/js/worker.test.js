@@ -168,6 +168,8 @@ test('bad options and bad windows get the same codes and messages as the main-th
     [{ streams: [{ ...s0, samples: Float64Array.from(s0.samples, (v, i) => (i === 3 ? 1e39 : v ?? NaN)) }] }, undefined],
     [{ streams: [{ ...s0, present: new Uint8Array(16).fill(2) }] }, null],
     [{ streams: [{ ...s0, sensor: 2 ** 31 }] }, null],
+    // Sparse: cheap to clone; a Float64Array copy of it needed 32 GiB (a RangeError: WORKER_FAILED).
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: new Array(2 ** 32 - 1), samples: [] }] }, null],
   ];
   for (const [w, options] of calls) {
     let want;
