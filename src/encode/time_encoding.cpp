@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/format.hpp"
 #include "core/limits.hpp"
 #include "kernels/sinusoid.hpp"
 
@@ -41,12 +42,12 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
               "time encoding: timestamp " + std::to_string(i) + " is not finite"};
     const double dt = std::fabs(t[i] - t_ref);  // Inf when the two are near opposite ends of float64
     if (!(dt <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + std::to_string(t[i]) +
-                                         " s) is more than 1e12 s from the reference time " + std::to_string(t_ref) +
+      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + shortest(t[i]) +
+                                         " s) is more than 1e12 s from the reference time " + shortest(t_ref) +
                                          " s: its encoding would not be finite or meaningful"};
     if (!(dt * max_inv <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: angles reach " + std::to_string(dt * max_inv) +
-                                         " rad (max_period " + std::to_string(config.max_period) +
+      return {ErrorCode::kNonFinite, "time encoding: angles reach " + shortest(dt * max_inv) +
+                                         " rad (max_period " + shortest(config.max_period) +
                                          "): beyond 1e12 rad the encoding is not finite or meaningful"};
   }
   if (kernels == kernels::KernelSet::kReference)
