@@ -128,7 +128,7 @@ function installTestFault(workerData) {
   if (typeof at !== 'number') return;
   testFault = (window) => {
     if (window?.referenceTime !== at || !wasm) return;
-    wasm.Model.prototype.forward = () => { throw new WebAssembly.RuntimeError('Aborted(test fault)'); };
+    wasm.Model.prototype.forward = () => { throw new WebAssembly.RuntimeError('test fault'); };
   };
 }
 
