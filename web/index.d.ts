@@ -534,15 +534,20 @@ export class WorkerStreamSession {
 export function loadModel(source: string | URL | ArrayBuffer | Uint8Array, options?: LoadOptions | null): Promise<Model>;
 
 export interface WorkerForwardOptions extends ForwardOptions {
-  /** Move the window's typed arrays to the worker instead of copying them (detached here). */
+  /**
+   * Move the window's typed arrays to the worker instead of copying them (detached here; arrays
+   * over a SharedArrayBuffer are shared instead, and stay usable).
+   */
   transfer?: boolean;
 }
 
 /**
  * The Model API in Web Workers (browsers) or worker_threads (Node): every call is a promise, and
  * rejects with the same codes as Model. A value structured clone cannot copy (a function, a
- * symbol) is INVALID_ARGUMENT. A worker that dies rejects the calls it holds with WORKER_FAILED;
- * later calls go to the workers still running (none left: WORKER_FAILED).
+ * symbol, a getter that throws, a buffer already moved by { transfer: true }) is INVALID_ARGUMENT.
+ * A worker that dies (its thread ends or its WebAssembly module aborts) rejects the calls it holds
+ * with WORKER_FAILED and is replaced by a new worker that loads the model again; later calls go to
+ * the workers running, or wait for the replacement (none left: WORKER_FAILED).
  */
 export class WorkerModel {
   readonly config: ModelConfig;

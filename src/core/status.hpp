@@ -2,8 +2,6 @@
 // aborts; bindings turn a non-ok Status into a JavaScript SensorformerError with the same code.
 #pragma once
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -53,24 +51,6 @@ class Status {
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
 };
-
-// A number in an error message: the shortest of 15 or 17 significant digits that reads back as the
-// same double (float: 6 to 9 digits, the same float), as %g prints it. Not std::to_string, which
-// prints %f: 1e300 as 301 digits and 1e-7 as "0.000000".
-inline std::string message_number(double v) {
-  char b[32];
-  for (int p = 15;; p = 17) {
-    std::snprintf(b, sizeof b, "%.*g", p, v);
-    if (p == 17 || std::strtod(b, nullptr) == v) return b;
-  }
-}
-inline std::string message_number(float v) {
-  char b[32];
-  for (int p = 6;; ++p) {
-    std::snprintf(b, sizeof b, "%.*g", p, static_cast<double>(v));
-    if (p == 9 || static_cast<float>(std::strtod(b, nullptr)) == v) return b;
-  }
-}
 
 #define SF_RETURN_IF_ERROR(expr)            \
   do {                                      \

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/format.hpp"
 #include "core/limits.hpp"
 #include "kernels/sinusoid.hpp"
 
@@ -41,13 +42,13 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
               "time encoding: timestamp " + std::to_string(i) + " is not finite"};
     const double dt = std::fabs(t[i] - t_ref);  // Inf when the two are near opposite ends of float64
     if (!(dt <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + message_number(t[i]) +
-                                         " s) is more than 1e12 s from the reference time " + message_number(t_ref) +
+      return {ErrorCode::kNonFinite, "time encoding: timestamp " + std::to_string(i) + " (" + shortest(t[i]) +
+                                         " s) is more than 1e12 s from the reference time " + shortest(t_ref) +
                                          " s: its encoding would not be finite or meaningful"};
     if (!(dt * max_inv <= limits::kMaxTimeOffsetSeconds))
-      return {ErrorCode::kNonFinite, "time encoding: angles reach " + message_number(dt * max_inv) + " rad (" +
+      return {ErrorCode::kNonFinite, "time encoding: angles reach " + shortest(dt * max_inv) + " rad (" +
                                          (config.inv_freq ? std::string("the given inverse frequencies")
-                                                          : "max_period " + message_number(config.max_period)) +
+                                                          : "max_period " + shortest(config.max_period)) +
                                          "): beyond 1e12 rad the encoding is not finite or meaningful"};
   }
   if (kernels == kernels::KernelSet::kReference)

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/format.hpp"
 #include "core/limits.hpp"
 #include "encode/time_encoding.hpp"
 #include "io/safetensors.hpp"
@@ -188,7 +189,7 @@ SF_MINSIZE Status Model::load_time_encoding(const SafetensorsFile& file) {
   for (int i = 0; i < half; ++i)
     if (!std::isfinite(inv_freq_[i]) || std::fabs(inv_freq_[i]) > 1.0)
       return {ErrorCode::kBadFormat, std::string("tensor '") + kInvFreqTensor + "' element " + std::to_string(i) +
-                                         " is " + message_number(inv_freq_[i]) + ": inverse frequencies must be finite and in [-1, 1] rad/s"};
+                                         " is " + shortest(inv_freq_[i]) + ": inverse frequencies must be finite and in [-1, 1] rad/s"};
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include "attend/encoder_layer.hpp"
 #include "attend/kv_cache.hpp"
+#include "core/format.hpp"
 #include "core/limits.hpp"
 #include "encode/token_embedding.hpp"
 #include "kernels/layernorm.hpp"
@@ -79,7 +80,7 @@ Status stream_error(ErrorCode code, std::size_t s, const std::string& m) {
   return {code, "stream " + std::to_string(s) + ": " + m};
 }
 
-std::string num(double v) { return message_number(v); }
+std::string num(double v) { return shortest(v); }
 
 // Layer buffers kept between pushes beyond this are released after the push (see compute()).
 constexpr std::size_t kMaxIdleWorkspaceBytes = std::size_t(1) << 20;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/format.hpp"
 #include "core/limits.hpp"
 
 namespace sf {
@@ -93,8 +94,8 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
         const float v = use ? (in.samples[i] - mod.mean) / mod.std : 0.0f;
         if (!std::isfinite(v))  // e.g. 3e38 with a std of 0.5: the float32 quotient overflows
           return stream_error(ErrorCode::kNonFinite, s, "sample " + std::to_string(i) + " normalised as (x - mean) / std = (" +
-                              message_number(in.samples[i]) + " - " + message_number(mod.mean) + ") / " +
-                              message_number(mod.std) + " overflows float32");
+                              shortest(in.samples[i]) + " - " + shortest(mod.mean) + ") / " +
+                              shortest(mod.std) + " overflows float32");
         t.values.push_back(v);
       }
       t.value_offset.push_back(t.values.size());
@@ -120,8 +121,8 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
     const double dt = t.time[i] - t.reference_time;  // Inf for times at opposite ends of float64
     if (!(std::fabs(dt) <= limits::kMaxTimeOffsetSeconds))
       return stream_error(ErrorCode::kNonFinite, t.stream[i],
-                          "token time " + message_number(t.time[i]) + " s is more than 1e12 s from the reference time " +
-                          message_number(t.reference_time) + " s: its time encoding would not be finite");
+                          "token time " + shortest(t.time[i]) + " s is more than 1e12 s from the reference time " +
+                          shortest(t.reference_time) + " s: its time encoding would not be finite");
   }
   *out = std::move(t);
   return Status::Ok();

@@ -1,6 +1,10 @@
 // Recording a simulated session to text and replaying it through a fake navigator.bluetooth.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { SensorformerError } from '../../web/src/errors.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
@@ -8,6 +12,7 @@ import { PMD_UUIDS, canonicalUuid } from '../../web/src/ble/fake-gatt.js';
 import { RECORDING_FORMAT, parseRecording, record, replay } from '../../web/src/ble/recording.js';
 import { connectWearable } from '../../web/src/ble/device.js';
 import { settle } from './virtual-time.js';
+import { fixturePath } from './safetensors.js';
 
 const ALL_SERVICES = ['heart_rate', 'battery_service', 'health_thermometer', 'pulse_oximeter', PMD_UUIDS.service];
 const NAMES = ['Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'];
@@ -332,5 +337,45 @@ test('a delta ACC frame with a flagged byte 0 is decoded with the ACC resolution
   assert.ok(batches.length >= 15, `${batches.length} frames`);
   for (const b of batches) {
     assert.deepEqual([b.values.x, b.values.y, b.values.z].map((c) => Array.from(c)), [[1, 2, 2], [-1, -1, 0], [2, 1, 2]]);
+  }
+});
+
+test('a corrupted PMD features read in a recording is a typed error the caller catches, not an unhandled rejection', () => {
+  // One byte changed: the features read's code 0x0F becomes 0x1F, which decodePmdFeatures refuses
+  // while the strap connects during replay. The other devices connect; the strap's failure must
+  // reach the caller's try/catch. Node ends a process with an unhandled rejection (exit 1) whatever
+  // try/catch surrounds the call, so the calls run in a child process, which must exit 0.
+  const lines = session.text.split('\n');
+  const at = lines.findIndex((l) => l.includes('"read":true') && l.includes(PMD_UUIDS.control));
+  assert.ok(at > 0 && JSON.parse(lines[at]).hex.startsWith('0f'), 'the recording has a features read');
+  lines[at] = lines[at].replace('"hex":"0f', '"hex":"1f');
+  const dir = mkdtempSync(join(tmpdir(), 'sf-recording-'));
+  try {
+    writeFileSync(join(dir, 'bad.sfrec'), lines.join('\n'));
+    const src = (p) => JSON.stringify(new URL(`../../web/src/${p}`, import.meta.url).href);
+    writeFileSync(join(dir, 'child.mjs'), `
+import { readFileSync } from 'node:fs';
+import { windowsFromRecording, replayIntoSession } from ${src('ble/session.js')};
+import { loadModel } from ${src('index.js')};
+const text = readFileSync(${JSON.stringify(join(dir, 'bad.sfrec'))}, 'utf8');
+const caught = [];
+try { await windowsFromRecording(text); } catch (e) { caught.push({ name: e.name, code: e.code, message: e.message }); }
+const model = await loadModel(${JSON.stringify(fixturePath('model/factorized_lookback.safetensors'))}, { warmup: false });
+try { await replayIntoSession(text, model.stream(), { config: model.config }); } catch (e) { caught.push({ name: e.name, code: e.code, message: e.message }); }
+model.dispose();
+console.log(JSON.stringify(caught));
+`);
+    const r = spawnSync(process.execPath, [join(dir, 'child.mjs')], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.signal, null, 'the child was killed after 60 s');
+    assert.equal(r.status, 0, `the child process ended with ${r.status}:\n${r.stderr}`);
+    const caught = JSON.parse(r.stdout);
+    assert.equal(caught.length, 2, 'both calls rejected');
+    for (const e of caught) {
+      assert.equal(e.name, 'BluetoothDecodeError');
+      assert.equal(e.code, 'DECODE_ERROR');
+      assert.equal(e.message, 'the recording\'s Polar H10 SIM: PMD features: expected 0x0F at offset 0 (a control point read), got 0x1F');
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -14,6 +14,8 @@ import { allClose, fixturePath, readSafetensors } from './safetensors.js';
 import { prng } from './prng.js';
 
 const cli = fileURLToPath(new URL('../../web/bin/sensorformer.js', import.meta.url));
+// The second line of every usage error but a bare `sensorformer` (which prints the usage).
+const HELP_POINTER = 'sensorformer: run "sensorformer --help" for the commands and options\n';
 const modelPath = fixturePath('model/factorized.safetensors');
 const tmp = mkdtempSync(join(tmpdir(), 'sf-cli-'));
 // The CLI prints float32 outputs at float32 precision: read back through Math.fround they are the
@@ -96,7 +98,7 @@ test('CSV: irregular rows become event-driven streams of their non-empty cells',
 test('usage errors exit 2, model errors exit 1 with the error code', async () => {
   let r = await run('run', '--input', 'x.json');
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /usage: sensorformer run/);
+  assert.equal(r.stderr, `sensorformer: run needs --model\n${HELP_POINTER}`);
   r = await run('run', '--model', fixturePath('attention.safetensors'), '--input', fixturePath('model/windows.json'));
   assert.equal(r.status, 1);
   assert.match(r.stderr, /BAD_FORMAT/);
@@ -251,13 +253,17 @@ test('file problems are one line and exit 1, never a stack trace', async () => {
   const input = fixturePath('model/windows.json');
   let r = await run('run', '--model', modelPath, '--input', input, '--output', join(tmp, 'no', 'such', 'folder', 'out.json'));
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `sensorformer: cannot write ${join(tmp, 'no', 'such', 'folder', 'out.json')}: the folder ${join(tmp, 'no', 'such', 'folder')} does not exist\n`);
+  assert.equal(r.stderr, `sensorformer: IO: cannot write ${join(tmp, 'no', 'such', 'folder', 'out.json')}: the folder ${join(tmp, 'no', 'such', 'folder')} does not exist\n`);
   r = await run('run', '--model', modelPath, '--input', input, '--output', tmp);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `sensorformer: cannot write ${tmp}: it is a folder\n`);
+  assert.equal(r.stderr, `sensorformer: IO: cannot write ${tmp}: it is a folder\n`);
   r = await run('run', '--model', modelPath, '--input', join(tmp, 'missing.json'));
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `sensorformer: cannot read ${join(tmp, 'missing.json')}: no such file\n`);
+  // The README's form for every failure, `CODE: message`: IO, as for a model that cannot be read.
+  assert.equal(r.stderr, `sensorformer: IO: cannot read ${join(tmp, 'missing.json')}: no such file\n`);
+  r = await run('run', '--model', modelPath, '--input', tmp);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `sensorformer: IO: cannot read ${tmp}: it is a folder\n`);
   r = await run('run', '--model', join(tmp, 'missing.safetensors'), '--input', input);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /^sensorformer: IO: could not read the model from .*missing\.safetensors: ENOENT[^\n]*\n$/);
@@ -423,8 +429,9 @@ test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => 
     [['run', '--model', modelPath], 'run needs --input'],
     [['predict', '--model', modelPath, '--input', json], 'unknown command "predict" (the commands are "run" and "stream")'],
     [['run', 'extra', '--model', modelPath, '--input', json], 'unexpected argument "extra"'],
-    [['run', '--model', modelPath, '--input', json, '--colour'], "Unknown option '--colour'"],
-    [['run', '--model', modelPath, '--input'], "Option '--input <value>' argument missing"],
+    [['run', '--model', modelPath, '--input', json, '--colour'], 'unknown option --colour'],
+    [['run', '--model', modelPath, '--input'], '--input needs a value'],
+    [['run', '--model', modelPath, '--input', json, '--pretty=yes'], '--pretty takes no value'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1'], '--rate must be <column>=<Hz> or <column>=events, got "acc_x@wrist#1"'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x=50'], '--rate acc_x=50: the CSV has no column "acc_x" (its columns: acc_x@wrist#1, temperature@wrist#3)'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1=fast'], '--rate acc_x@wrist#1=fast: the rate must be a number of Hz > 0 or "events", got "fast"'],
@@ -434,16 +441,16 @@ test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => 
   for (const [args, message] of usage) {
     const r = await run(...args);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
-    assert.ok(r.stderr.startsWith(`sensorformer: ${message}${message ? '\n' : ''}usage: sensorformer run`) || r.stderr.startsWith(`sensorformer: ${message}`), r.stderr);
-    assert.match(r.stderr, /usage: sensorformer run/);
+    // The message and a pointer to --help; the usage itself only when no command was given.
+    assert.equal(r.stderr, message ? `sensorformer: ${message}\n${HELP_POINTER}` : `sensorformer: ${(await run('--help')).stdout}`, args.join(' '));
     assert.equal(r.stdout, '');
   }
   // 1: each failure is one line "sensorformer: CODE: message" (or a file's path and why)
   const failures = [
     [['--model', join(tmp, 'nope.safetensors'), '--input', json], /^sensorformer: IO: /],
     [['--model', json, '--input', json], /^sensorformer: BAD_FORMAT: /],
-    [['--model', modelPath, '--input', join(tmp, 'nope.json')], /^sensorformer: cannot read /],
-    [['--model', modelPath, '--input', json, '--output', join(tmp, 'nope', 'out.json')], /^sensorformer: cannot write /],
+    [['--model', modelPath, '--input', join(tmp, 'nope.json')], /^sensorformer: IO: cannot read /],
+    [['--model', modelPath, '--input', json, '--output', join(tmp, 'nope', 'out.json')], /^sensorformer: IO: cannot write /],
   ];
   for (const [args, pattern] of failures) {
     const r = await run('run', ...args);
@@ -759,4 +766,51 @@ test('stream: a model with labels (the demo\'s stream model) prints probabilitie
     e.forEach((x, i) => assert.ok(Math.abs(probabilities[i] - x / sum) < 1e-6, `${probabilities[i]} vs ${x / sum}`));
     assert.equal(label, labels[head.indexOf(top)]);
   }
+});
+
+test('a mistyped option or command: one line, a "did you mean" when one is close, and a pointer to --help (exit 2)', async () => {
+  const json = fixturePath('model/windows.json');
+  for (const [args, message] of [
+    [['run', '--model', modelPath, '--input', json, '--atention'], 'unknown option --atention (did you mean --attention?)'],
+    [['run', '--mdoel', modelPath, '--input', json], 'unknown option --mdoel (did you mean --model?)'],
+    [['run', '--model', modelPath, '--input', json, '--workrs', '2'], 'unknown option --workrs (did you mean --workers?)'],
+    [['run', '--model', modelPath, '--input', json, '--embed'], 'unknown option --embed (did you mean --embeddings?)'],
+    [['run', '--model', modelPath, '--input', json, '--colour'], 'unknown option --colour'],
+    [['run', '--model', modelPath, '--input', json, '-x'], 'unknown option -x'],
+    [['rn', '--model', modelPath, '--input', json], 'unknown command "rn" (did you mean "run"? the commands are "run" and "stream")'],
+    [['strem', '--model', modelPath, '--input', json], 'unknown command "strem" (did you mean "stream"? the commands are "run" and "stream")'],
+  ]) {
+    const r = await run(...args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr, `sensorformer: ${message}\n${HELP_POINTER}`, args.join(' '));
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('--model or --input /dev/zero: a typed error naming the file once a bounded size is read, not a read for ever', async () => {
+  // The bounds: the largest model file (1 GiB of float32 parameters + a 16 MiB header + 8 bytes)
+  // and V8's longest string for an input read as text (2^29 - 24 in Node 20); the child is killed
+  // after CHILD_TIMEOUT_MS, so a read for ever fails here.
+  let r = await run('run', '--model', '/dev/zero', '--input', fixturePath('model/windows.json'));
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, 'sensorformer: RESOURCE_EXHAUSTED: could not read the model from /dev/zero: it holds more than 1,090,519,048 bytes, the largest model file sensorformer reads (1 GiB of float32 parameters and a 16 MiB header)\n');
+  r = await run('run', '--model', modelPath, '--input', '/dev/zero', '--format', 'json');
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, 'sensorformer: RESOURCE_EXHAUSTED: /dev/zero holds more than 536,870,888 bytes, the most an input can be (it is read as text)\n');
+});
+
+test('a recording whose PMD features read is corrupted: one line with the code, never a stack trace', async () => {
+  const lines = (await recordSession({ seed: 31, seconds: 4 })).split('\n');
+  const at = lines.findIndex((l) => l.includes('"read":true') && l.includes('fb005c81-'));
+  assert.ok(at > 0, 'the recording has a PMD features read');
+  lines[at] = lines[at].replace('"hex":"0f', '"hex":"1f');
+  const file = join(tmp, 'bad-features.sfrec');
+  writeFileSync(file, lines.join('\n'));
+  const expected = 'sensorformer: DECODE_ERROR: the recording\'s Polar H10 SIM: PMD features: expected 0x0F at offset 0 (a control point read), got 0x1F\n';
+  const r = await run('run', '--model', fileURLToPath(new URL('../../demo/model/demo.safetensors', import.meta.url)), '--input', file);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, expected);
+  const s = await run('stream', '--model', lookbackPath, '--input', file);
+  assert.equal(s.status, 1);
+  assert.equal(s.stderr, expected);
 });

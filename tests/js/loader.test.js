@@ -247,6 +247,38 @@ test('onProgress without a usable Content-Length (chunked, gzip): total null unt
   }
 });
 
+test('a model source with no end (/dev/zero, a server that never stops) is RESOURCE_EXHAUSTED after a bounded read', { timeout: 120_000 }, async () => {
+  const { MAX_MODEL_FILE_BYTES } = await import('../../web/src/source.js');
+  // docs/model.md "Limits": 1 GiB of float32 parameters, a 16 MiB header and its 8-byte length.
+  // Each source below is read up to that bound (about 3 s each on a busy 2-core machine).
+  assert.equal(MAX_MODEL_FILE_BYTES, 2 ** 30 + 2 ** 24 + 8);
+  const tooLarge = (source) => (e) => e instanceof SensorformerError && e.code === 'RESOURCE_EXHAUSTED' &&
+    e.message.startsWith(`could not read the model from ${source}: `) && e.message.includes('more than 1,090,519,048 bytes, the largest model file sensorformer reads');
+  await assert.rejects(loadModel('/dev/zero', { warmup: false }), tooLarge('/dev/zero'));
+  await assert.rejects(loadModelInWorker('/dev/zero', { warmup: false }), tooLarge('/dev/zero'));
+  const zeros = Buffer.alloc(1 << 20);
+  const server = await serve((req, res) => {
+    if (req.url === '/announced') {
+      // A Content-Length past the bound: refused before the body is read (it never ends here).
+      res.writeHead(200, { 'Content-Length': String(4 * 2 ** 30) });
+      res.write(zeros.subarray(0, 100));
+      return;
+    }
+    // Chunked and endless: zeros until the client goes away.
+    res.writeHead(200);
+    const more = () => { while (!res.destroyed && res.write(zeros)); };
+    res.on('drain', more);
+    more();
+  });
+  try {
+    await assert.rejects(loadModel(`${server.base}/announced`, { warmup: false }), (e) => tooLarge(`${server.base}/announced`)(e) && /it announces 4,294,967,296 bytes/.test(e.message));
+    await assert.rejects(loadModel(`${server.base}/announced`, { warmup: false, onProgress: () => {} }), tooLarge(`${server.base}/announced`));
+    await assert.rejects(loadModel(`${server.base}/endless`, { warmup: false }), tooLarge(`${server.base}/endless`));
+  } finally {
+    server.close();
+  }
+});
+
 test('onProgress for a file path reports the file size; for bytes it is called once', DEADLINE, async () => {
   const calls = [];
   const m = await loadModel(MODEL_PATH, { warmup: false, onProgress: (p) => calls.push({ ...p }) });

@@ -215,6 +215,55 @@ test('times and rates: regular streams need rateHz > 0 and finite times even whe
   assert.deepEqual(r.pooled, m.forward(windows[2]).pooled);
 });
 
+test('arrays longer than 2^28 entries are RESOURCE_EXHAUSTED naming the field, before a typed copy is allocated', () => {
+  // 2^28 float32 is the 1 GiB budget of a window's patch values (docs/model.md "Limits"), and
+  // every sample lands in a patch. The arrays are sparse: they cost nothing until copied, and
+  // copying new Array(2 ** 32 - 1) into a Float64Array needed 32 GiB (the engine's RangeError).
+  const m = models.get('time');
+  const hr = { sensor: 2, modality: 'hr', placement: 'chest' };
+  const cases = [
+    [{ ...hr, timestamps: new Array(2 ** 32 - 1), samples: [] }, 'timestamps', '4,294,967,295'],
+    [{ ...hr, timestamps: [1], samples: new Array(2 ** 28 + 1) }, 'samples', '268,435,457'],
+    [{ ...ecg, present: new Array(2 ** 31) }, 'present', '2,147,483,648'],
+  ];
+  for (const [stream, field, count] of cases) {
+    const e = thrown(() => m.forward({ streams: [stream] }));
+    assert.equal(e.code, 'RESOURCE_EXHAUSTED', e.message);
+    assert.equal(e.message, `window.streams[0].${field} has ${count} entries, more than 268,435,456 (2^28): a window's patch values are bounded by 1 GiB`);
+  }
+});
+
+test('NON_FINITE messages from the core print numbers in their shortest form, not hundreds of digits', async () => {
+  // std::to_string printed 1e300 as 301 digits and 1e-7 as "0.000000". Expected strings written
+  // by hand: the shortest decimal that reads back as the value (float32 for samples, mean, std).
+  const demo = await loadModel(new URL('../../demo/model/demo.safetensors', import.meta.url).pathname, { warmup: false });
+  // The demo's rr: mean 0.65, std 0.2 (float32), patches of 4 (a token needs half of them present).
+  const rr = { sensor: 0, modality: 'rr', placement: 'chest' };
+  const cases = [
+    [{ referenceTime: 0, streams: [{ ...rr, rateHz: 1, startTime: 1e300, samples: [0.8, 0.8, 0.8, 0.8] }] },
+      'stream 0: token time 1e+300 s is more than 1e12 s from the reference time 0 s: its time encoding would not be finite'],
+    [{ referenceTime: 1e-7, streams: [{ ...rr, rateHz: 1, startTime: 1.7976931348623157e308, samples: [0.8, 0.8, 0.8, 0.8] }] },
+      'stream 0: token time 1.7976931348623157e+308 s is more than 1e12 s from the reference time 1e-07 s: its time encoding would not be finite'],
+    [{ streams: [{ ...rr, rateHz: 1, startTime: 0, samples: [3e38, 3e38, 3e38, 3e38] }] },
+      'stream 0: sample 0 normalised as (x - mean) / std = (3e+38 - 0.65) / 0.2 overflows float32'],
+  ];
+  try {
+    for (const [w, message] of cases) {
+      const e = thrown(() => demo.forward(w));
+      assert.equal(e.code, 'NON_FINITE');
+      assert.equal(e.message, message);
+    }
+  } finally {
+    demo.dispose();
+  }
+  const { loadCore } = await import('../../web/src/index.js');
+  const core = await loadCore();
+  const time = thrown(() => core.timeEncoding([1e300], { dModel: 4 }));
+  assert.equal(time.message, 'time encoding: timestamp 0 (1e+300 s) is more than 1e12 s from the reference time 0 s: its encoding would not be finite or meaningful');
+  const angle = thrown(() => core.timeEncoding([1e5], { dModel: 4, maxPeriod: 1e-300 }));
+  assert.equal(angle.message, 'time encoding: angles reach 1e+155 rad (max_period 1e-300): beyond 1e12 rad the encoding is not finite or meaningful');
+});
+
 test('an event-driven stream with no event yet (timestamps: []) is empty, not a regular stream without a rate', () => {
   // A strap that sent no RR interval in the window gives timestamps: [] (web/src/ble's assembler,
   // the CSV reader); it used to fail with "a regular stream needs a finite rate_hz > 0".

@@ -91,6 +91,75 @@ test('a value structured clone cannot copy is INVALID_ARGUMENT, and the worker k
   assert.deepEqual((await remote.forward(windows[2])).pooled, local.forward(windows[2]).pooled);
 });
 
+test('what postMessage refuses is INVALID_ARGUMENT at once (the worker lives); a SharedArrayBuffer is shared, not moved', async () => {
+  const s2 = windows[2].streams[0];
+  const typed = () => ({ streams: [{ ...s2, samples: Float32Array.from(s2.samples, (v) => v ?? NaN) }] });
+  // A getter that throws (structured clone calls it), and nesting deeper than the stack.
+  const getter = typed();
+  Object.defineProperty(getter.streams[0], 'sensor', { enumerable: true, get() { throw new Error('sensor is not ready'); } });
+  let deep = {};
+  for (let i = 0; i < 200_000; i++) deep = { next: deep };
+  const cases = [
+    [getter, undefined, /^the window cannot be sent to the worker: sensor is not ready$/],
+    [getter, { transfer: true }, /^the window cannot be sent to the worker: sensor is not ready$/],
+    [{ ...typed(), deep }, undefined, /^the window cannot be sent to the worker: Maximum call stack size exceeded \(nested too deeply to copy\?\)$/],
+    [{ ...typed(), deep }, { transfer: true }, /^the window cannot be sent to the worker: Maximum call stack size exceeded/],
+  ];
+  // A buffer moved by an earlier transfer: Node 20 drops such a message without a word, so the
+  // call must be refused before it is posted (a 10 s deadline: an answer takes milliseconds).
+  const moved = typed();
+  await remote.forward(moved, { transfer: true });
+  cases.push([moved, { transfer: true }, /^the window cannot be sent to the worker: a typed array's ArrayBuffer is detached/]);
+  cases.push([moved, undefined, /^the window cannot be sent to the worker: .*detached/]);
+  for (const [w, options, message] of cases) {
+    const e = await within(10_000, remote.forward(w, options).then(() => assert.fail('sent'), (e) => e), 'forward');
+    assert.ok(e instanceof SensorformerError, String(e));
+    assert.equal(e.code, 'INVALID_ARGUMENT', e.message);
+    assert.match(e.message, message);
+  }
+  const batch = await within(10_000, remote.forwardBatch([typed(), moved], { transfer: true }).then(() => assert.fail('sent'), (e) => e), 'batch');
+  assert.equal(batch.code, 'INVALID_ARGUMENT');
+  assert.match(batch.message, /^windows\[1\] cannot be sent to the worker: .*detached/);
+  // A window over a SharedArrayBuffer with transfer: true: nothing to move, structured clone shares
+  // it; the result is the main thread's (the same .wasm on the same floats: tolerance 0).
+  const shared = typed();
+  const memory = new Float32Array(new SharedArrayBuffer(shared.streams[0].samples.byteLength));
+  memory.set(shared.streams[0].samples);
+  shared.streams[0].samples = memory;
+  assert.deepEqual((await remote.forward(shared, { transfer: true })).pooled, local.forward(typed()).pooled);
+  assert.equal(memory.length, s2.samples.length, 'a shared buffer stays usable here');
+  assert.deepEqual((await remote.forward(windows[2])).pooled, local.forward(windows[2]).pooled, 'the worker still works');
+});
+
+test('a worker whose WebAssembly module aborted is replaced: the calls after it all succeed, as on the main thread', async (t) => {
+  // worker.js's test seam: a forward of a window with this referenceTime leaves the worker's
+  // module as an abort does (every later call into it throws a WebAssembly.RuntimeError).
+  const { testSeam } = await import('../../web/src/worker-client.js');
+  const abortAt = 1234.5;
+  const poison = { ...windows[0], referenceTime: abortAt };
+  // Set for the whole test: the replacements get it too, and abort in the second round.
+  testSeam.workerData = { abortAt };
+  t.after(() => { testSeam.workerData = undefined; });
+  const models = [await loadModelInWorker(path, { workers: 2, warmup: false }), await loadModelInWorker(path, { workers: 1, warmup: false })];
+  for (const m of models) {
+    for (let round = 0; round < 2; round++) {
+      await assert.rejects(within(20_000, m.forward(poison), 'the aborting forward'),
+        (e) => e instanceof SensorformerError && e.code === 'WORKER_FAILED' && e.message === "the sensorformer worker's WebAssembly module aborted (test fault); the worker is replaced");
+      // 20 calls at once right after: with 2 workers, before the fix half went to the aborted one.
+      const calls = Array.from({ length: 20 }, (_, i) => m.forward(windows[i % windows.length]));
+      const settled = await within(60_000, Promise.allSettled(calls), `${m.workers} worker(s): the calls after the abort`);
+      settled.forEach((r, i) => {
+        assert.equal(r.status, 'fulfilled', `${m.workers} worker(s), round ${round}, call ${i}: ${r.reason?.code}: ${r.reason?.message}`);
+        assert.deepEqual(r.value.pooled, local.forward(windows[i % windows.length]).pooled, `call ${i}`);
+      });
+      const batch = await within(60_000, m.forwardBatch(windows), 'a batch after the abort');
+      batch.forEach((r, i) => assert.deepEqual(r.pooled, local.forward(windows[i]).pooled, `batch window ${i}`));
+      assert.equal(m.workers, models.indexOf(m) === 0 ? 2 : 1);
+    }
+    await within(20_000, m.dispose(), 'dispose');
+  }
+});
+
 test('bad options and bad windows get the same codes and messages as the main-thread Model', async () => {
   const s0 = windows[2].streams[0];
   const calls = [
@@ -99,6 +168,8 @@ test('bad options and bad windows get the same codes and messages as the main-th
     [{ streams: [{ ...s0, samples: Float64Array.from(s0.samples, (v, i) => (i === 3 ? 1e39 : v ?? NaN)) }] }, undefined],
     [{ streams: [{ ...s0, present: new Uint8Array(16).fill(2) }] }, null],
     [{ streams: [{ ...s0, sensor: 2 ** 31 }] }, null],
+    // Sparse: cheap to clone; a Float64Array copy of it needed 32 GiB (a RangeError: WORKER_FAILED).
+    [{ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: new Array(2 ** 32 - 1), samples: [] }] }, null],
   ];
   for (const [w, options] of calls) {
     let want;

@@ -10,8 +10,8 @@
 // so a long recording shows progress; neither its windows nor the output are ever held whole.
 // The windows are computed by a pool of worker threads (--workers) and written in input order.
 import { readFileSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
-import { text as readStream } from 'node:stream/consumers';
+import { open } from 'node:fs/promises';
+import { constants as bufferConstants } from 'node:buffer';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -91,6 +91,68 @@ already written stays, but the JSON is then unterminated); 2 usage error (argume
 
 class UsageError extends Error {}
 
+// The options, for parseArgs and for "did you mean" (a typo is one of them, misspelt).
+const OPTIONS = {
+  model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' }, format: { type: 'string' },
+  attention: { type: 'boolean', default: false }, embeddings: { type: 'boolean', default: false }, pretty: { type: 'boolean', default: false },
+  placement: { type: 'string' }, sensor: { type: 'string' }, rate: { type: 'string', multiple: true },
+  window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' },
+  help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
+};
+const COMMANDS = ['run', 'stream'];
+
+// Edits (insert, delete, substitute, swap two neighbours) from a to b: the optimal string
+// alignment distance, O(|a| |b|) on names of a few letters. Written out: the package has no
+// runtime dependencies, and this is all the CLI needs.
+function editDistance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+// The known name closest to `typed`, if it is close: at most 2 edits and fewer than half the
+// letters of the longer of the two ("rn" -> "run", "--x" -> nothing), or a name that `typed`
+// (3 letters or more) begins ("--embed" -> "--embeddings").
+function closest(typed, names) {
+  const t = typed.toLowerCase();
+  let best = null, bestDistance = Infinity;
+  for (const name of names) {
+    const edits = editDistance(t, name);
+    const distance = name.startsWith(t) && t.length >= 3 ? 0.5 : edits <= 2 && edits < Math.max(t.length, name.length) / 2 ? edits : Infinity;
+    if (distance < bestDistance) [best, bestDistance] = [name, distance];
+  }
+  return best;
+}
+
+// parseArgs' errors, said as the CLI's other usage errors are: one line, no advice about '--'.
+function parseArgsMessage(e) {
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const typed = /'([^']+)'/.exec(e.message)?.[1] ?? '';
+    const name = typed.replace(/^-+/, '').split('=')[0];
+    const guess = closest(name, Object.keys(OPTIONS));
+    return `unknown option ${typed}${guess ? ` (did you mean --${guess}?)` : ''}`;
+  }
+  if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const flag = /'(--?[\w-]+)/.exec(e.message)?.[1];
+    if (flag && /argument missing/.test(e.message)) return `${flag} needs a value`;
+    if (flag && /does not take an argument/.test(e.message)) return `${flag} takes no value`;
+  }
+  return e.message.split('. ')[0];
+}
+
+// A usage error: the message and where the usage is, on two lines (the usage itself is 50 lines,
+// and the message would scroll away above it). With no message (no command at all), the usage.
+function usageError(message) {
+  if (!message) fail(USAGE, 2);
+  fail(`${message}\nsensorformer: run "sensorformer --help" for the commands and options`, 2);
+}
+
 function fail(message, code) {
   process.stderr.write(`sensorformer: ${message}\n`);
   process.exit(code);
@@ -129,14 +191,50 @@ function sensorId(text) {
   return v;
 }
 
-// File-system errors as one line: what we tried, on which path, and why (no stack).
+// File-system errors as one line, IO like a model that cannot be read: what we tried, on which
+// path, and why (no stack).
 function fileError(e, action, path) {
   const why = e.code === 'ENOENT' && action === 'write' ? `the folder ${dirname(path)} does not exist`
     : e.code === 'ENOENT' ? 'no such file'
     : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied'
     : e.code === 'EISDIR' ? 'it is a folder'
     : e.message;
-  return Object.assign(new Error(`cannot ${action} ${path}: ${why}`), { userFacing: true });
+  return new SensorformerError('IO', `cannot ${action} ${path}: ${why}`, { cause: e });
+}
+
+// An input is read as text, so it is at most V8's longest string (2^29 - 24 UTF-16 units in Node
+// 20): counting bytes (at least one per character) stops /dev/zero or an endless pipe there
+// instead of reading until memory runs out.
+const MAX_INPUT_BYTES = bufferConstants.MAX_STRING_LENGTH;
+const INPUT_CHUNK = 1 << 20;
+
+// The --input file (or standard input, for "-") as UTF-8 text.
+async function readInput(path) {
+  const name = path === '-' ? 'standard input' : path;
+  const chunks = [];
+  let size = 0;
+  const add = (chunk) => {
+    size += chunk.length;
+    if (size > MAX_INPUT_BYTES)
+      throw new SensorformerError('RESOURCE_EXHAUSTED', `${name} holds more than ${MAX_INPUT_BYTES.toLocaleString('en-US')} bytes, the most an input can be (it is read as text)`);
+    chunks.push(chunk);
+  };
+  if (path === '-') {
+    for await (const chunk of process.stdin) add(chunk);
+  } else {
+    const handle = await open(path, 'r').catch((e) => { throw fileError(e, 'read', path); });
+    try {
+      for (;;) {
+        const buffer = Buffer.allocUnsafe(INPUT_CHUNK);
+        const { bytesRead } = await handle.read(buffer, 0, INPUT_CHUNK, null).catch((e) => { throw fileError(e, 'read', path); });
+        if (bytesRead === 0) break;
+        add(buffer.subarray(0, bytesRead));
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 // A recording's streams follow the device layer's defaults; keep those the model knows.
@@ -197,7 +295,7 @@ function csvRates(list, text) {
 // loaded: the window count sets the number of workers.
 async function openInput(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
-  const text = path === '-' ? await readStream(process.stdin) : await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
+  const text = await readInput(path);
   const kind = inputKind(text, name, values.format);
   const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
   const unused = misplaced.filter((o) => ONLY[o] === ONLY[misplaced[0]]);  // one kind per message
@@ -318,19 +416,20 @@ async function fileSink(path) {
 process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : fail(e.message, 1)));
 
 function parseArguments() {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' }, format: { type: 'string' },
-      attention: { type: 'boolean', default: false }, embeddings: { type: 'boolean', default: false }, pretty: { type: 'boolean', default: false },
-      placement: { type: 'string' }, sensor: { type: 'string' }, rate: { type: 'string', multiple: true },
-      window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' },
-      help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({ allowPositionals: true, options: OPTIONS });
+  } catch (e) {
+    if (e?.code?.startsWith?.('ERR_PARSE_ARGS')) throw new UsageError(parseArgsMessage(e));
+    throw e;
+  }
+  const { values, positionals } = parsed;
   if (values.help || values.version) return { values };
   const command = positionals[0];
-  if (command !== 'run' && command !== 'stream') throw new UsageError(positionals.length ? `unknown command "${command}" (the commands are "run" and "stream")` : '');
+  if (!COMMANDS.includes(command)) {
+    const guess = positionals.length ? closest(command, COMMANDS) : null;
+    throw new UsageError(positionals.length ? `unknown command "${command}" (${guess ? `did you mean "${guess}"? ` : ''}the commands are "run" and "stream")` : '');
+  }
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
   if (!values.model || !values.input) throw new UsageError(`${command} needs ${!values.model ? '--model' : '--input'}`);
   if (command === 'stream') {
@@ -354,7 +453,7 @@ function parseArguments() {
 // that made tokens final (the usage text lists the fields), written as the replay goes.
 async function streamCommand(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
-  const text = path === '-' ? await readStream(process.stdin) : await readFile(path, 'utf8').catch((e) => { throw fileError(e, 'read', path); });
+  const text = await readInput(path);
   if (!text.startsWith(`{"format":"${RECORDING_FORMAT}"`))
     throw new SensorformerError('BAD_FORMAT', `${name} is not a recording (.sfrec: its first line is {"format":"${RECORDING_FORMAT}", ...}); stream replays recordings only`);
   const model = await loadModel(values.model);
@@ -413,8 +512,7 @@ async function main() {
     if (command === 'stream') return await streamCommand(values, options);
     input = await openInput(values, options);
   } catch (e) {
-    // parseArgs' own errors (an unknown option, a missing value) are usage errors too
-    if (e instanceof UsageError || e?.code?.startsWith?.('ERR_PARSE_ARGS')) fail(`${e.message ? `${e.message}\n` : ''}${USAGE}`, 2);
+    if (e instanceof UsageError) usageError(e.message);
     throw e;
   }
 

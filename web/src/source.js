@@ -24,6 +24,18 @@ import { isNode } from './env.js';
 // enough that the calls cost nothing next to the read.
 const FILE_CHUNK = 1 << 20;
 
+/**
+ * The most bytes read from a model path or URL (docs/model.md "Limits"): the parameter budget as
+ * float32 (1 GiB, the core's kMaxModelBytes) plus the largest header (16 MiB) and its 8-byte
+ * length. No larger file loads (as F64 its parameters would not fit beside their float32 copy in
+ * the 2 GiB of WebAssembly memory), and a file with no end (/dev/zero, a pipe) or a server that
+ * never stops sending must not be read until memory runs out.
+ */
+export const MAX_MODEL_FILE_BYTES = 2 ** 30 + 2 ** 24 + 8;
+
+const tooLarge = (what) => new SensorformerError('RESOURCE_EXHAUSTED',
+  `${what} more than ${MAX_MODEL_FILE_BYTES.toLocaleString('en-US')} bytes, the largest model file sensorformer reads (1 GiB of float32 parameters and a 16 MiB header)`);
+
 class CallbackError {
   constructor(error) {
     this.error = error;
@@ -54,6 +66,7 @@ class Collector {
   }
 
   push(chunk) {
+    if (this.loaded + chunk.length > MAX_MODEL_FILE_BYTES) throw tooLarge('it holds');
     if (this.#buffer && this.loaded + chunk.length <= this.#buffer.length) {
       this.#buffer.set(chunk, this.loaded);
     } else {
@@ -86,19 +99,24 @@ class Collector {
 async function fetchBytes(url, { onProgress, signal, fetchOptions }) {
   const response = await fetch(url, { ...fetchOptions, ...(signal ? { signal } : {}) });
   if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
-  // Without onProgress: arrayBuffer(), which needs no chunk loop. (Read chunk by chunk, Chromium
-  // shows some completed requests as failed, net::ERR_ABORTED, in the network panel when the page
-  // is busy right after, as the warm-up keeps it: seen in 3 of 12 loads with onProgress. The
-  // bytes are all there, and the load succeeds.)
-  if (!onProgress) return new Uint8Array(await abortable(response.arrayBuffer(), signal));
+  const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
+  const length = Number(response.headers.get('content-length') ?? NaN);
+  const total = encoding === 'identity' && Number.isSafeInteger(length) && length >= 0 ? length : null;
+  if (total > MAX_MODEL_FILE_BYTES) {
+    response.body?.cancel().catch(() => {});
+    throw tooLarge(`it announces ${total.toLocaleString('en-US')} bytes,`);
+  }
+  // Without onProgress, and a size that is known and bounded: arrayBuffer(), which needs no chunk
+  // loop. (Read chunk by chunk, Chromium shows some completed requests as failed, net::ERR_ABORTED,
+  // in the network panel when the page is busy right after, as the warm-up keeps it: seen in 3 of
+  // 12 loads with onProgress. The bytes are all there, and the load succeeds.) An answer of unknown
+  // length is read chunk by chunk, so that MAX_MODEL_FILE_BYTES bounds it.
+  if (!onProgress && (total !== null || !response.body)) return new Uint8Array(await abortable(response.arrayBuffer(), signal));
   if (!response.body) {  // an engine without response streams: one chunk
     const collector = new Collector(null, onProgress);
     collector.push(new Uint8Array(await abortable(response.arrayBuffer(), signal)));
     return collector.finish();
   }
-  const encoding = (response.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  const length = Number(response.headers.get('content-length') ?? NaN);
-  const total = encoding === 'identity' && Number.isSafeInteger(length) && length >= 0 ? length : null;
   const collector = new Collector(total, onProgress);
   const reader = response.body.getReader();
   try {
@@ -121,7 +139,8 @@ async function readFileBytes(path, { onProgress, signal }) {
   const { open } = await import(/* @vite-ignore */ 'node:fs/promises');
   const file = await open(path, 'r');
   try {
-    const { size } = await file.stat();
+    const { size } = await file.stat();  // 0 for a device or a pipe: read to its end, bounded
+    if (size > MAX_MODEL_FILE_BYTES) throw tooLarge(`it has ${size.toLocaleString('en-US')} bytes,`);
     const collector = new Collector(size, onProgress);
     for (;;) {
       checkSignal(signal);
@@ -167,7 +186,8 @@ export async function readSource(source, options = {}) {
     } catch (cause) {
       if (cause instanceof CallbackError) throw cause.error;
       if (signal?.aborted) throw signal.reason;
-      throw new SensorformerError('IO', `could not read the model from ${source}: ${cause.message}`, { cause });
+      const code = cause instanceof SensorformerError ? cause.code : 'IO';
+      throw new SensorformerError(code, `could not read the model from ${source}: ${cause.message}`, { cause });
     }
   }
   throw new SensorformerError('INVALID_ARGUMENT', 'loadModel(source): source must be a URL, a path (Node), an ArrayBuffer or a Uint8Array');

@@ -13,6 +13,8 @@
 // - sensor: an integer in [0, 2^31 - 1] (the core's int); the message shows the number as given.
 // - a regular stream needs rateHz > 0 and a startTime even with no samples, so that an empty
 //   stream is not a place where a typo (rateHz: -1) hides until data arrives.
+// - an array longer than MAX_ARRAY_LENGTH is RESOURCE_EXHAUSTED, checked before its typed copy is
+//   allocated (a sparse `new Array(2 ** 32 - 1)` would need 32 GiB: the engine's RangeError).
 import { SensorformerError } from './errors.js';
 
 export const FLOAT32_MAX = 3.4028234663852886e38;
@@ -21,6 +23,11 @@ const NUMERIC_ARRAYS = new Set(['Float32Array', 'Float64Array', 'Int8Array', 'In
   'Uint8Array', 'Uint16Array', 'Uint32Array', 'Uint8ClampedArray']);
 const ACCEPTED = 'an array or one of Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, ' +
   'Uint8Array, Uint16Array, Uint32Array, Uint8ClampedArray';
+
+// Entries in one samples, timestamps or present array: every sample of a stream goes into a patch,
+// and a window's patch values are bounded by 1 GiB (2^28 float32, docs/model.md "Limits"), so a
+// longer array could only be refused by the core, after a copy of it.
+export const MAX_ARRAY_LENGTH = 2 ** 28;
 
 export const fail = (code, path, message) => new SensorformerError(code, `${path} ${message}`);
 export const bad = (path, message) => fail('INVALID_ARGUMENT', path, message);
@@ -57,6 +64,8 @@ export function describe(v) {
 export function container(value, path) {
   const typed = typedArrayName(value);
   if (typed ? !NUMERIC_ARRAYS.has(typed) : !Array.isArray(value)) throw bad(path, `must be ${ACCEPTED}, got ${describe(value)}`);
+  if (value.length > MAX_ARRAY_LENGTH)
+    throw fail('RESOURCE_EXHAUSTED', path, `has ${value.length.toLocaleString('en-US')} entries, more than ${MAX_ARRAY_LENGTH.toLocaleString('en-US')} (2^28): a window's patch values are bounded by 1 GiB`);
   return typed ?? 'Array';
 }
 

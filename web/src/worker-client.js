@@ -32,10 +32,23 @@ const MAX_CHUNK = 8;
 // listen(onMessage, onFailure): onFailure(cause) when the worker can no longer answer (its script
 // failed, it threw, it exited, or an answer could not be read); every pending call then rejects.
 // busy(yes) (Node only): whether requests are waiting for an answer.
-async function startWorker() {
+// startWorker() is synchronous once workerClass() resolved, so that the pool can put a replacement
+// in place of a dead worker at once (WorkerModel#replace), before any later call picks a worker.
+let NodeWorker = null;
+async function workerClass() {
+  if (isNode) NodeWorker ??= (await import(/* @vite-ignore */ 'node:worker_threads')).Worker;
+}
+
+/**
+ * Test seam, not package API (the package's exports map does not reach this module): `workerData`
+ * is handed to the Node worker threads started after it is set. tests/js/worker.test.js uses it to
+ * make a worker's module fail as an aborted one does (worker.js, testFault).
+ */
+export const testSeam = { workerData: undefined };
+
+function startWorker() {
   if (isNode) {
-    const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
-    const w = new Worker(new URL('./worker.js', import.meta.url));
+    const w = new NodeWorker(new URL('./worker.js', import.meta.url), { workerData: testSeam.workerData });
     return {
       post: (msg, transfer) => w.postMessage(msg, transfer),
       listen: (onMessage, onFailure) => {
@@ -94,13 +107,28 @@ export async function workerCount(workers) {
 const disposedError = () => new SensorformerError('DISPOSED', 'this model was disposed');
 const TRANSFER = { transfer: { fallback: false, valid: (v) => typeof v === 'boolean', expected: 'true or false' } };
 
-// postMessage throws a DataCloneError for what structured clone cannot copy (functions, symbols,
-// class instances with private state, a SharedArrayBuffer or a detached buffer to transfer).
+// postMessage throws only for the message itself, never because of the worker: a DataCloneError
+// for what structured clone cannot copy (functions, symbols, class instances with private state),
+// or what copying it threw (a getter's own error; a RangeError for nesting deeper than the stack).
+// The worker lives on, so all of these are INVALID_ARGUMENT.
 function postError(cause, what) {
-  if (cause?.name === 'DataCloneError')
-    return new SensorformerError('INVALID_ARGUMENT', `${what} cannot be sent to the worker: ${cause.message}`, { cause });
-  return new SensorformerError('WORKER_FAILED', `${what} could not be sent to the worker: ${cause?.message ?? cause}`, { cause });
+  const why = cause?.name === 'RangeError' ? `${cause.message} (nested too deeply to copy?)` : cause?.message ?? String(cause);
+  return new SensorformerError('INVALID_ARGUMENT', `${what} cannot be sent to the worker: ${why}`, { cause });
 }
+
+// A detached ArrayBuffer (moved by an earlier transfer) in a transfer list: browsers throw a
+// DataCloneError, Node 20 drops the message without a word, and the call would wait forever. A
+// view cannot be made on a detached buffer (ArrayBuffer.prototype.detached is newer than Node 20).
+function detached(buffer) {
+  if (typeof buffer.detached === 'boolean') return buffer.detached;
+  try {
+    new Uint8Array(buffer);
+    return false;
+  } catch {
+    return true;
+  }
+}
+const detachedError = () => Object.assign(new Error('a typed array\'s ArrayBuffer is detached (moved to a worker by an earlier transfer: true call?) and cannot be transferred'), { name: 'DataCloneError' });
 
 // The index in the whole batch of the window an error is about (the worker sends it with the error).
 const errorIndex = new WeakMap();
@@ -110,13 +138,17 @@ class Channel {
   #worker;
   #pending = new Map();
   #next = 0;
+  #stopped;
   failed = null;  // the error every call gets once this worker can no longer answer
   messages = 0;   // requests not answered yet
   windows = 0;    // windows in them: how busy the worker is
+  ready = true;   // false while a replacement worker loads the model: no call is routed to it
+  loaded = false; // the model loaded in this worker once (only such a worker is replaced)
 
-  // failure(cause): the error for calls pending when the worker stops; stopped(): after that.
+  // failure(cause): the error for calls pending when the worker stops; stopped(channel): after that.
   constructor(worker, failure, stopped) {
     this.#worker = worker;
+    this.#stopped = stopped;
     worker.listen(({ id, ok, result, error }) => {
       const p = this.#pending.get(id);
       if (!p) return;  // already rejected (the worker failed or was disposed meanwhile)
@@ -125,12 +157,22 @@ class Channel {
       const e = new SensorformerError(error.code, error.message);
       if (Number.isInteger(error.index)) errorIndex.set(e, error.index);
       p.reject(e);
-    }, (cause) => {
-      if (this.failed) return;
-      this.failed = failure(cause);
-      this.#rejectAll(this.failed);
-      stopped();
-    });
+      // The worker's WebAssembly module aborted (worker.js): nothing more may run on it.
+      if (error.fatal) this.stop(e);
+    }, (cause) => this.stop(failure(cause)));
+  }
+
+  /** Rejects every pending call with `error`, terminates the worker, and tells the model. */
+  stop(error) {
+    if (this.failed) return;
+    this.failed = error;
+    this.#rejectAll(error);
+    try {
+      Promise.resolve(this.#worker.terminate()).catch(() => {});
+    } catch {
+      // a worker that cannot be terminated is gone already
+    }
+    this.#stopped(this);
   }
 
   #rejectAll(error) {
@@ -147,6 +189,7 @@ class Channel {
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       try {
+        if (transfer.some(detached)) throw detachedError();
         this.#worker.post({ id, op, args }, transfer);
       } catch (cause) {
         this.#pending.delete(id);
@@ -174,7 +217,7 @@ function unclonable(windows, offset, cause) {
     try {
       structuredClone(windows[j]);
     } catch (e) {
-      const error = postError(e.name === 'DataCloneError' ? e : cause, `windows[${offset + j}]`);
+      const error = postError(e, `windows[${offset + j}]`);
       errorIndex.set(error, offset + j);
       return error;
     }
@@ -184,11 +227,20 @@ function unclonable(windows, offset, cause) {
   return error;
 }
 
+// The transfer list of `value` (`what` in an error): a getter that throws is the input's fault.
+function transferList(value, what) {
+  try {
+    return [...transferables(value)];
+  } catch (cause) {
+    throw postError(cause, what);
+  }
+}
+
 // With { transfer: true }: each buffer is moved with the chunk holding the last window that uses
 // it (earlier chunks copy it), so windows sharing a buffer across chunks still arrive whole.
 function transferPlan(windows) {
   const last = new Map();
-  windows.forEach((w, i) => { for (const b of transferables(w)) last.set(b, i); });
+  windows.forEach((w, i) => { for (const b of transferList(w, `windows[${i}]`)) last.set(b, i); });
   const byWindow = windows.map(() => []);
   for (const [b, i] of last) byWindow[i].push(b);
   return byWindow;
@@ -236,7 +288,7 @@ export class WorkerStreamSession {
   push(chunk, options) {
     try {
       const { transfer } = checkOptions(options, 'push(chunk, options)', PUSH_OPTIONS);
-      return this.#send('streamPush', { chunk }, transfer ? [...transferables(chunk)] : [], 'the chunk');
+      return this.#send('streamPush', { chunk }, transfer ? transferList(chunk, 'the chunk') : [], 'the chunk');
     } catch (e) {
       return Promise.reject(e);
     }
@@ -294,20 +346,27 @@ export class WorkerStreamSession {
  * DISPOSED. No call is left pending. Stream sessions (stream()) end with their model: their calls
  * made after dispose() reject with DISPOSED, those already sent complete.
  *
- * A worker that dies (its thread exited or crashed) rejects the calls it holds with WORKER_FAILED,
- * a batch with a chunk on it included; later calls go to the workers still alive, and when none
- * is, every call rejects with WORKER_FAILED. A dead worker is not restarted.
+ * A worker that dies (its thread exited or crashed, or its WebAssembly module aborted: worker.js)
+ * rejects the calls it holds with WORKER_FAILED, a batch with a chunk on it included, and is
+ * replaced at once by a new worker that loads the model again (from a copy of the file's bytes
+ * this object keeps) before it takes calls; meanwhile later calls go to the workers still alive,
+ * or wait for the replacement when none is. Stream sessions of a dead worker do not move (their
+ * state died with it): their calls reject with WORKER_FAILED. A replacement that fails to start or
+ * to load is not replaced again (a worker that cannot load would otherwise be restarted forever);
+ * when no worker is left, every call rejects with WORKER_FAILED.
  */
 export class WorkerModel {
   #channels;
   #jobs = [];  // batches not settled yet, oldest first
   #disposing = null;
+  #restart = null;  // { start, bytes, name, options }: how to load a replacement (loadAll)
+  #replacing = new Set();  // loads of replacements in progress (promises that never reject)
   config = null;
   /** As Model.info: what the model accepts and returns, and its size (in each worker). */
   info = null;
 
   static {
-    loadAll = async (model, bytes, name, options) => {
+    loadAll = async (model, bytes, name, options, start) => {
       // One copy of the bytes per worker, moved (not cloned) into it. new Uint8Array(view) copies;
       // a Node Buffer's slice() would not, and moving its memory would detach the caller's bytes.
       const copies = model.#channels.map(() => new Uint8Array(bytes));
@@ -317,32 +376,81 @@ export class WorkerModel {
       if (failed) throw failed.reason;
       model.config = settled[0].value.config;
       model.info = deepFreeze(settled[0].value.info);
+      for (const ch of model.#channels) ch.loaded = true;
+      // A copy of its own: the caller's Uint8Array may change after the load.
+      model.#restart = { start, bytes: new Uint8Array(bytes), name, options };
     };
   }
 
   /** `workers`: one { post, listen, terminate } (see startWorker) or an array of them. */
   constructor(workers) {
-    this.#channels = [].concat(workers).map((w) => new Channel(
-      w,
-      (cause) => (this.#disposing ? disposedError() : new SensorformerError('WORKER_FAILED', `the sensorformer worker stopped: ${cause.message}`, { cause })),
-      () => this.#pump(),
-    ));
+    this.#channels = [].concat(workers).map((w) => this.#channel(w));
   }
 
-  /** How many workers the model runs on (dead ones included). */
+  #channel(worker) {
+    return new Channel(
+      worker,
+      (cause) => (this.#disposing ? disposedError() : new SensorformerError('WORKER_FAILED', `the sensorformer worker stopped: ${cause.message}`, { cause })),
+      (ch) => {
+        this.#replace(ch);
+        this.#pump();
+      },
+    );
+  }
+
+  // A new worker in the place of `dead`, loading the model; calls are routed to it once it has.
+  #replace(dead) {
+    const i = this.#channels.indexOf(dead);
+    if (i < 0 || this.#disposing || !this.#restart || !dead.loaded) return;
+    const { start, bytes, name, options } = this.#restart;
+    let fresh;
+    try {
+      fresh = this.#channel(start());
+    } catch {
+      return;  // no worker can be started: the pool goes on with those it has
+    }
+    fresh.ready = false;
+    this.#channels[i] = fresh;
+    const copy = new Uint8Array(bytes);
+    const loading = fresh.send('load', { bytes: copy, name, options }, [copy.buffer], 'the model source').then(
+      () => {
+        fresh.ready = true;
+        fresh.loaded = true;
+      },
+      (e) => fresh.stop(e.code === 'DISPOSED' ? e : new SensorformerError('WORKER_FAILED', `a replacement sensorformer worker could not load the model: ${e.message}`, { cause: e })),
+    ).finally(() => {
+      this.#replacing.delete(loading);
+      this.#pump();
+    });
+    this.#replacing.add(loading);
+  }
+
+  /** How many workers the model runs on (dead ones included, replacements counted once). */
   get workers() {
     return this.#channels.length;
   }
 
-  // The live worker with the fewest windows in flight (then the fewest requests) among those
-  // with fewer than `limit` requests in flight; null if none.
+  // The live, loaded worker with the fewest windows in flight (then the fewest requests) among
+  // those with fewer than `limit` requests in flight; null if none.
   #leastBusy(limit = Infinity) {
     let best = null;
     for (const ch of this.#channels) {
-      if (ch.failed || ch.messages >= limit) continue;
+      if (ch.failed || !ch.ready || ch.messages >= limit) continue;
       if (!best || ch.windows < best.windows || (ch.windows === best.windows && ch.messages < best.messages)) best = ch;
     }
     return best;
+  }
+
+  // A worker for a call: the least busy one; with none alive, the first replacement to finish
+  // loading; none at all: WORKER_FAILED.
+  async #worker() {
+    for (;;) {
+      if (this.#disposing) throw disposedError();
+      const ch = this.#leastBusy();
+      if (ch) return ch;
+      if (!this.#replacing.size) throw this.#deadError();
+      await Promise.race(this.#replacing);
+    }
   }
 
   #deadError() {
@@ -357,9 +465,10 @@ export class WorkerModel {
     try {
       if (this.#disposing) throw disposedError();
       const { transfer, ...modelOptions } = forwardOptions(options, 'forward(window, options)', TRANSFER);
+      const list = transfer ? transferList(window, 'the window') : [];
+      const send = (ch) => ch.send('forward', { window, options: modelOptions }, list, 'the window', 1);
       const ch = this.#leastBusy();
-      if (!ch) throw this.#deadError();
-      return ch.send('forward', { window, options: modelOptions }, transfer ? [...transferables(window)] : [], 'the window', 1);
+      return ch ? send(ch) : this.#worker().then(send);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -374,10 +483,10 @@ export class WorkerModel {
     try {
       if (this.#disposing) throw disposedError();
       const parsed = streamOptions(options);
-      const ch = this.#leastBusy();
-      if (!ch) throw this.#deadError();
-      return ch.send('streamStart', { options: parsed }, [], 'the options', 1)
+      const open = (ch) => ch.send('streamStart', { options: parsed }, [], 'the options', 1)
         .then(({ session, state }) => new WorkerStreamSession(ch, session, state, () => this.#disposing !== null));
+      const ch = this.#leastBusy();
+      return ch ? open(ch) : this.#worker().then(open);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -405,10 +514,10 @@ export class WorkerModel {
   // Hands out chunks of the batches, oldest batch first, while a worker has room for one.
   #pump() {
     if (this.#disposing) return;
-    const live = this.#channels.filter((ch) => !ch.failed).length;
+    const live = this.#channels.filter((ch) => !ch.failed && ch.ready).length;
     const single = this.#channels.length === 1;
     for (const job of [...this.#jobs]) {
-      if (!live) this.#fail(job, this.#deadError(), -1);
+      if (!live && !this.#replacing.size) this.#fail(job, this.#deadError(), -1);
       while (live && job.next < job.windows.length && job.errorAt === Infinity) {
         const ch = this.#leastBusy(single ? Infinity : DEPTH);
         if (!ch) break;
@@ -488,7 +597,14 @@ export async function loadModelInWorker(source, options) {
   const count = await workerCount(workers);
   const bytes = await readSource(source, { onProgress, signal, fetchOptions });
   checkSignal(signal);
-  const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker()));
+  await workerClass();
+  const started = Array.from({ length: count }, () => {
+    try {
+      return { status: 'fulfilled', value: startWorker() };
+    } catch (reason) {
+      return { status: 'rejected', reason };
+    }
+  });
   const running = started.filter((s) => s.status === 'fulfilled').map((s) => s.value);
   const model = new WorkerModel(running);
   try {
@@ -497,7 +613,7 @@ export async function loadModelInWorker(source, options) {
     if (load.wasmUrl !== undefined) load.wasmUrl = resolveSource(String(load.wasmUrl));
     // An abort stops waiting at once; dispose() below then stops the workers, load or warm-up
     // in progress included.
-    await abortable(loadAll(model, bytes, sourceName(source), load), signal);
+    await abortable(loadAll(model, bytes, sourceName(source), load, startWorker), signal);
   } catch (e) {
     await model.dispose();
     throw e;

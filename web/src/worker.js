@@ -11,6 +11,12 @@ import { transferables } from './transfer.js';
 const inWebWorker = typeof WorkerGlobalScope !== 'undefined' && typeof self === 'object';
 
 let model = null;
+let wasm = null;  // the module of `model`
+// Set once the WebAssembly module aborted (Emscripten's abort(), e.g. a failed allocation, or a
+// trap): both throw a WebAssembly.RuntimeError and leave the module's memory and stack pointer as
+// they were mid-call, so nothing may run on it again. Every request then gets this error marked
+// `fatal`, and the calling thread replaces this worker (worker-client.js, WorkerModel).
+let aborted = null;
 // The stream sessions of this worker's model, by the id the calling thread knows them by
 // (WorkerStreamSession pins each to one worker). A session of a disposed model stays here and
 // answers DISPOSED, as on the main thread.
@@ -38,11 +44,15 @@ const ops = {
   async load({ bytes, name, options }) {
     model?.dispose();
     model = null;
-    model = await modelFromBytes(await loadWasm(options), bytes, name, options);
+    wasm = await loadWasm(options);
+    model = await modelFromBytes(wasm, bytes, name, options);
     return { config: model.config, info: model.info };
   },
   // The options were checked on the calling thread already; Model checks them again (same codes).
-  forward: ({ window, options }) => loaded().forward(window, options),
+  forward({ window, options }) {
+    testFault?.(window);
+    return loaded().forward(window, options);
+  },
   // windows: the batch, or with a pool the chunk of it that starts at windows[offset]. An error
   // names the window's index in the whole batch and carries it (`index`), so the pool can report
   // the first bad window of the batch, as Model.forwardBatch does.
@@ -86,14 +96,19 @@ const ops = {
   },
 };
 
+const abortedError = () => ({ code: 'WORKER_FAILED', message: `the sensorformer worker's WebAssembly module aborted (${aborted.message}); the worker is replaced`, fatal: true });
+
 async function handle(port, { id, op, args }) {
   let reply;
   try {
+    if (aborted) throw aborted;
     if (!Object.hasOwn(ops, op)) throw new SensorformerError('WORKER_FAILED', `unknown worker request "${op}"`);
     const result = await ops[op](args);
     reply = () => port.postMessage({ id, ok: true, result }, [...transferables(result)]);
   } catch (e) {
-    reply = () => port.postMessage({ id, ok: false, error: { code: e?.code ?? 'WORKER_FAILED', message: String(e?.message ?? e), index: e?.index } });
+    if (e instanceof WebAssembly.RuntimeError) aborted ??= e;
+    const error = aborted ? abortedError() : { code: e?.code ?? 'WORKER_FAILED', message: String(e?.message ?? e), index: e?.index };
+    reply = () => port.postMessage({ id, ok: false, error });
   }
   try {
     reply();
@@ -103,5 +118,24 @@ async function handle(port, { id, op, args }) {
   }
 }
 
+// Test seam (tests/js/worker.test.js, through worker-client.js's testSeam; Node only, not package
+// API): with workerData.abortAt set, a forward of a window whose referenceTime is that number
+// leaves this worker's module as an abort does: that call and every later call into it throw a
+// WebAssembly.RuntimeError (the module's Model.forward is replaced by one that throws).
+let testFault = null;
+function installTestFault(workerData) {
+  const at = workerData?.abortAt;
+  if (typeof at !== 'number') return;
+  testFault = (window) => {
+    if (window?.referenceTime !== at || !wasm) return;
+    wasm.Model.prototype.forward = () => { throw new WebAssembly.RuntimeError('test fault'); };
+  };
+}
+
 if (inWebWorker) self.onmessage = (e) => handle(self, e.data);
-else import(/* @vite-ignore */ 'node:worker_threads').then(({ parentPort }) => parentPort.on('message', (m) => handle(parentPort, m)));
+else {
+  import(/* @vite-ignore */ 'node:worker_threads').then(({ parentPort, workerData }) => {
+    installTestFault(workerData);
+    parentPort.on('message', (m) => handle(parentPort, m));
+  });
+}

@@ -64,6 +64,43 @@ function tooMany(count, seconds, hop, max, atLeast) {
   { windowCount: count, suggestedHop: fittingHop(hop, count, max) });
 }
 
+// Virtual seconds of replay a device may take to connect: its PMD starts wait up to 3 s each for
+// an answer (device.js) before they fail.
+const CONNECT_SECONDS = 30;
+
+/**
+ * Every device of a replayed recording connected (connect(name) -> Promise<Wearable>), in order.
+ * Each connection gets its handler at once: one that fails while the virtual clock advances (a
+ * corrupted PMD features read) must not be an unhandled rejection, which ends a Node process
+ * whatever try/catch surrounds the caller. The clock advances 2 s (a recorded connect), then a
+ * second at a time while a connection still waits (a PMD start waiting for its answer), up to
+ * CONNECT_SECONDS. On a failure the devices that did connect are closed and the first failure is
+ * thrown, its message naming the device.
+ */
+async function connectAll(names, clock, connect) {
+  const settled = new Array(names.length);
+  const all = Promise.all(names.map((name, i) => connect(name).then(
+    (value) => { settled[i] = { value }; },
+    (error) => { settled[i] = { error }; },
+  )));
+  await clock.advanceAsync(2);
+  for (let waited = 2; settled.includes(undefined) && waited < CONNECT_SECONDS; waited++) await clock.advanceAsync(1);
+  if (settled.includes(undefined)) {
+    // Still waiting: nothing more will come on a clock that is not advanced. Close what connected
+    // once the rest settles (never, possibly: the wait is not awaited).
+    all.then(() => { for (const s of settled) s.value?.close(); });
+    throw new SensorformerError('BAD_FORMAT', `the recording's ${names[settled.indexOf(undefined)]} did not finish connecting within ${CONNECT_SECONDS} s of replay`);
+  }
+  const failed = settled.findIndex((s) => s.error);
+  if (failed >= 0) {
+    for (const s of settled) await s.value?.close();
+    const { error } = settled[failed];
+    if (error instanceof Error) error.message = `the recording's ${names[failed]}: ${error.message}`;
+    throw error;
+  }
+  return settled.map((s) => s.value);
+}
+
 const positive = (value, name) => {
   if (!(typeof value === 'number' && Number.isFinite(value) && value > 0))
     throw new SensorformerError('INVALID_ARGUMENT', `${name} must be a finite number of seconds > 0, got ${value}`);
@@ -105,11 +142,9 @@ async function* replayWindows(recording, names, { seconds, hop, streams, maxWind
   const clock = createVirtualClock(t0);
   const bluetooth = replay(recording, { clock, speed: 1 });
   const assembler = new WindowAssembler();
-  const pending = names.map((name) => connectWearable({ bluetooth, clock, filters: [{ name }], assembler, streams }));
   const wearables = [];
   try {
-    await clock.advanceAsync(2);
-    wearables.push(...await Promise.all(pending));
+    wearables.push(...await connectAll(names, clock, (name) => connectWearable({ bluetooth, clock, filters: [{ name }], assembler, streams })));
     const anyData = (from, to) => assembler.ids.some((id) => assembler.get(id).hasData(from, to));
     let lastEnd = null, produced = 0;
 
@@ -226,12 +261,10 @@ export async function replayIntoSession(text, session, { config = null, streams 
   const clock = createVirtualClock(t0);
   const bluetooth = replay(recording, { clock, speed: 1 });
   const feeding = feedSession([], session, { ...feederOptions, clock, config, onUpdate });
-  const pending = names.map((name) => connectWearable({ bluetooth, clock, filters: [{ name }], streams, sinks: [feeding.sink] }));
   const wearables = [];
   const step = 1;
   try {
-    await clock.advanceAsync(2);
-    wearables.push(...await Promise.all(pending));
+    wearables.push(...await connectAll(names, clock, (name) => connectWearable({ bluetooth, clock, filters: [{ name }], streams, sinks: [feeding.sink] })));
     const last = events[events.length - 1].t;
     while (clock.now() < last + 1) {
       const next = clock.nextDue();
