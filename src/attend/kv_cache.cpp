@@ -20,6 +20,14 @@ void KeyValueCache::evict(double earliest_query, double lookback_s) {
   }
 }
 
+void KeyValueCache::truncate(std::size_t keep) {
+  const std::size_t n = begin + keep;
+  kv.resize(n * 2 * static_cast<std::size_t>(embed_dim));
+  time.resize(n);
+  ignore.resize(n);
+  index.resize(n);
+}
+
 std::size_t KeyValueCache::bytes() const {
   return kv.capacity() * sizeof(float) + time.capacity() * sizeof(double) + ignore.capacity() +
          index.capacity() * sizeof(std::int64_t);

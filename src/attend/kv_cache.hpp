@@ -29,6 +29,8 @@ struct KeyValueCache {
   // Drops keys no query at time >= earliest_query can attend to: earliest_query - t > lookback_s
   // (float64, the expression of time_lookback_starts; subtraction is monotone in the query time).
   void evict(double earliest_query, double lookback_s);
+  // Keeps the first `live` live rows (a push refused after its keys were appended: they go).
+  void truncate(std::size_t live);
   std::size_t bytes() const;
 };
 

@@ -68,6 +68,7 @@ struct PendingToken {
   std::int64_t patch = 0;
   double time = 0.0;
   bool present = false;
+  bool fresh = false;  // staged by the push under way (dropped if that push is refused)
   std::vector<float> values;  // (P) normalised; empty for an absent token (its values are unused)
 };
 
@@ -101,7 +102,6 @@ struct StreamSession::State {
   double ref = 0.0;
   double frontier = -kInf;
   std::int64_t next_index = 0;
-  std::string failure;  // set when a computation failed half-way: the session is unusable
   std::vector<StreamState> streams;
   std::vector<PendingToken> pending;
   std::vector<AttentionBlock> blocks;
@@ -497,7 +497,6 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
 Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   if (!s_) return {ErrorCode::kInvalidArgument, "stream session: not created (StreamSession::create)"};
   State& s = *s_;
-  if (!s.failure.empty()) return {ErrorCode::kInvalidArgument, "stream session: stopped by an earlier error (" + s.failure + "); start a new session"};
   const ModelConfig& c = s.model->config();
   if (chunk.streams.size() > static_cast<std::size_t>(kMaxSessionStreams))
     return {ErrorCode::kInvalidArgument, "chunk: " + std::to_string(chunk.streams.size()) + " streams, over the session's limit of " +
@@ -557,7 +556,22 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   frontier = std::max(frontier, s.frontier);
   SF_RETURN_IF_ERROR(check_budgets(c, s.options, s.blocks, s.caches, staged.streams, s.pending, staged.added, frontier, staged.ref));
 
-  // Commit the staged input, then compute the tokens that became final.
+  // Commit the staged input, then compute the tokens that became final. A computation can still
+  // fail (extreme inputs overflow float32 inside a layer; finite outputs are checked), so what it
+  // changes is noted first and put back then: a refused push leaves the session as it was.
+  std::vector<StreamState> old_streams = s.streams;
+  const bool old_has_ref = s.has_ref;
+  const double old_ref = s.ref, old_frontier = s.frontier;
+  const std::int64_t old_index = s.next_index;
+  struct Live {
+    std::size_t lb;
+    long long key;
+    std::size_t live;
+  };
+  std::vector<Live> old_live;
+  for (std::size_t lb = 0; lb < s.caches.size(); ++lb)
+    for (const auto& [key, cache] : s.caches[lb]) old_live.push_back({lb, key, cache.live()});
+  for (PendingToken& t : staged.added) t.fresh = true;
   s.streams = std::move(staged.streams);
   s.has_ref = staged.has_ref;
   s.ref = staged.ref;
@@ -578,9 +592,25 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   Batch batch{std::move(ready)};
   const Status st = compute(batch, &u);
   if (!st.ok()) {
-    s.failure = st.message();
+    s.streams = std::move(old_streams);
+    s.has_ref = old_has_ref, s.ref = old_ref, s.frontier = old_frontier, s.next_index = old_index;
+    std::vector<PendingToken> kept;
+    for (std::vector<PendingToken>* list : {&s.pending, &batch.tokens})
+      for (PendingToken& t : *list)
+        if (!t.fresh) kept.push_back(std::move(t));
+    s.pending = std::move(kept);
+    std::size_t k = 0;  // old_live lists the groups in map order: new groups are erased
+    for (std::size_t lb = 0; lb < s.caches.size(); ++lb)
+      for (auto it = s.caches[lb].begin(); it != s.caches[lb].end();)
+        if (k < old_live.size() && old_live[k].lb == lb && old_live[k].key == it->first) {
+          it->second.truncate(old_live[k++].live);
+          ++it;
+        } else {
+          it = s.caches[lb].erase(it);
+        }
     return st;
   }
+  for (PendingToken& t : s.pending) t.fresh = false;
   *out = std::move(u);
   return Status::Ok();
 }

@@ -414,6 +414,48 @@ TEST(StreamEdges, MaxGflopCountsAPushAsForwardCountsItsWindow) {
   ASSERT_TRUE(ok.push(ecg_chunk(ecg, 0, 60, true), &u).ok());
 }
 
+// A patch of +-3e38 on acc_x (std 1) normalises to finite values, then overflows float32 inside the
+// first layer: the push is NON_FINITE, and its patches, keys and tokens are taken back, so the
+// session goes on exactly as a twin that never saw it (found by fuzz/fuzz_stream.cpp). Before: the
+// session stopped ("stopped by an earlier error") with the refused chunk half kept.
+TEST(StreamEdges, PushThatOverflowsInsideALayerIsRefusedWhole) {
+  const Model m = load("factorized_lookback");
+  StreamSession a, b;
+  ASSERT_TRUE(StreamSession::create(m, {}, &a).ok());
+  ASSERT_TRUE(StreamSession::create(m, {}, &b).ok());
+  const std::vector<float> ecg = testing::random_floats(128 * 6, 21, -2000, 2000);
+  const std::vector<float> acc = testing::random_floats(32 * 6, 22, -2, 2);
+  const auto chunk = [&](int sec, bool first) {
+    Chunk c;
+    c.streams.resize(2);
+    if (first) {
+      c.streams[0] = regular(0, "ecg", "chest", 128.0, kT0, {});
+      c.streams[1] = regular(1, "acc_x", "wrist", 32.0, kT0, {});
+    }
+    c.streams[0].samples.assign(ecg.begin() + 128 * sec, ecg.begin() + 128 * (sec + 1));
+    c.streams[1].samples.assign(acc.begin() + 32 * sec, acc.begin() + 32 * (sec + 1));
+    return c;
+  };
+  StreamUpdate ua, ub;
+  for (int sec = 0; sec < 2; ++sec) {
+    ASSERT_TRUE(a.push(chunk(sec, sec == 0), &ua).ok());
+    ASSERT_TRUE(b.push(chunk(sec, sec == 0), &ub).ok());
+  }
+  Chunk bad = chunk(2, false);
+  for (int i = 0; i < 8; ++i) bad.streams[1].samples[i] = i % 2 ? -3e38f : 3e38f;  // one whole patch
+  const Status s = a.push(bad, &ua);
+  ASSERT_EQ(s.code(), ErrorCode::kNonFinite) << s.message();
+  for (int sec = 2; sec < 6; ++sec) {
+    ASSERT_TRUE(a.push(chunk(sec, false), &ua).ok()) << sec;
+    ASSERT_TRUE(b.push(chunk(sec, false), &ub).ok()) << sec;
+    ASSERT_EQ(ua.index, ub.index);
+    ASSERT_EQ(ua.tokens.time, ub.tokens.time);
+    ASSERT_EQ(ua.embeddings, ub.embeddings) << sec;
+    ASSERT_EQ(ua.frontier, ub.frontier);
+  }
+  EXPECT_EQ(a.memory_bytes(), b.memory_bytes());
+}
+
 // --- memory after a burst --------------------------------------------------------------------------
 
 // Two hours of ECG + acc_x pushed at once (a backlog after a reconnect), then ten minutes live in
