@@ -21,7 +21,7 @@ using emscripten::val;
 namespace {
 
 // Glue that runs once per model (load, info) or converts a few small arrays per call (the stream
-// session's) is compiled for size: -O3 inlined every val access into tens of KB of code
+// session's, core.timeEncoding's) is compiled for size: -O3 inlined every val access into tens of KB of code
 // (BENCHMARKS.md, "Size"). forward() keeps -O3.
 #define SF_GLUE_MINSIZE __attribute__((minsize))
 
@@ -61,7 +61,7 @@ val copy_out(const char* ctor, const std::vector<T>& v) {
 // (d_model / 2), checked by web/src/core.js (values: a model file's rule, finite and in [-1, 1]);
 // the length is checked here too, since it guards the read. A non-finite value is also refused
 // by encode_time (its angle bound) -> { ok, data: Float32Array (n * dModel) }
-val time_encoding(val times, double t_ref, int d_model, double max_period, val inv_freq) {
+SF_GLUE_MINSIZE val time_encoding(val times, double t_ref, int d_model, double max_period, val inv_freq) {
   const auto t = copy_in<double>(times);
   const auto table = copy_in<double>(inv_freq);
   const bool has_table = !inv_freq.isNull() && !inv_freq.isUndefined();

@@ -55,8 +55,11 @@ test('the shipped module carries no name section (its names live in the symbol m
   assert.doesNotMatch(objdump('-h'), /Custom .*"name"/);
 });
 
-// Issue 10's size goal; a page downloads this before anything runs (BENCHMARKS.md, "Size").
-const MAX_WASM_BYTES = 300_000;
+// Issue 10's size goal, 300,000 bytes, raised by 4,000 for issue 19's session edge handling (gap
+// spans, budgets checked before a push is kept, a refused computation taken back, times checked
+// when given: +4.4 KB after the savings listed in BENCHMARKS.md, "Size"); a page downloads this
+// before anything runs.
+const MAX_WASM_BYTES = 304_000;
 
 test(`the shipped module is at most ${MAX_WASM_BYTES} bytes`, () => {
   const bytes = statSync(wasm).size;
