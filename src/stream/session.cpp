@@ -333,6 +333,21 @@ Status check_descriptor(const ModelConfig& c, std::size_t i, const ChunkStream& 
   return Status::Ok();
 }
 
+// An event patch spans at most event_timeout_s: once an event or the watermark (`until`) is later
+// than its first event by more than that, the patch is closed with its missing events marked
+// missing (NaN at the last received event's time, which keeps the stream's times non-decreasing),
+// as a window holding the same events plus those NaN events tokenizes it. A device that left
+// part-way through a patch then no longer holds finality back. Decided on event times and the
+// watermark alone, so any chunking gives the same tokens: a watermark past the limit means no
+// event before it is still to come, and an event past the limit closes the patch just the same.
+Status close_stale_patch(const ModelConfig& c, const StreamOptions& options, std::size_t i, StreamState* st, double now,
+                         Staged* staged) {
+  if (st->times.empty() || !(now - st->times.front() > options.event_timeout_s)) return Status::Ok();
+  const double t = st->times.back();
+  while (!st->times.empty()) SF_RETURN_IF_ERROR(append_sample(c, i, st, std::numeric_limits<float>::quiet_NaN(), false, t, staged));
+  return Status::Ok();
+}
+
 Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i, const ChunkStream& in, bool is_new, Staged* staged) {
   StreamState& st = staged->streams[i];
   const std::size_t n = in.samples.size();
@@ -361,20 +376,13 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
         return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's watermark (" +
                                                                 num(st.watermark) + " s): `until` said no event before it would come" +
                                                                 (is_new ? " (a stream that joins a session starts at its frontier)" : ""));
+      SF_RETURN_IF_ERROR(close_stale_patch(c, options, i, &st, t, staged));
       st.last_event = t;
       SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), t, staged));
     }
     if (in.has_until) {
       st.watermark = std::max(st.watermark, in.until);
-      // A device that left part-way through a patch: close the patch with its missing events
-      // marked missing (NaN at the last received event's time, which keeps the stream's times
-      // non-decreasing), as a window holding the same events plus those NaN events would
-      // tokenize it. Decided on the watermark alone, so chunking cannot change the tokens.
-      if (!st.times.empty() && st.watermark - st.times.front() > options.event_timeout_s) {
-        const double t = st.times.back();
-        while (!st.times.empty())
-          SF_RETURN_IF_ERROR(append_sample(c, i, &st, std::numeric_limits<float>::quiet_NaN(), false, t, staged));
-      }
+      SF_RETURN_IF_ERROR(close_stale_patch(c, options, i, &st, st.watermark, staged));
     }
     return Status::Ok();
   }

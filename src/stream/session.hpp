@@ -6,9 +6,10 @@
 // arrive: token time t < frontier = min over streams of the stream's bound, where the bound is
 //   regular stream:      the start time of its next incomplete patch (startTime + kP / rateHz);
 //   event-driven stream: the time of the first event of its incomplete patch, or, with none, the
-//                        latest of its last event time and its watermark (`until`). An incomplete
-//                        patch whose first event is more than event_timeout_s before the watermark
-//                        is closed with its missing events marked missing (a device that left).
+//                        latest of its last event time and its watermark (`until`). An event
+//                        patch spans at most event_timeout_s: an event or a watermark later than
+//                        its first event by more closes it, its missing events marked missing (a
+//                        device that left part-way through a patch).
 // Final tokens are computed layer by layer against the cached keys and values of their groups
 // (the causal model never lets a token see a later one), so each final token's embedding equals a
 // full forward over everything received, with the same reference time, within float32 rounding.
@@ -86,9 +87,9 @@ struct StreamOptions {
   double reference_time = 0.0;  // default: the earliest time of the first chunk that has one
   bool attention_rows = false;  // return each new token's attention rows over its keys
   double history_s = 60.0;      // final embeddings kept for pooled(); > 0
-  // An event stream's incomplete patch whose first event is more than this before the stream's
-  // watermark is closed, its missing events marked missing (a strap that leaves part-way through a
-  // patch would otherwise hold finality back forever). > 0.
+  // An event patch spans at most this: an event or the stream's watermark later than the patch's
+  // first event by more closes it, its missing events marked missing (a strap that leaves part-way
+  // through a patch would otherwise hold finality back forever). > 0.
   double event_timeout_s = 15.0;
   // Compute limit of one push, counted as forward counts it (Model::forward_gflop) for the tokens
   // the push makes final and the keys they attend to.

@@ -321,6 +321,85 @@ TEST(StreamEdges, SlowBeatsAreNotClosedEarly) {
   EXPECT_EQ(compare_with_forward(m, w, all, [](int, bool) { return true; }, &max_diff), 4);
 }
 
+// An event patch spans at most event_timeout_s, decided on event times and watermarks only: the same
+// beats give the same tokens whether the watermark advances every second (a live feeder), arrives
+// once at the end, or comes with the beat after a silence (a replay that jumps the silence).
+// Beats 0.5, 1.3 | 40 s of silence | 41.3 .. 43.7 | 150: the first patch is closed by the silence
+// (2 beats + 2 missing: present), the last by the final watermark (1 + 3 missing: absent), and every
+// token equals a forward of the beats with those missing beats written in by hand.
+TEST(StreamEdges, EventPatchTimeoutDoesNotDependOnChunking) {
+  const Model m = load("flattened_lookback");
+  const std::vector<double> beats = {kT0 + 0.5, kT0 + 1.3, kT0 + 41.3, kT0 + 42.1, kT0 + 42.9, kT0 + 43.7, kT0 + 150.0};
+  const std::vector<float> rr = {0.8f, 0.8f, 0.8f, 0.8f, 0.8f, 0.8f, 0.9f};
+  StreamOptions o;
+  o.has_reference_time = true, o.reference_time = kT0;
+  const auto run = [&](int way) {
+    StreamSession s;
+    EXPECT_TRUE(StreamSession::create(m, o, &s).ok());
+    StreamUpdate all;
+    const auto take = [&](const StreamUpdate& u) {
+      all.tokens.count += u.tokens.count;
+      all.tokens.stream.insert(all.tokens.stream.end(), u.tokens.stream.begin(), u.tokens.stream.end());
+      all.tokens.time.insert(all.tokens.time.end(), u.tokens.time.begin(), u.tokens.time.end());
+      all.tokens.present.insert(all.tokens.present.end(), u.tokens.present.begin(), u.tokens.present.end());
+      all.embeddings.insert(all.embeddings.end(), u.embeddings.begin(), u.embeddings.end());
+    };
+    StreamUpdate u;
+    if (way == 0) {  // the watermark every second, each beat in its second
+      for (int sec = 0; sec < 200; ++sec) {
+        Chunk c;
+        c.streams = {sec == 0 ? events(1, "rr", "chest", {}, {}) : ChunkStream{}};
+        for (std::size_t k = 0; k < beats.size(); ++k)
+          if (beats[k] >= kT0 + sec && beats[k] < kT0 + sec + 1) c.streams[0].timestamps.push_back(beats[k]), c.streams[0].samples.push_back(rr[k]);
+        c.streams[0].has_until = true, c.streams[0].until = kT0 + sec + 1;
+        EXPECT_TRUE(s.push(c, &u).ok()) << sec;
+        take(u);
+      }
+    } else if (way == 1) {  // every beat at once, then the watermark
+      Chunk c;
+      c.streams = {events(1, "rr", "chest", beats, rr)};
+      EXPECT_TRUE(s.push(c, &u).ok());
+      take(u);
+      c.streams = {ChunkStream{}};
+      c.streams[0].has_until = true, c.streams[0].until = kT0 + 200;
+      EXPECT_TRUE(s.push(c, &u).ok());
+      take(u);
+    } else {  // each beat with a watermark just before the next beat (a replay crossing silences)
+      for (std::size_t k = 0; k < beats.size(); ++k) {
+        Chunk c;
+        c.streams = {k == 0 ? events(1, "rr", "chest", {beats[k]}, {rr[k]}) : ChunkStream{}};
+        if (k > 0) c.streams[0].timestamps = {beats[k]}, c.streams[0].samples = {rr[k]};
+        c.streams[0].has_until = true, c.streams[0].until = k + 1 < beats.size() ? beats[k + 1] : kT0 + 200;
+        EXPECT_TRUE(s.push(c, &u).ok()) << k;
+        take(u);
+      }
+    }
+    return all;
+  };
+  const StreamUpdate a = run(0), b = run(1), c = run(2);
+  ASSERT_EQ(a.tokens.count, 3);
+  for (const StreamUpdate* x : {&b, &c}) {
+    ASSERT_EQ(x->tokens.time, a.tokens.time);
+    ASSERT_EQ(x->tokens.present, a.tokens.present);
+    ASSERT_TRUE(testing::AllClose(x->embeddings.data(), a.embeddings.data(), a.embeddings.size(), kTol, 0.0, "chunkings"));
+  }
+  EXPECT_EQ(a.tokens.present, (std::vector<std::uint8_t>{1, 1, 0}));
+  ChunkStream by_hand = events(1, "rr", "chest", {}, {});
+  const auto beat = [&](double t, float v, bool present) {
+    by_hand.timestamps.push_back(t), by_hand.samples.push_back(v), by_hand.present.push_back(present);
+  };
+  beat(beats[0], rr[0], true), beat(beats[1], rr[1], true), beat(beats[1], kNaN, false), beat(beats[1], kNaN, false);
+  for (int k = 2; k < 6; ++k) beat(beats[k], rr[k], true);
+  beat(beats[6], rr[6], true);
+  for (int k = 0; k < 3; ++k) beat(beats[6], kNaN, false);
+  Window w;
+  w.has_reference_time = true;
+  w.reference_time = kT0;
+  w.streams = {input_of(by_hand)};
+  double max_diff = 0;
+  EXPECT_EQ(compare_with_forward(m, w, a, [](int, bool) { return true; }, &max_diff), 3);
+}
+
 // --- budgets before anything is kept ---------------------------------------------------------------
 
 // Feeds `seconds` of ECG (128 Hz) to a session in 1 s pushes from second `from`.

@@ -814,3 +814,24 @@ test('a recording whose PMD features read is corrupted: one line with the code, 
   assert.equal(s.status, 1);
   assert.equal(s.stderr, expected);
 });
+
+// Sparse recordings (issue 19): heart-rate notifications 1000 s apart took 304 s for 10,001 of them
+// (the replay stepped every second of silence, each step a push), and silences of over ~6 days
+// failed with "mark long gaps in several pushes". Now a silence is one step and one `until` per
+// stream, and the session skips a gap's absent patches after a minute. What the output must hold,
+// by hand: each notification's beat is an hr event (patch 2) and an rr event (patch 4) whose
+// patches the next notification, more than eventTimeoutSeconds (15 s) later, closes: one present hr
+// token (1 of 2) and one absent rr token (1 of 4) per notification, at its time, but the last.
+test('stream on sparse recordings: notifications 1000 s and 8 days apart, two tokens each', async () => {
+  const times = [...Array.from({ length: 300 }, (_, i) => T0 + 1 + 1000 * i), T0 + 1 + 1000 * 299 + 8 * 86400];
+  const file = join(tmp, 'sparse.sfrec');
+  writeFileSync(file, heartRateRecording(times));
+  const r = await run('stream', '--model', lookbackPath, '--input', file);
+  assert.equal(r.status, 0, `status ${r.status} ${r.signal ?? ''}\n${r.stderr}`);
+  noStack(r.stderr);
+  const lines = jsonLines(r.stdout);
+  const tokens = lines.flatMap((l) => l.time.map((t, j) => `${l.modality[j]}@${t - T0}:${l.present[j]}`));
+  // The last notification's patches stay open: the replay's final watermark is 1 s after it.
+  const expected = times.slice(0, -1).flatMap((t) => [`hr@${t - T0}:1`, `rr@${t - T0}:0`]);
+  assert.deepEqual(tokens.slice().sort(), expected.slice().sort());
+});

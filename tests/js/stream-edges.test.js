@@ -245,3 +245,26 @@ test('a strap that leaves part-way through an RR patch does not hold finality ba
   assert.ok(last.tokens.time.length > 0, 'the last push still makes tokens final');
   s.dispose();
 });
+
+// A replay costs its data, not its length: 200 notifications 1000 s apart are replayed in at most a
+// few pushes each (before: one push per second of silence, 1000 per notification).
+test('replayIntoSession crosses a silence in one step: pushes scale with the notifications, not the seconds', async () => {
+  const { replayIntoSession } = await import('../../web/src/ble/index.js');
+  const { heartRateRecording, T0: R0 } = await import('./recordings.js');
+  const times = Array.from({ length: 200 }, (_, i) => R0 + 1 + 1000 * i);
+  const session = lookback.stream();
+  let pushes = 0;
+  const counting = new Proxy(session, {
+    get(target, key) {
+      if (key === 'push') return (chunk) => { pushes++; return target.push(chunk); };
+      const v = Reflect.get(target, key, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  let tokens = 0;
+  await replayIntoSession(heartRateRecording(times), counting, { config: lookback.config, onUpdate: (u) => { tokens += u.tokens.time.length; } });
+  // The last notification's patches stay open (the final watermark is 1 s after it).
+  assert.equal(tokens, 2 * (times.length - 1), 'an hr and an rr token per notification but the last');
+  assert.ok(pushes <= 5 * times.length, `${pushes} pushes for ${times.length} notifications over ${1000 * times.length} s`);
+  session.dispose();
+});

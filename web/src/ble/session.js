@@ -29,6 +29,8 @@ const NOTIFICATION_SPAN = 2;
 // Silences longer than this many hops are replayed in one step (see the replay loop). Larger than
 // the 1 s replayed after the last event at the smallest hop the CLI allows (1 ms).
 const JUMP_HOPS = 1024;
+// replayIntoSession's steps are 1 s: a silence with nothing due for more than 2 of them is jumped.
+const SESSION_JUMP_STEPS = 2;
 
 /**
  * About how many windows of `seconds` every `hop` a parsed recording gives: the windows on the
@@ -242,7 +244,7 @@ export async function windowsFromRecording(text, options) {
 /**
  * A recording replayed into a streaming session (model.stream()), through the same path as live
  * wearables: replayed notifications -> device layer -> SessionFeeder (feeder.js) -> session.push.
- * Virtual clock, as recordingWindows: silences longer than 1024 s are crossed in one step. Each
+ * Virtual clock: 1 s steps, and a silence (nothing due for more than 2 s) is crossed in one step. Each
  * push's result goes to onUpdate(update, chunk) as it happens; `between()` (optional, awaited)
  * runs after every step of replay (the CLI writes its output there, so that memory stays
  * bounded). At the end every stream's watermark is set to the end of the recording (its last
@@ -270,7 +272,12 @@ export async function replayIntoSession(text, session, { config = null, streams 
       const next = clock.nextDue();
       const idle = next === null ? Infinity : Math.floor((next - clock.now()) / step);
       const left = last + 1 - clock.now();
-      await clock.advanceAsync(idle > JUMP_HOPS && left > JUMP_HOPS * step ? Math.min(idle * step, left) : Math.min(step, left));
+      // A silence (no notification or device timer due) is crossed in one step, however short or
+      // long: the feeder's flush after it marks the silence with one `until` per stream, which the
+      // session turns into at most a minute of absent patches per stream (docs/model.md "Gaps"),
+      // so a replay costs its data, not its length (10,001 notifications 1000 s apart: one step
+      // each, not 1000).
+      await clock.advanceAsync(idle > SESSION_JUMP_STEPS && left > SESSION_JUMP_STEPS * step ? Math.min(idle * step, left) : Math.min(step, left));
       await feeding.flush();
       if (feeding.error) throw feeding.error;
       await between?.();
