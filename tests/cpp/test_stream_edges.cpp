@@ -584,7 +584,9 @@ TEST(StreamEdges, NewOptionsAreChecked) {
     EXPECT_EQ(StreamSession::create(m, o, &s).code(), ErrorCode::kInvalidArgument) << bad;
     o = {};
     o.max_gflop = bad;
-    if (!(bad > 0)) EXPECT_EQ(StreamSession::create(m, o, &s).code(), ErrorCode::kInvalidArgument) << bad;
+    if (!(bad > 0)) {
+      EXPECT_EQ(StreamSession::create(m, o, &s).code(), ErrorCode::kInvalidArgument) << bad;
+    }
   }
   // A chunk of more streams than a session takes is refused before anything is allocated.
   StreamSession s;
