@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_models.hpp"
 #include "model/model.hpp"
 
 namespace {
@@ -24,16 +25,7 @@ void require(bool condition) {
 }
 
 const std::vector<sf::Model>& models() {
-  static const std::vector<sf::Model> loaded = [] {
-    std::vector<sf::Model> out;
-    for (const char* name : {"flattened", "time", "channel", "factorized_causal"}) {
-      sf::Model m;
-      const sf::Status s = sf::Model::load_file(std::string(SF_FIXTURE_DIR) + "/model/" + name + ".safetensors", &m);
-      require(s.ok());
-      out.push_back(std::move(m));
-    }
-    return out;
-  }();
+  static const std::vector<sf::Model> loaded = load_fixture_models({"flattened", "time", "channel", "factorized_causal"});
   return loaded;
 }
 

@@ -7,9 +7,21 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace sf {
+
+// %g switches to an exponent once the exponent reaches the precision: the fewest digits of 10 are
+// "1e+01". Below 1e15 the same digits are printed positionally ("10", "1764460802.7"), as people
+// write them (and as JavaScript prints numbers).
+inline std::string positional(const char* b, double v) {
+  const char* e = std::strchr(b, 'e');
+  if (!e || e[1] != '+' || std::atoi(e + 2) >= 15) return b;
+  char out[32];
+  std::snprintf(out, sizeof out, "%.*g", std::atoi(e + 2) + 1, v);
+  return out;
+}
 
 inline std::string shortest(double v) {
   char b[32];  // "%.17g" of a double is at most 24 characters
@@ -17,7 +29,7 @@ inline std::string shortest(double v) {
     std::snprintf(b, sizeof b, "%.*g", p, v);
     if (std::strtod(b, nullptr) == v) break;  // NaN never compares equal: "nan" at p = 17
   }
-  return b;
+  return positional(b, v);
 }
 
 // A float32 value: at most 9 significant digits (FLT_DECIMAL_DIG), read back as a float.
@@ -27,7 +39,7 @@ inline std::string shortest(float v) {
     std::snprintf(b, sizeof b, "%.*g", p, static_cast<double>(v));
     if (std::strtof(b, nullptr) == v) break;
   }
-  return b;
+  return positional(b, v);
 }
 
 }  // namespace sf

@@ -70,6 +70,15 @@ StreamInput input_of(const ChunkStream& c) {
   return in;
 }
 
+// Appends one push's tokens (labels and embeddings) to `all`, to compare a session's whole output.
+void take(StreamUpdate* all, const StreamUpdate& u) {
+  all->tokens.count += u.tokens.count;
+  all->tokens.stream.insert(all->tokens.stream.end(), u.tokens.stream.begin(), u.tokens.stream.end());
+  all->tokens.time.insert(all->tokens.time.end(), u.tokens.time.begin(), u.tokens.time.end());
+  all->tokens.present.insert(all->tokens.present.end(), u.tokens.present.begin(), u.tokens.present.end());
+  all->embeddings.insert(all->embeddings.end(), u.embeddings.begin(), u.embeddings.end());
+}
+
 // Compares every token of `u` for which `want(stream, present)` holds with the forward's row of the
 // same stream and time; returns how many were compared (each must find its row).
 int compare_with_forward(const Model& m, const Window& w, const StreamUpdate& u,
@@ -245,13 +254,7 @@ TEST(StreamEdges, StrapThatLeavesMidPatchDoesNotHoldFinalityBack) {
   // push of second 21 (until 22 s). Every thermometer token before 59.75 s is final by then.
   EXPECT_GE(s.frontier(), kT0 + 59.75);
   StreamUpdate all;
-  for (const StreamUpdate& u : updates) {
-    all.tokens.count += u.tokens.count;
-    all.tokens.stream.insert(all.tokens.stream.end(), u.tokens.stream.begin(), u.tokens.stream.end());
-    all.tokens.time.insert(all.tokens.time.end(), u.tokens.time.begin(), u.tokens.time.end());
-    all.tokens.present.insert(all.tokens.present.end(), u.tokens.present.begin(), u.tokens.present.end());
-    all.embeddings.insert(all.embeddings.end(), u.embeddings.begin(), u.embeddings.end());
-  }
+  for (const StreamUpdate& u : updates) take(&all, u);
   Window w;
   w.has_reference_time = true;
   w.reference_time = kT0;
@@ -306,11 +309,7 @@ TEST(StreamEdges, SlowBeatsAreNotClosedEarly) {
     r.has_until = true, r.until = kT0 + sec + 1;
     StreamUpdate u;
     ASSERT_TRUE(s.push(c, &u).ok()) << sec;
-    all.tokens.count += u.tokens.count;
-    all.tokens.stream.insert(all.tokens.stream.end(), u.tokens.stream.begin(), u.tokens.stream.end());
-    all.tokens.time.insert(all.tokens.time.end(), u.tokens.time.begin(), u.tokens.time.end());
-    all.tokens.present.insert(all.tokens.present.end(), u.tokens.present.begin(), u.tokens.present.end());
-    all.embeddings.insert(all.embeddings.end(), u.embeddings.begin(), u.embeddings.end());
+    take(&all, u);
   }
   Window w;
   w.has_reference_time = true;
@@ -337,13 +336,6 @@ TEST(StreamEdges, EventPatchTimeoutDoesNotDependOnChunking) {
     StreamSession s;
     EXPECT_TRUE(StreamSession::create(m, o, &s).ok());
     StreamUpdate all;
-    const auto take = [&](const StreamUpdate& u) {
-      all.tokens.count += u.tokens.count;
-      all.tokens.stream.insert(all.tokens.stream.end(), u.tokens.stream.begin(), u.tokens.stream.end());
-      all.tokens.time.insert(all.tokens.time.end(), u.tokens.time.begin(), u.tokens.time.end());
-      all.tokens.present.insert(all.tokens.present.end(), u.tokens.present.begin(), u.tokens.present.end());
-      all.embeddings.insert(all.embeddings.end(), u.embeddings.begin(), u.embeddings.end());
-    };
     StreamUpdate u;
     if (way == 0) {  // the watermark every second, each beat in its second
       for (int sec = 0; sec < 200; ++sec) {
@@ -353,17 +345,17 @@ TEST(StreamEdges, EventPatchTimeoutDoesNotDependOnChunking) {
           if (beats[k] >= kT0 + sec && beats[k] < kT0 + sec + 1) c.streams[0].timestamps.push_back(beats[k]), c.streams[0].samples.push_back(rr[k]);
         c.streams[0].has_until = true, c.streams[0].until = kT0 + sec + 1;
         EXPECT_TRUE(s.push(c, &u).ok()) << sec;
-        take(u);
+        take(&all, u);
       }
     } else if (way == 1) {  // every beat at once, then the watermark
       Chunk c;
       c.streams = {events(1, "rr", "chest", beats, rr)};
       EXPECT_TRUE(s.push(c, &u).ok());
-      take(u);
+      take(&all, u);
       c.streams = {ChunkStream{}};
       c.streams[0].has_until = true, c.streams[0].until = kT0 + 200;
       EXPECT_TRUE(s.push(c, &u).ok());
-      take(u);
+      take(&all, u);
     } else {  // each beat with a watermark just before the next beat (a replay crossing silences)
       for (std::size_t k = 0; k < beats.size(); ++k) {
         Chunk c;
@@ -371,7 +363,7 @@ TEST(StreamEdges, EventPatchTimeoutDoesNotDependOnChunking) {
         if (k > 0) c.streams[0].timestamps = {beats[k]}, c.streams[0].samples = {rr[k]};
         c.streams[0].has_until = true, c.streams[0].until = k + 1 < beats.size() ? beats[k + 1] : kT0 + 200;
         EXPECT_TRUE(s.push(c, &u).ok()) << k;
-        take(u);
+        take(&all, u);
       }
     }
     return all;

@@ -85,7 +85,9 @@ index (session index of the first), stream, modality, time (s), present (one arr
 pooled over the final tokens of the last --window seconds (default 10): from, to, presentTokens,
 head, probabilities and label (models with labels; null with no present token). --embeddings adds
 each token's embedding, --attention each token's attention rows (layer, block, keys, keyTimes,
-weights per head). Streams the model does not know are left out (named on stderr).
+weights per head). A long silence's absent patches past its first minute are not computed: the
+line that crosses it lists them in skipped ({stream, from, to, patches}). Streams the model does
+not know are left out (named on stderr).
 Exit codes: 0 done; 1 the model, the input or a file failed (the message says which; output
 already written stays, but the JSON is then unterminated); 2 usage error (arguments).`;
 
@@ -463,7 +465,7 @@ async function streamCommand(values, options) {
   let lines = [];
   const onUpdate = (u) => {
     const m = u.tokens.time.length;
-    if (!m) return;
+    if (!m && !u.skipped.length) return;
     const p = session.pooled({ seconds: options.seconds });
     const line = {
       frontier: u.frontier,
@@ -477,6 +479,8 @@ async function streamCommand(values, options) {
     };
     if (p.probabilities !== undefined) line.pooled.probabilities = p.probabilities ? f32(p.probabilities) : null;
     if (p.label !== undefined) line.pooled.label = p.label;
+    // A long gap's absent patches past its first minute: listed, not computed (docs/model.md "Gaps").
+    if (u.skipped.length) line.skipped = u.skipped;
     if (values.embeddings) line.embeddings = rows(u.embeddings, u.dims[1]);
     if (u.attention)
       line.attention = u.attention.map((a) => ({
