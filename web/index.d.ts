@@ -155,6 +155,23 @@ export function loadCore(options?: CoreLoadOptions | null): Promise<Core>;
 /** Whether this engine runs WebAssembly SIMD (the core needs it). */
 export function hasWasmSimd(): boolean;
 
+/** Beats of one ECG lead (web/src/qrs.js: Pan-Tompkins, any rate >= 50 Hz). */
+export interface DetectedBeats {
+  /** Sample index of each beat (its R peak, or the QRS's extreme for a lead of the other polarity). */
+  indices: Int32Array;
+  /** startTime + index / rateHz, seconds. */
+  times: Float64Array;
+  /** The interval before each beat after the first, seconds (length beats - 1). */
+  rr: Float64Array;
+}
+
+/**
+ * QRS detection on one ECG lead (null / NaN samples are missing: no beat is reported inside a
+ * missing run; no beat is reported within 150 ms of a missing sample). RR intervals for a model when the source sends ECG but no RR. INVALID_ARGUMENT for
+ * a rate outside 50..100000 Hz or samples that are not an array.
+ */
+export function detectBeats(samples: ArrayLike<number | null>, rateHz: number, options?: { startTime?: number } | null): DetectedBeats;
+
 // --- the model (docs/model.md) ---------------------------------------------------------------
 
 /** The typed arrays accepted wherever numbers go in (not DataView, BigInt64Array, BigUint64Array). */

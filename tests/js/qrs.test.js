@@ -1,0 +1,119 @@
+// QRS detection (web/src/qrs.js, `detectBeats`): the beats an RR stream is made of when a source
+// sends ECG only (issue 20). Reference: the simulator's own beat times (web/src/ble/physiology.js
+// draws each beat's waves around a known R time), matched within 150 ms, the match window of
+// ANSI/AAMI EC57 for beat detectors. Goals, each with its reason:
+//   sensitivity and positive predictivity >= 99.5 % (clean synthetic beats: a detector that misses
+//   1 in 200 here would be useless on real recordings);
+//   median |time error| <= 10 ms (one sample at 130 Hz is 7.7 ms; RR features need beat times a
+//   few ms apart at most).
+// With the PhysioNet/CinC 2017 data (SF_CINC2017), which has no beat annotations: plausibility
+// on the committed test part (rates in a physiological range for normal-rhythm records; AF's RR
+// irregularity well above normal rhythm's, which is what the model's RR stream is for).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { detectBeats, SensorformerError } from '../../web/src/index.js';
+import { createPhysiology } from '../../web/src/ble/physiology.js';
+
+const MATCH_S = 0.15;
+const MIN_SE_PPV = 0.995;
+const MAX_MEDIAN_ERR_S = 0.01;
+
+function match(ref, det) {
+  let i = 0, j = 0, tp = 0;
+  const errs = [];
+  while (i < ref.length && j < det.length) {
+    const d = det[j] - ref[i];
+    if (Math.abs(d) <= MATCH_S) tp++, errs.push(Math.abs(d)), i++, j++;
+    else if (d < 0) j++;
+    else i++;
+  }
+  errs.sort((a, b) => a - b);
+  return { se: tp / ref.length, ppv: tp / det.length, median: errs[errs.length >> 1] };
+}
+
+// Six minutes of rest, walk and run (heart rates ~60 to ~170 bpm) from a seeded simulated strap.
+function synthetic(seed, fs, seconds = 360) {
+  const ph = createPhysiology({ seed, activities: [{ activity: 'rest', duration: seconds / 3 }, { activity: 'walk', duration: seconds / 3 }, { activity: 'run', duration: seconds / 3 }] });
+  const x = new Float32Array(Math.floor(seconds * fs));
+  for (let i = 0; i < x.length; i++) x[i] = ph.ecgAt(i / fs);
+  return { x, beats: Array.from(ph.beats(0.3, seconds - 0.3)) };
+}
+
+test('simulated ECG at 130 and 300 Hz, either polarity: beats within 150 ms, Se and PPV >= 99.5 %, median error <= 10 ms', () => {
+  for (const seed of [1, 2, 3]) {
+    for (const fs of [130, 300]) {
+      const { x, beats } = synthetic(seed, fs);
+      for (const sign of [1, -1]) {
+        const { times, rr, indices } = detectBeats(sign > 0 ? x : x.map((v) => -v), fs);
+        assert.equal(indices.length, times.length);
+        assert.equal(rr.length, times.length - 1);
+        const m = match(beats, Array.from(times).filter((t) => t >= 0.3 && t < x.length / fs - 0.3));
+        const what = `seed ${seed}, ${fs} Hz, polarity ${sign}: Se ${m.se}, PPV ${m.ppv}, median ${m.median} s`;
+        assert.ok(m.se >= MIN_SE_PPV && m.ppv >= MIN_SE_PPV, what);
+        assert.ok(m.median <= MAX_MEDIAN_ERR_S, what);
+      }
+    }
+  }
+});
+
+test('times: startTime + index / rateHz; rr: the differences', () => {
+  const { x } = synthetic(4, 130, 30);
+  const a = detectBeats(x, 130), b = detectBeats(x, 130, { startTime: 1764460800.25 });
+  assert.deepEqual(b.indices, a.indices);
+  b.indices.forEach((i, k) => assert.equal(b.times[k], 1764460800.25 + i / 130));
+  b.rr.forEach((v, k) => assert.equal(v, b.times[k + 1] - b.times[k]));
+});
+
+test('missing samples: no beat inside a missing run or within 150 ms of it, the beats around it still found', () => {
+  const { x, beats } = synthetic(5, 300, 60);
+  const y = Array.from(x, (v, i) => (i >= 300 * 20 && i < 300 * 23 ? null : v));  // 20-23 s missing
+  const { times } = detectBeats(y, 300);
+  assert.ok(Array.from(times).every((t) => t < 20 - 0.15 || t >= 23 + 0.15), 'no beat in the missing run or within 150 ms of it');
+  const outside = beats.filter((t) => t < 20 - 0.15 || t >= 23 + 0.15);
+  const m = match(outside, Array.from(times).filter((t) => t >= 0.3 && t < 59.7));
+  assert.ok(m.se >= 0.99 && m.ppv >= 0.99, `Se ${m.se}, PPV ${m.ppv}`);
+});
+
+test('nothing to detect: empty, all missing, shorter than two integration windows, a flat line', () => {
+  for (const x of [[], new Float32Array(300).fill(NaN), new Float32Array(80), new Float32Array(3000).fill(5)])
+    assert.equal(detectBeats(x, 300).times.length, 0);
+});
+
+test('bad arguments are INVALID_ARGUMENT naming them', () => {
+  const bad = (fn, pattern) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message));
+  bad(() => detectBeats(null, 300), /samples must be an array/);
+  bad(() => detectBeats('ecg', 300), /samples must be an array/);
+  for (const r of [0, 49, NaN, Infinity, '300', 1e6]) bad(() => detectBeats([1, 2, 3], r), /rateHz must be a number of Hz from 50/);
+  bad(() => detectBeats([1, 2, 3], 300, { startTime: NaN }), /startTime must be a finite time/);
+  bad(() => detectBeats([1, 2, 3], 300, { start: 0 }), /unknown option "start"/);
+});
+
+const data = process.env.SF_CINC2017 ?? '';
+const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
+test('CinC 2017 test part: plausible rates for normal rhythm, RR irregularity in AF', { skip: haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`) }, () => {
+  const labels = new Map(readFileSync(join(data, 'REFERENCE.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.trim().split(',')));
+  const records = readFileSync(new URL('../../tools/af/split/test.txt', import.meta.url), 'utf8').trimEnd().split('\n');
+  const byClass = { N: { plausible: 0, n: 0, cv: [] }, A: { plausible: 0, n: 0, cv: [] } };
+  for (const r of records) {
+    const c = byClass[labels.get(r)];
+    if (!c) continue;
+    const b = readFileSync(join(data, `${r}.mat`));  // MATLAB v4, int16 samples after a 24-byte header
+    const x = new Float32Array((b.length - 24) / 2);
+    for (let i = 0; i < x.length; i++) x[i] = b.readInt16LE(24 + 2 * i) / 1000;
+    const { rr } = detectBeats(x, 300);
+    const mean = rr.reduce((a, v) => a + v, 0) / Math.max(1, rr.length);
+    const sd = Math.sqrt(rr.reduce((a, v) => a + (v - mean) ** 2, 0) / Math.max(1, rr.length));
+    c.n++;
+    if (rr.length >= 3 && 60 / mean >= 35 && 60 / mean <= 200) c.plausible++;
+    c.cv.push(sd / mean);
+  }
+  const median = (v) => v.sort((a, b) => a - b)[v.length >> 1];
+  const n = byClass.N, a = byClass.A;
+  console.log(`# N: ${n.n} records, mean rate 35-200 bpm in ${(100 * n.plausible / n.n).toFixed(1)} %, median RR CV ${median(n.cv).toFixed(3)}; A: ${a.n} records, median RR CV ${median(a.cv).toFixed(3)}`);
+  // Measured 99.1 % and CV 0.049 (N) vs 0.211 (A) at this commit; 97 % and a 2x ratio leave room.
+  assert.ok(n.plausible / n.n >= 0.97, `${n.plausible} of ${n.n}`);
+  assert.ok(median(a.cv) >= 2 * median(n.cv), `A ${median(a.cv)} vs N ${median(n.cv)}`);
+});

@@ -1,0 +1,178 @@
+// QRS detection on one ECG lead: beat (R-peak) times and the RR intervals between them, for a
+// source that sends ECG but no RR (a handheld recording, a strap's raw ECG). The one definition
+// the project uses, at inference and when training data is prepared (tools/af/: Node runs this
+// file, so training and runtime give the same beats).
+//
+// The method is Pan and Tompkins' (J. Pan, W. J. Tompkins, "A Real-Time QRS Detection
+// Algorithm", IEEE Trans. Biomed. Eng. 32(3), 1985), written for any sampling rate:
+//   1. band-pass 5-15 Hz (the QRS's energy; P and T waves and baseline wander fall outside):
+//      a 2nd-order high-pass at 5 Hz, then a 2nd-order low-pass at 15 Hz, Butterworth (Q = 1/sqrt2)
+//      biquads from R. Bristow-Johnson's "Audio EQ Cookbook" formulas, run forward and backward
+//      (zero phase: the whole window is at hand, and a peak keeps its time);
+//   2. the five-point derivative (slopes: the QRS is the steepest part of a beat);
+//   3. squaring (every slope positive, large ones emphasised);
+//   4. moving-window integration over 150 ms (about one QRS);
+//   5. peaks of the integrated signal at least 200 ms apart (the refractory period) classified
+//      as signal or noise against an adaptive threshold: THRESHOLD = NPK + 0.25 (SPK - NPK), SPK and
+//      NPK running estimates of signal and noise peaks (each new peak weighs 1/8); a peak within
+//      360 ms of the last beat whose steepest slope is under half the last beat's is a T wave;
+//      after 1.66 mean RR without a beat, the largest peak in between above half the threshold is
+//      taken (search back).
+//   6. each beat's time: the largest |band-passed value| within the integration window before
+//      the integrated peak (the band-passed signal is zero phase, so this is the QRS's centre of
+//      energy, within a few ms of the R peak for either polarity of the lead).
+// Missing samples (NaN) are held at the last value before filtering; a beat within 150 ms of a
+// missing sample is not reported.
+import { SensorformerError } from './errors.js';
+import { checkOptions } from './options.js';
+
+const bad = (message) => new SensorformerError('INVALID_ARGUMENT', `detectBeats: ${message}`);
+
+// Biquad coefficients (b0, b1, b2, a1, a2; a0 normalised to 1), RBJ cookbook, Q = 1/sqrt(2).
+function biquad(kind, f0, fs) {
+  const w = (2 * Math.PI * f0) / fs, cos = Math.cos(w), alpha = Math.sin(w) / Math.SQRT2;
+  const a0 = 1 + alpha;
+  const b = kind === 'lowpass' ? [(1 - cos) / 2, 1 - cos, (1 - cos) / 2] : [(1 + cos) / 2, -(1 + cos), (1 + cos) / 2];
+  return [b[0] / a0, b[1] / a0, b[2] / a0, (-2 * cos) / a0, (1 - alpha) / a0];
+}
+
+// y = filter(x) forward, then backward (zero phase). Float64 throughout.
+function filtfilt([b0, b1, b2, a1, a2], x) {
+  const run = (input) => {
+    const y = new Float64Array(input.length);
+    let x1 = input[0], x2 = input[0], y1 = 0, y2 = 0;
+    // Start from the first value's steady state (a constant passes a high-pass as 0, a low-pass
+    // as itself), so the edges do not ring.
+    const dc = (b0 + b1 + b2) / (1 + a1 + a2);
+    y1 = y2 = input.length ? dc * input[0] : 0;
+    for (let n = 0; n < input.length; n++) {
+      const v = b0 * input[n] + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2;
+      x2 = x1, x1 = input[n], y2 = y1, y1 = v;
+      y[n] = v;
+    }
+    return y;
+  };
+  return run(run(x).reverse()).reverse();
+}
+
+/**
+ * Beats of one ECG lead.
+ * @param {ArrayLike<number|null>} samples  the lead at `rateHz` (any unit; null / NaN = missing)
+ * @param {number} rateHz  sampling rate (>= 50 Hz: a QRS lasts ~100 ms)
+ * @param {{ startTime?: number }} [options]  the first sample's time in seconds (default 0)
+ * @returns {{ indices: Int32Array, times: Float64Array, rr: Float64Array }}
+ *   beat sample indices, their times (startTime + index / rateHz) and the RR interval before each
+ *   beat after the first (length beats - 1, seconds)
+ */
+export function detectBeats(samples, rateHz, options = null) {
+  const { startTime } = checkOptions(options, 'detectBeats(samples, rateHz, options)', {
+    startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
+  });
+  if (samples == null || typeof samples !== 'object' || typeof samples.length !== 'number')
+    throw bad('samples must be an array or a typed array');
+  if (!(Number.isFinite(rateHz) && rateHz >= 50 && rateHz <= 1e5)) throw bad(`rateHz must be a number of Hz from 50 to 100000, got ${rateHz}`);
+  const n = samples.length, fs = rateHz;
+  const empty = { indices: new Int32Array(0), times: new Float64Array(0), rr: new Float64Array(0) };
+  const x = new Float64Array(n), missing = new Uint8Array(n);
+  let last = NaN;
+  for (let i = 0; i < n; i++) {
+    const v = samples[i] == null ? NaN : Number(samples[i]);
+    if (Number.isFinite(v)) last = v;
+    else missing[i] = 1;
+    x[i] = last;
+  }
+  const first = x.findIndex((v) => Number.isFinite(v));
+  if (first < 0) return empty;
+  for (let i = 0; i < first; i++) x[i] = x[first];
+  const win = Math.max(1, Math.round(0.15 * fs)), refractory = Math.round(0.2 * fs), twave = Math.round(0.36 * fs);
+  if (n < 2 * win) return empty;
+
+  const bp = filtfilt(biquad('lowpass', 15, fs), filtfilt(biquad('highpass', 5, fs), x));
+  // Five-point derivative, squared, integrated over `win` samples (centred, to keep times).
+  const sq = new Float64Array(n);
+  for (let i = 2; i < n - 2; i++) {
+    const d = (2 * bp[i + 2] + bp[i + 1] - bp[i - 1] - 2 * bp[i - 2]) * (fs / 8);
+    sq[i] = d * d;
+  }
+  const mwi = new Float64Array(n);
+  let sum = 0;
+  const half = Math.floor(win / 2);
+  for (let i = 0; i < n + half; i++) {
+    if (i < n) sum += sq[i];
+    if (i - win >= 0) sum -= sq[i - win];
+    if (i - half >= 0 && i - half < n) mwi[i - half] = sum / win;
+  }
+  // Candidate peaks: local maxima, the largest within each refractory period.
+  const peaks = [];
+  for (let i = 1; i < n - 1; i++) {
+    if (!(mwi[i] > mwi[i - 1] && mwi[i] >= mwi[i + 1])) continue;
+    if (peaks.length && i - peaks[peaks.length - 1] < refractory) {
+      if (mwi[i] > mwi[peaks[peaks.length - 1]]) peaks[peaks.length - 1] = i;
+    } else {
+      peaks.push(i);
+    }
+  }
+  // Steepest band-passed slope within the window ending at a peak (T-wave test).
+  const slope = (p) => {
+    let s = 0;
+    for (let i = Math.max(1, p - win); i <= p; i++) s = Math.max(s, Math.abs(bp[i] - bp[i - 1]));
+    return s;
+  };
+  // Learning phase (the first 2 s, or all of a shorter window).
+  const learn = Math.min(n, Math.round(2 * fs));
+  let spk = 0, npk = 0;
+  for (let i = 0; i < learn; i++) spk = Math.max(spk, mwi[i]), npk += mwi[i];
+  spk *= 0.25;
+  npk = (0.5 * npk) / learn;
+  const beats = [];
+  const rrs = [];
+  let lastSlope = 0;
+  const threshold = () => npk + 0.25 * (spk - npk);
+  const meanRr = () => (rrs.length ? rrs.slice(-8).reduce((a, b) => a + b, 0) / Math.min(8, rrs.length) : fs);
+  const accept = (p, weight) => {
+    if (beats.length) rrs.push(p - beats[beats.length - 1]);
+    beats.push(p);
+    lastSlope = slope(p);
+    spk = weight * mwi[p] + (1 - weight) * spk;
+  };
+  let since = 0;  // index into peaks of the first candidate after the last beat
+  for (let k = 0; k < peaks.length; k++) {
+    const p = peaks[k];
+    // Search back: a long wait since the last beat takes the largest candidate in between.
+    if (beats.length && p - beats[beats.length - 1] > 1.66 * meanRr()) {
+      let best = -1;
+      for (let j = since; j < k; j++)
+        if (peaks[j] - beats[beats.length - 1] >= refractory && mwi[peaks[j]] > 0.5 * threshold() && (best < 0 || mwi[peaks[j]] > mwi[peaks[best]])) best = j;
+      if (best >= 0) {
+        accept(peaks[best], 0.25);
+        since = best + 1;
+      }
+    }
+    const fromLast = beats.length ? p - beats[beats.length - 1] : Infinity;
+    if (fromLast < refractory) continue;
+    if (mwi[p] > threshold() && !(fromLast < twave && slope(p) < 0.5 * lastSlope)) {
+      accept(p, 0.125);
+      since = k + 1;
+    } else {
+      npk = 0.125 * mwi[p] + 0.875 * npk;
+    }
+  }
+  // Each beat at the largest |band-passed value| within the window around its integrated peak.
+  // A beat within one integration window of a missing sample is dropped: the held value's step
+  // where the data resumes looks like a QRS to the band-pass.
+  const missingBefore = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) missingBefore[i + 1] = missingBefore[i] + missing[i];
+  const nearMissing = (i) => missingBefore[Math.min(n, i + win + 1)] - missingBefore[Math.max(0, i - win)] > 0;
+  const indices = [];
+  for (const p of beats) {
+    let at = p, best = -1;
+    for (let i = Math.max(0, p - half - 1); i <= Math.min(n - 1, p + half + 1); i++)
+      if (Math.abs(bp[i]) > best) best = Math.abs(bp[i]), at = i;
+    if (!nearMissing(at) && (!indices.length || at > indices[indices.length - 1])) indices.push(at);
+  }
+  const idx = Int32Array.from(indices);
+  const times = Float64Array.from(idx, (i) => startTime + i / fs);
+  const rr = new Float64Array(Math.max(0, times.length - 1));
+  for (let i = 1; i < times.length; i++) rr[i - 1] = times[i] - times[i - 1];
+  return { indices: idx, times, rr };
+}
