@@ -61,6 +61,11 @@ export interface SimulatedBluetoothOptions {
   /** Oximeter finger-off episodes (override), else random at fingerOffRatePerMinute (default 0.25). */
   fingerOff?: Array<{ at: number; duration: number }> | null;
   fingerOffRatePerMinute?: number;
+  /**
+   * Atrial fibrillation episodes (seconds from the start): irregularly irregular RR intervals at a
+   * faster rate, no P waves, fibrillatory waves at 4-9 Hz. Default none.
+   */
+  af?: Array<{ at: number; duration: number }> | null;
   /** The strap's true ECG rate on its own clock (default 130.35, an H10's; 130 = nominal). */
   ecgRateHz?: number;
   /** True ACC rate per requested rate (default H10_ACC_RATES_HZ), or 'nominal' (the requested rate). */
@@ -142,6 +147,10 @@ export interface SimulationTruth {
   temperatureAt(t: number): number;
   spo2At(t: number): number;
   fingerOffAt(t: number): boolean;
+  /** 'af' or 'sinus' at host time t. */
+  rhythmAt(t: number): 'af' | 'sinus';
+  /** AF episodes overlapping [t0, t1), host time. */
+  afEpisodes(t0: number, t1: number): Array<{ start: number; end: number }>;
   clocks: { strap?: SimulatedClockTruth; thermometer?: SimulatedClockTruth; oximeter?: SimulatedClockTruth };
   /** Unix seconds on a device's clock at host time t (decodePmdData's deviceTime scale). */
   deviceTime(key: SimulatedDeviceKey, t: number): number;
@@ -166,6 +175,11 @@ export interface SimulatedBluetooth extends FakeBluetooth {
   readonly start: number;
   readonly devicesByKey: { strap?: FakeDevice; thermometer?: FakeDevice; oximeter?: FakeDevice };
   readonly truth: SimulationTruth;
+  /**
+   * Starts an atrial fibrillation episode of `duration` seconds (default 60) about `after` seconds
+   * from now (default 1; later if beats are already drawn past it). Returns it in host time.
+   */
+  startAf(options?: { duration?: number; after?: number }): { start: number; end: number };
   /** Stops every timer of the simulation (devices stay, but send nothing more). */
   close(): void;
 }

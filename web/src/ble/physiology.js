@@ -152,9 +152,11 @@ export class Physiology {
   #fingerNext;
   #fingerFixed;
   #lagMemo = new Map();
+  #af = [];        // atrial fibrillation episodes { start, end }, sorted, disjoint
+  #fKey;
 
-  /** @param {{ seed?: number|string, activities?: Array<{activity: string, duration?: number, start?: number}>|null, fingerOff?: Array<{at: number, duration: number}>|null, fingerOffRatePerMinute?: number }} [options] */
-  constructor({ seed = 1, activities = null, fingerOff = null, fingerOffRatePerMinute = 0.25 } = {}) {
+  /** @param {{ seed?: number|string, activities?: Array<{activity: string, duration?: number, start?: number}>|null, fingerOff?: Array<{at: number, duration: number}>|null, fingerOffRatePerMinute?: number, af?: Array<{at: number, duration: number}>|null }} [options] */
+  constructor({ seed = 1, activities = null, fingerOff = null, fingerOffRatePerMinute = 0.25, af = null } = {}) {
     this.#seed = seed;
     this.seed = seed;
     const k = (label) => hashSeed(seed, label);
@@ -188,6 +190,9 @@ export class Physiology {
       this.#fingerOff = fingerOff.map(({ at, duration }) => ({ start: at, end: at + duration })).sort((a, b) => a.start - b.start);
     }
     this.fingerOffRatePerMinute = fingerOffRatePerMinute;
+    this.#fKey = hashSeed(seed, 'af-f-waves');
+    if (af !== null && !Array.isArray(af)) throw invalid(`af must be an array of { at, duration } (seconds), got ${describe(af)}`);
+    (af ?? []).forEach((e, i) => this.#addAf(e, `af[${i}]`));
     this.#fingerNext = fingerOffRatePerMinute > 0 ? this.#fingerRng.exponential(fingerOffRatePerMinute / 60) : Infinity;
     const first = ACTIVITY_PROFILES[this.activityAt(0)];
     this.#beatState = { t: -10, hrMean: first.hr + this.person.hrOffset, e: 0, resp: this.person.phases[0] };
@@ -283,7 +288,14 @@ export class Physiology {
       const prof = ACTIVITY_PROFILES[seg.activity];
       const target = prof.hr + this.person.hrOffset + 3 * Math.sin(TAU * s.t / 600 + this.person.phases[1]);
       s.e = 0.75 * s.e + rng.normal(0, prof.hrvSd);
-      const rr = Math.min(1.6, Math.max(0.3, 60 / s.hrMean + prof.rsa * Math.sin(s.resp) + s.e));
+      let rr = Math.min(1.6, Math.max(0.3, 60 / s.hrMean + prof.rsa * Math.sin(s.resp) + s.e));
+      // Atrial fibrillation: the ventricles follow an irregular stream of atrial impulses through
+      // the AV node, so RR intervals are "irregularly irregular": nearly independent from beat to
+      // beat, coefficient of variation ~0.2-0.3, at a faster mean rate than sinus rhythm (untreated
+      // AF at rest: ~90-120 bpm). Drawn log-normal (sigma 0.25) around 60 / (HR + 25 bpm), at
+      // least 0.3 s (the AV node's refractory period). (M. Rawles, E. Rowland, Br. Heart J. 56,
+      // 1986; Hindricks et al., ESC AF guidelines, Eur. Heart J. 42, 2021.)
+      if (this.#afIndex(s.t) >= 0) rr = Math.min(2.0, Math.max(0.3, (60 / (s.hrMean + 25)) * Math.exp(rng.normal(0, 0.25))));
       s.t += rr;
       s.resp += TAU * prof.respHz * rr;
       const tau = target > s.hrMean ? 12 : 25;
@@ -387,7 +399,8 @@ export class Physiology {
     for (let i = lowerBound(beats, t - 0.75); i < beats.length && beats[i] < t + 0.35; i++) {
       const b = beats[i], s = Math.sqrt(rrs[i]), d = t - b;
       const amp = this.person.rAmplitude * (1 + 0.05 * Math.sin(TAU * 0.25 * b + ph[5])) * (0.97 + 0.06 * uniformAt(key, 0, i));
-      v += 0.12 * amp * gauss(d, -0.16 * (0.8 + 0.2 * s), 0.025)
+      // No P wave in AF: the atria do not contract as one (f waves instead, below).
+      v += (this.#afIndex(b) >= 0 ? 0 : 0.12) * amp * gauss(d, -0.16 * (0.8 + 0.2 * s), 0.025)
         - 0.10 * amp * gauss(d, -0.028, 0.009)
         + amp * gauss(d, 0, 0.011)
         - 0.25 * amp * gauss(d, 0.03, 0.012)
@@ -407,7 +420,71 @@ export class Physiology {
     }
     const b = this.#burst(t);
     v += 0.4 * (b[0] + b[2]);
-    return v + prof.ecgNoise * noiseAt(this.#keys.ecg, 0, t);
+    return v + this.#fWaves(t) + prof.ecgNoise * noiseAt(this.#keys.ecg, 0, t);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Atrial fibrillation
+
+  #addAf(e, name) {
+    if (!(isPlainObject(e) && e.at >= 0 && Number.isFinite(e.at) && e.duration > 0 && Number.isFinite(e.duration))) {
+      throw invalid(`${name} must be { at, duration } with at >= 0 and duration > 0 (finite seconds), got ${isPlainObject(e) ? `at ${describe(e.at)}, duration ${describe(e.duration)}` : describe(e)}`);
+    }
+    // Beats already drawn keep their rhythm: an episode may start only after them.
+    const drawn = this.#beats[this.#beats.length - 1];
+    if (e.at < drawn) throw invalid(`${name}: an episode must start after the beats already drawn (at >= ${drawn.toFixed(3)} s), got at ${e.at}`);
+    const ep = { start: e.at, end: e.at + e.duration };
+    if (this.#af.some((o) => o.start < ep.end && ep.start < o.end)) throw invalid(`${name} overlaps another AF episode`);
+    this.#af.push(ep);
+    this.#af.sort((a, b) => a.start - b.start);
+  }
+
+  // Index of the AF episode containing t, or -1.
+  #afIndex(t) {
+    for (let i = 0; i < this.#af.length; i++) if (t >= this.#af[i].start && t < this.#af[i].end) return i;
+    return -1;
+  }
+
+  /**
+   * Starts an AF episode of `duration` seconds at `at`, or at the last beat already drawn if that
+   * is later (beats are drawn about a second ahead of the latest time asked for, and keep their
+   * rhythm): a control for the demo. Returns the episode { start, end }.
+   */
+  startAf({ at, duration }) {
+    const start = Number.isFinite(at) ? Math.max(at, this.#beats[this.#beats.length - 1]) : at;
+    this.#addAf({ at: start, duration }, 'startAf');
+    return { start, end: start + duration };
+  }
+
+  /** 'af' or 'sinus' at t. */
+  rhythmAt(t) {
+    return this.#afIndex(t) >= 0 ? 'af' : 'sinus';
+  }
+
+  /** AF episodes overlapping [t0, t1): [{ start, end }]. */
+  afEpisodes(t0 = -Infinity, t1 = Infinity) {
+    return this.#af.filter((e) => e.end > t0 && e.start < t1).map((e) => ({ ...e }));
+  }
+
+  // Fibrillatory (f) waves: a continuous, irregular atrial baseline oscillation at 4-9 Hz
+  // (240-540 per minute) of ~0.05-0.2 mV in place of P waves. Three components around 5.5, 6.5 and
+  // 7.5 Hz whose frequencies and amplitudes wander slowly, faded in and out over 0.5 s.
+  // (Bollmann et al., "Analysis of surface electrocardiograms in atrial fibrillation", Europace 8,
+  // 2006: dominant atrial frequency 4-9 Hz.)
+  #fWaves(t) {
+    const i = this.#afIndex(t);
+    if (i < 0) return 0;
+    const { start, end } = this.#af[i];
+    const fade = Math.min(1, (t - start) / 0.5, (end - t) / 0.5);
+    let v = 0;
+    for (let k = 0; k < 3; k++) {
+      const phase0 = TAU * uniformAt(this.#fKey, k, i), w = TAU * 0.13 * (k + 1);
+      // frequency (5.5 + k) + 0.4 sin(w t + phase0) Hz; its phase is the integral over t
+      const phase = phase0 + TAU * ((5.5 + k) * t - (0.4 / w) * Math.cos(w * t + phase0));
+      const amp = 40 * (1 + 0.5 * Math.sin(TAU * 0.3 * t + 2 * phase0));
+      v += amp * Math.sin(phase);
+    }
+    return fade * v;
   }
 
   // -------------------------------------------------------------------------------------------

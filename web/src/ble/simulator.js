@@ -54,6 +54,9 @@
 //                                    clockJumps: [{ device, at, to (s since 2000, default 0) | by (s) }] }
 //   activities                     schedule override [{ activity, duration } | { activity, start }]
 //   fingerOff / fingerOffRatePerMinute (0.25)   oximeter finger-off episodes
+//   af ([])                        atrial fibrillation episodes [{ at, duration }] (s from the start):
+//                                  irregularly irregular RR, no P waves, f waves (physiology.js);
+//                                  simulated.startAf({ duration, after }) starts one while running
 //   ecgRateHz (130.35)             the strap's true ECG rate on its own clock (130: the nominal rate)
 //   accRatesHz (H10_ACC_RATES_HZ)  true ACC rate per requested rate, or 'nominal' (the requested rate)
 //   accCompressed (false)          ACC frames 0x01 (int16) or 0x80 (delta, Polar's layout)
@@ -114,7 +117,7 @@ const u16 = (n) => `0000${n.toString(16).padStart(4, '0')}-0000-1000-8000-00805f
 export const SIMULATOR_OPTIONS = Object.freeze([
   'seed', 'clock', 'start', 'devices', 'names', 'driftPpm', 'clockOffset', 'connectionIntervalMs',
   'delayProbability', 'maxDelayIntervals', 'dropoutProbability', 'disconnects', 'faults', 'activities',
-  'fingerOff', 'fingerOffRatePerMinute', 'ecgRateHz', 'accRatesHz', 'accCompressed', 'accFrameSamples',
+  'fingerOff', 'fingerOffRatePerMinute', 'af', 'ecgRateHz', 'accRatesHz', 'accCompressed', 'accFrameSamples',
   'accFrameSeconds', 'accDeltaBlockSamples', 'hrContact', 'pmdResponses', 'pmdTimestampJitterUs',
   'pmdMaxFrameBytes', 'thermometer', 'battery',
   // passed through to FakeBluetooth
@@ -166,6 +169,7 @@ function checkOptions(options) {
   entries(options.disconnects, ['device', 'at', 'duration'], 'disconnects');
   entries(options.activities, ['activity', 'duration', 'start'], 'activities');
   entries(options.fingerOff, ['at', 'duration'], 'fingerOff');
+  entries(options.af, ['at', 'duration'], 'af');
   if (isPlainObject(options.faults)) entries(options.faults.clockJumps, ['device', 'at', 'to', 'by'], 'faults.clockJumps');
 }
 
@@ -517,6 +521,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
       activities: options.activities ?? null,
       fingerOff: options.fingerOff ?? null,
       fingerOffRatePerMinute: options.fingerOffRatePerMinute ?? 0.25,
+      af: options.af ?? null,
     });
     this.truth = this.#makeTruth();
     this.devicesByKey = {};
@@ -543,6 +548,17 @@ export class SimulatedBluetooth extends FakeBluetooth {
 
   /** The SimDevice internals by key (clock, link, stats). */
   simulated(key) { return this.#sims[key]; }
+
+  /**
+   * Starts an atrial fibrillation episode of `duration` seconds about `after` seconds from now (the
+   * demo's control; `af` schedules them up front). Returns it as { start, end } in host time.
+   */
+  startAf({ duration = 60, after = 1 } = {}) {
+    if (!(Number.isFinite(duration) && duration > 0)) throw invalid(`startAf: duration must be a finite number of seconds > 0, got ${describe(duration)}`);
+    if (!(Number.isFinite(after) && after >= 0)) throw invalid(`startAf: after must be a finite number of seconds >= 0, got ${describe(after)}`);
+    const e = this.physiology.startAf({ at: this.clock.now() - this.start + after, duration });
+    return { start: e.start + this.start, end: e.end + this.start };
+  }
 
   /** Stops every timer of the simulation (devices stay, but send nothing more). */
   close() {
@@ -577,6 +593,10 @@ export class SimulatedBluetooth extends FakeBluetooth {
       temperatureAt: (t) => p.temperatureAt(t - s),
       spo2At: (t) => p.spo2At(t - s),
       fingerOffAt: (t) => p.fingerOffAt(t - s),
+      /** 'af' | 'sinus' at host time t. */
+      rhythmAt: (t) => p.rhythmAt(t - s),
+      /** AF episodes overlapping [t0, t1) in host time: [{ start, end }]. */
+      afEpisodes: (t0, t1) => p.afEpisodes(t0 - s, t1 - s).map((x) => ({ start: x.start + s, end: x.end + s })),
       /** Per device: { driftPpm, offset, connectionIntervalMs, jumps: [{ at (host), delta (s) }] }. */
       clocks: {},
       /** Unix seconds on a device's clock at host time t (decodePmdData's deviceTime scale). */
