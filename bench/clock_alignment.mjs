@@ -8,7 +8,7 @@
 // Deterministic (virtual clock).
 //   node bench/clock_alignment.mjs [seeds=20]
 import { connectWearable, DEVICE_FILTERS } from '../web/src/ble/device.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../web/src/simulator/devices.js';
 
 const T0 = 1764460800, SEEDS = Number(process.argv[2] ?? 20);
 for (const interval of [15, 30]) {

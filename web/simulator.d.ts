@@ -1,6 +1,6 @@
 // Types for sensorformer/simulator: a simulated navigator.bluetooth whose chest strap, thermometer
 // and oximeter send the bytes real devices send. Hand-written; keep in step with
-// web/src/ble/simulator.js (whose header documents every option) and web/src/simulator.js.
+// web/src/simulator/devices.js (whose header documents every option) and web/src/simulator/index.js.
 import type { Clock, FakeBluetooth, FakeDevice, RequestDeviceOptions } from './ble.js';
 
 export { createRealClock, createVirtualClock } from './ble.js';

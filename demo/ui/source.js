@@ -8,7 +8,7 @@ import {
   createRealClock,
   DEVICE_FILTERS,
 } from '../../web/src/ble/index.js';
-import { createSimulatedBluetooth } from '../../web/src/simulator.js';
+import { createSimulatedBluetooth } from '../../web/src/simulator/index.js';
 import { ALL_STREAMS, DEVICE_TITLES, streamsOf } from './streams.js';
 import { hostNow } from './dom.js';
 

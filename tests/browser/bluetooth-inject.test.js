@@ -1,5 +1,5 @@
 // The Bluetooth layer's issue: "the same fake injected into headless Chromium with
-// page.addInitScript". web/src/ble/simulator.js is bundled by Vite (build API, lib format 'iife',
+// page.addInitScript". web/src/simulator/devices.js is bundled by Vite (build API, lib format 'iife',
 // in memory) into one classic script that installs navigator.bluetooth = createSimulatedBluetooth();
 // the demo opened with ?source=bluetooth then takes the path a real browser takes (no simulator of
 // its own): connectWearable -> navigator.bluetooth.requestDevice -> GATT -> decoders -> clock

@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
 import { CSP, CSP_HOOK, DEADLINE_MS, canvasStats, ensureArtifacts, log, openDemoPage, unlabeledCopy, waitFor, watch } from './helpers.js';
 
 const OUTAGE = 1;  // s the strap stays out of range: the device layer's first retry (2 s) succeeds

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 
 import { StreamBuffer, WindowAssembler } from '../../web/src/ble/assembler.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
-import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '../../web/src/simulator/devices.js';
 import { normalizeWindow } from '../../web/src/window.js';
 import { loadModel, SensorformerError } from '../../web/src/index.js';
 import { prng } from './prng.js';

@@ -106,7 +106,7 @@ test('ClockAligner: 100 ppm drift, 7.5 ms / 30 ms / 50 ms connection intervals',
   assert.ok(worst < 0.005);
 });
 
-// H10 traffic (the simulated strap's defaults, web/src/ble/simulator.js): ECG frames of 73 samples
+// H10 traffic (the simulated strap's defaults, web/src/simulator/devices.js): ECG frames of 73 samples
 // at 130.35 Hz and ACC frames of 36 samples at 51.07 Hz on one clock into one aligner, ready 2 ms
 // after their last sample, delivered in order at the next 15 ms connection event (2 % of them 1-4
 // events late). The ACC frame period (704.9 ms = 46.99 intervals) hardly moves against the

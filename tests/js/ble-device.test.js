@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { BluetoothUnavailableError } from '../../web/src/ble/errors.js';
 import { bluetoothAvailability, connectWearable, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { WindowAssembler } from '../../web/src/ble/assembler.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
 import { loadModel } from '../../web/src/index.js';
 import { normalizeWindow } from '../../web/src/window.js';
 import { settle } from './virtual-time.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
 import { loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';

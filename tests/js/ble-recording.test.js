@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { SensorformerError } from '../../web/src/errors.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
 import { PMD_UUIDS, canonicalUuid } from '../../web/src/ble/fake-gatt.js';
 import { RECORDING_FORMAT, parseRecording, record, replay } from '../../web/src/ble/recording.js';
 import { connectWearable } from '../../web/src/ble/device.js';

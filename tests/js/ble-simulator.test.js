@@ -9,11 +9,11 @@ import fs from 'node:fs';
 
 import {
   createSimulatedBluetooth, createVirtualClock, UNIX_2000, encodePmdAccDelta, encodeHeartRate, H10_ACC_RATES_HZ,
-} from '../../web/src/ble/simulator.js';
+} from '../../web/src/simulator/devices.js';
 import {
   FakeBluetooth, FakeDevice, PMD_UUIDS, canonicalUuid, characteristicUuid, serviceUuid,
 } from '../../web/src/ble/fake-gatt.js';
-import { createPhysiology } from '../../web/src/ble/physiology.js';
+import { createPhysiology } from '../../web/src/simulator/physiology.js';
 import { SensorformerError } from '../../web/src/errors.js';
 
 // A bad option is INVALID_ARGUMENT whose message names it (and its range); a RangeError or

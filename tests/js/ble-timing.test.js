@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { connectWearable, DEVICE_FILTERS, PmdTimeline } from '../../web/src/ble/device.js';
-import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '../../web/src/ble/simulator.js';
+import { createSimulatedBluetooth, createVirtualClock, H10_ACC_RATES_HZ } from '../../web/src/simulator/devices.js';
 import { SensorformerError } from '../../web/src/errors.js';
 import { settle } from './virtual-time.js';
 

@@ -111,7 +111,7 @@ test('usage errors exit 2, model errors exit 1 with the error code', async () =>
 
 test('a recorded Bluetooth session runs through the CLI as hop windows', async () => {
   const { createVirtualClock, record, connectWearable, DEVICE_FILTERS, windowsFromRecording } = await import('../../web/src/ble/index.js');
-  const { createSimulatedBluetooth } = await import('../../web/src/simulator.js');
+  const { createSimulatedBluetooth } = await import('../../web/src/simulator/index.js');
   const clock = createVirtualClock(1764460800);
   const sim = createSimulatedBluetooth({ seed: 5, clock, disconnects: [{ device: 'strap', at: 14, duration: 4 }] });
   const rec = record(sim, { clock });

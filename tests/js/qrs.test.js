@@ -1,5 +1,5 @@
 // QRS detection (web/src/qrs.js, `detectBeats`): the beats an RR stream is made of when a source
-// sends ECG only (issue 20). Reference: the simulator's own beat times (web/src/ble/physiology.js
+// sends ECG only (issue 20). Reference: the simulator's own beat times (web/src/simulator/physiology.js
 // draws each beat's waves around a known R time), matched within 150 ms, the match window of
 // ANSI/AAMI EC57 for beat detectors. Goals, each with its reason:
 //   sensitivity and positive predictivity >= 99.5 % (clean synthetic beats: a detector that misses
@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { detectBeats, SensorformerError } from '../../web/src/index.js';
-import { createPhysiology } from '../../web/src/ble/physiology.js';
+import { createPhysiology } from '../../web/src/simulator/physiology.js';
 
 const MATCH_S = 0.15;
 const MIN_SE_PPV = 0.995;

@@ -1,7 +1,7 @@
 // Test recordings (.sfrec text) made with the simulated wearables on a virtual clock: seeded, so
 // the same arguments give the same bytes.
 import { connectWearable, createVirtualClock, DEVICE_FILTERS, parseRecording, record } from '../../web/src/ble/index.js';
-import { createSimulatedBluetooth } from '../../web/src/simulator.js';
+import { createSimulatedBluetooth } from '../../web/src/simulator/index.js';
 
 export const T0 = 1764460800;
 

@@ -1,4 +1,4 @@
-// The simulated strap's atrial fibrillation (web/src/ble/physiology.js, issue 20): what AF looks
+// The simulated strap's atrial fibrillation (web/src/simulator/physiology.js, issue 20): what AF looks
 // like on one ECG lead, from the physiology literature, checked on the simulator's own output
 // against the same person's sinus rhythm (seeded):
 //   - RR intervals irregularly irregular: coefficient of variation >= 0.15 in AF (sinus at rest
@@ -13,8 +13,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createPhysiology } from '../../web/src/ble/physiology.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator.js';
+import { createPhysiology } from '../../web/src/simulator/physiology.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/index.js';
 import { detectBeats, SensorformerError } from '../../web/src/index.js';
 
 const FS = 250;

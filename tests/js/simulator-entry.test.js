@@ -8,7 +8,7 @@ import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import * as ble from '../../web/src/ble/index.js';
-import * as simulator from '../../web/src/simulator.js';
+import * as simulator from '../../web/src/simulator/index.js';
 import { SensorformerError } from '../../web/src/index.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -131,16 +131,16 @@ function moduleGraph(entry) {
 
 test('sensorformer/ble does not import the simulator; sensorformer/simulator does', () => {
   const bleGraph = moduleGraph('web/src/ble/index.js');
-  for (const f of ['web/src/ble/simulator.js', 'web/src/ble/physiology.js'])
+  for (const f of ['web/src/simulator/devices.js', 'web/src/simulator/physiology.js'])
     assert.ok(!bleGraph.has(f), `sensorformer/ble imports ${f}:\n${[...bleGraph].join('\n')}`);
   assert.ok(bleGraph.has('web/src/ble/device.js'), 'the graph walk found nothing (device.js missing)');
-  const simGraph = moduleGraph('web/src/simulator.js');
-  for (const f of ['web/src/ble/simulator.js', 'web/src/ble/physiology.js']) assert.ok(simGraph.has(f), `sensorformer/simulator lacks ${f}`);
+  const simGraph = moduleGraph('web/src/simulator/index.js');
+  for (const f of ['web/src/simulator/devices.js', 'web/src/simulator/physiology.js']) assert.ok(simGraph.has(f), `sensorformer/simulator lacks ${f}`);
   assert.equal(ble.createSimulatedBluetooth, undefined, 'sensorformer/ble still exports createSimulatedBluetooth');
   assert.equal(typeof simulator.createSimulatedBluetooth, 'function');
   // The clocks are in both: replay and record take one.
   assert.equal(ble.createVirtualClock, simulator.createVirtualClock);
   assert.equal(ble.createRealClock, simulator.createRealClock);
   const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
-  assert.equal(pkg.exports['./simulator'].default, './web/src/simulator.js');
+  assert.equal(pkg.exports['./simulator'].default, './web/src/simulator/index.js');
 });

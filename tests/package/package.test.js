@@ -107,7 +107,7 @@ test('npm pack ships the module, loader, types and CLI, and nothing of the build
   const listing = await mustRun('tar -tzf', 'tar', ['-tzf', tarball]);
   const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
   const required = ['package.json', 'LICENSE', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/bin/sensorformer.js',
-    'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator.js'];
+    'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator/index.js'];
   for (const f of required) assert.ok(files.includes(f), `the tarball lacks ${f}; it has:\n${files.join('\n')}`);
   // package.json says MIT: the tarball carries the licence text itself (its terms require it).
   const license = (await mustRun('tar -xOzf LICENSE', 'tar', ['-xOzf', tarball, 'package/LICENSE'])).stdout;
@@ -471,7 +471,7 @@ test('(f) the README\'s node, ts and sh examples run from the installed package 
 // (d) What a bundler ships for an app that uses one part of the package. Markers are string
 // literals a minifier keeps: 'Aborted(' occurs once in Emscripten's glue (its abort message)
 // (web/dist/sensorformer-core.js); 'thermo-phase' and 'activity-shape' are seed labels of the
-// simulator (web/src/ble/simulator.js) and its physiology model (physiology.js). The two apps that
+// simulator (web/src/simulator/devices.js) and its physiology model (physiology.js). The two apps that
 // use the parts (loadModel on the main thread too; the simulator) are the controls: they must
 // contain the markers, or the counts below would prove nothing.
 const GLUE_MARKER = 'Aborted(';

@@ -33,8 +33,8 @@ import { dirname, resolve } from 'node:path';
 
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { WindowAssembler } from '../../web/src/ble/assembler.js';
-import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/ble/simulator.js';
-import { createRng } from '../../web/src/ble/physiology.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
+import { createRng } from '../../web/src/simulator/physiology.js';
 
 const LABELS = ['rest', 'walk', 'run'];
 const WINDOW_SECONDS = 10;

@@ -5,7 +5,7 @@ export { ClockAligner, BeatTimeline } from './clock.js';
 export * as decoders from './decoders.js';
 export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
 // The clocks are here too (replay and record take one); the simulated wearable is its own entry
-// point, sensorformer/simulator (web/src/simulator.js), so that this one does not pull it in.
+// point, sensorformer/simulator (web/src/simulator/index.js), so that this one does not pull it in.
 export { createVirtualClock, createRealClock } from './fake-gatt.js';
 export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
 export { windowsFromRecording, replayIntoSession } from './session.js';

@@ -1,6 +1,6 @@
 // sensorformer/simulator: a simulated navigator.bluetooth (chest strap, thermometer, oximeter that
 // send the bytes real devices send) and the clocks to drive it. Its own entry point so that apps
 // that only connect real devices (sensorformer/ble) do not ship it. Options and behaviour:
-// web/src/ble/simulator.js; types: web/simulator.d.ts.
-export { createSimulatedBluetooth, SIMULATOR_OPTIONS, H10_ACC_RATES_HZ, DEVICE_KEYS } from './ble/simulator.js';
-export { createVirtualClock, createRealClock } from './ble/fake-gatt.js';
+// web/src/simulator/devices.js (the devices) and physiology.js (the body); types: web/simulator.d.ts.
+export { createSimulatedBluetooth, SIMULATOR_OPTIONS, H10_ACC_RATES_HZ, DEVICE_KEYS } from './devices.js';
+export { createVirtualClock, createRealClock } from '../ble/fake-gatt.js';

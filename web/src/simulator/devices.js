@@ -77,7 +77,7 @@
 // plus `devicesByKey` { strap, thermometer, oximeter }, `truth` (below), `clock` and `close()`
 // (clears every timer).
 import { SensorformerError } from '../errors.js';
-import { FakeBluetooth, FakeDevice, PMD_UUIDS, createRealClock, createVirtualClock } from './fake-gatt.js';
+import { FakeBluetooth, FakeDevice, PMD_UUIDS, createRealClock, createVirtualClock } from '../ble/fake-gatt.js';
 import { createPhysiology, createRng } from './physiology.js';
 
 export { createVirtualClock, createRealClock };
