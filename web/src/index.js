@@ -4,3 +4,4 @@ export { StreamSession } from './stream.js';
 export { loadModelInWorker, WorkerModel, WorkerStreamSession } from './worker-client.js';
 export { loadCore } from './core.js';
 export { hasWasmSimd } from './loader.js';
+export { readWfdb } from './wfdb.js';
