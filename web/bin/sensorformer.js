@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording,
-// or stream a recording through a causal model's streaming session.
+// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV, a recording or a
+// WFDB record (.hea), or stream a recording through a causal model's streaming session.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
 //   sensorformer stream --model m.safetensors --input session.sfrec [--embeddings] [--window s]
 // Exit codes: 0 done (also --help, --version, and a reader that closed stdout early); 1 the model,
