@@ -172,6 +172,34 @@ export interface DetectedBeats {
  */
 export function detectBeats(samples: ArrayLike<number | null>, rateHz: number, options?: { startTime?: number } | null): DetectedBeats;
 
+/** A WFDB record given as bytes (browsers, or Node without a path): the header and its signal files. */
+export interface WfdbFiles {
+  /** The .hea header, as text or bytes (UTF-8). */
+  header: string | Uint8Array | ArrayBuffer;
+  /** Each signal file the header names, by that name: `{ 'A00001.mat': bytes }`. A missing one is IO. */
+  files?: Record<string, Uint8Array | ArrayBuffer>;
+}
+
+/** Options of readWfdb. Other keys are INVALID_ARGUMENT. */
+export interface WfdbOptions {
+  /** Given to every stream (a model name such as "chest" or "wrist"); without it the streams have none. */
+  placement?: string;
+}
+
+/** A stream of readWfdb without options.placement: set one before model.forward. */
+export type WfdbStream = Omit<RegularStream, 'placement'> & { placement?: string };
+
+/**
+ * A WFDB record (PhysioNet: a .hea header and its format 16 / 212 .dat or MATLAB v4 .mat signal
+ * files) as a window: each signal a regular stream at its own rate in physical units
+ * (adc - baseline) / gain, sensor = its index, modality "ecg" for ECG leads (else the description
+ * lowercased). source: a header path (Node; the signal files next to it) or the bytes. A file
+ * that breaks the format or disagrees with its header is BAD_FORMAT naming the file, line and
+ * field; a file that cannot be read or is not given, IO. README "WFDB records".
+ */
+export function readWfdb(source: string | WfdbFiles, options: WfdbOptions & { placement: string }): Promise<SensorWindow>;
+export function readWfdb(source: string | WfdbFiles, options?: WfdbOptions | null): Promise<{ streams: WfdbStream[] }>;
+
 // --- the model (docs/model.md) ---------------------------------------------------------------
 
 /** The typed arrays accepted wherever numbers go in (not DataView, BigInt64Array, BigUint64Array). */

@@ -387,7 +387,7 @@ test('--input - reads JSON, CSV or a recording from stdin, the same as from a fi
   // Content that is none of the three: exit 1 naming stdin and --format.
   let r = await runWithStdin('ecg,time\n1,2\n', 'run', '--model', modelPath, '--input', '-');
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: cannot tell what standard input is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv or sfrec\n');
+  assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: cannot tell what standard input is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv, sfrec or wfdb\n');
   // --format overrides the name and the content.
   const csvAsTxt = join(tmp, 'device.txt');
   writeFileSync(csvAsTxt, readFileSync(exampleCsv, 'utf8'));
@@ -398,7 +398,7 @@ test('--input - reads JSON, CSV or a recording from stdin, the same as from a fi
   assert.match(r.stderr, /^sensorformer: BAD_FORMAT: .*device\.csv is not valid JSON/);
   r = await run('run', '--model', modelPath, '--input', exampleCsv, '--format', 'xml');
   assert.equal(r.status, 2);
-  assert.ok(r.stderr.startsWith('sensorformer: --format must be json, csv or sfrec, got "xml"\n'), r.stderr);
+  assert.ok(r.stderr.startsWith('sensorformer: --format must be json, csv, sfrec or wfdb, got "xml"\n'), r.stderr);
 });
 
 test('options an input kind has no use for are usage errors (exit 2), not silently ignored', async () => {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV or a recording,
-// or stream a recording through a causal model's streaming session.
+// sensorformer CLI: run a model on windows from a JSON file, a single-device CSV, a recording or a
+// WFDB record (.hea), or stream a recording through a causal model's streaming session.
 //   sensorformer run --model m.safetensors --input window.json [--attention] [--output out.json]
 //   sensorformer stream --model m.safetensors --input session.sfrec [--embeddings] [--window s]
 // Exit codes: 0 done (also --help, --version, and a reader that closed stdout early); 1 the model,
@@ -19,6 +19,7 @@ import { setFlagsFromString } from 'node:v8';
 import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js';
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
 import { csvColumns, readCsv } from '../src/csv.js';
+import { readWfdb } from '../src/wfdb.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
 import { MAX_WINDOWS, recordingWindows, replayIntoSession } from '../src/ble/session.js';
@@ -35,11 +36,11 @@ setFlagsFromString('--no-concurrent-recompilation');
 const MIN_SECONDS = 0.001;
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-const FORMATS = ['json', 'csv', 'sfrec'];
+const FORMATS = ['json', 'csv', 'sfrec', 'wfdb'];
 
 // Points only at files in the npm package: README.md (npm always packs it) and examples/.
-const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|->
-                       [--format json|csv|sfrec] [--output <out.json>] [--pretty]
+const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|record.hea|->
+                       [--format json|csv|sfrec|wfdb] [--output <out.json>] [--pretty]
                        [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>]
                        CSV only:        [--placement <name>] [--sensor <id>] [--rate <column>=<Hz|events>]...
                        recordings only: [--window <seconds>] [--hop <seconds>]
@@ -52,8 +53,12 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                      modality[@placement][#sensor]; an empty or NaN cell is a missing sample
                .sfrec: a recorded Bluetooth session (README "Wearables over Web Bluetooth"),
                        replayed through the device layer into windows of --window seconds every --hop
-               -: read standard input. Examples: examples/window.json, examples/device.csv
-  --format     what the input is, when neither its name (.json, .csv, .sfrec) nor its start tells
+               .hea: a WFDB record's header (PhysioNet), its signal files (format 16 or 212 .dat,
+                     MATLAB v4 .mat) next to it; one window of the whole record, each signal a
+                     stream at its own rate in physical units, placement the model's first
+               -: read standard input (not a WFDB record: its signal files need a folder).
+               Examples: examples/window.json, examples/device.csv
+  --format     what the input is, when neither its name (.json, .csv, .sfrec, .hea) nor its start tells
   --output     write the JSON there instead of stdout (the folder must exist; - is stdout)
   --pretty     indent the JSON (2 spaces)
   --embeddings include each window's token embeddings (tokens x d_model; large: left out by default)
@@ -262,17 +267,17 @@ function streamFilter(config) {
 function inputKind(text, name, format) {
   if (format) return format;
   if (text.startsWith(`{"format":"${RECORDING_FORMAT}"`)) return 'sfrec';
-  const extension = /\.(json|csv|sfrec)$/i.exec(name)?.[1].toLowerCase();
-  if (extension) return extension;
+  const extension = /\.(json|csv|sfrec|hea)$/i.exec(name)?.[1].toLowerCase();
+  if (extension) return extension === 'hea' ? 'wfdb' : extension;
   const start = text.replace(/^\uFEFF/, '').trimStart();
   if (start.startsWith('{')) return 'json';
   if (/^time\s*,/i.test(start)) return 'csv';
-  throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv or sfrec`);
+  throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv, sfrec or wfdb`);
 }
 
 // The options each input kind has a use for: any other is a usage error, not silently ignored.
 const ONLY = { window: 'sfrec', hop: 'sfrec', placement: 'csv', sensor: 'csv', rate: 'csv' };
-const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)' };
+const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)', wfdb: 'a WFDB record' };
 
 // --rate column=Hz or column=events, repeatable, checked against the CSV's header.
 function csvRates(list, text) {
@@ -297,6 +302,8 @@ function csvRates(list, text) {
 // loaded: the window count sets the number of workers.
 async function openInput(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
+  if (path === '-' && values.format === 'wfdb')
+    throw new UsageError('a WFDB record cannot come from standard input: its signal files are read from the header\'s folder; pass the .hea path');
   const text = await readInput(path);
   const kind = inputKind(text, name, values.format);
   const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
@@ -313,6 +320,18 @@ async function openInput(values, options) {
       single: true,
       windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }],
       label: (j) => `CSV column "${columns[j]}"`,
+    };
+  }
+  if (kind === 'wfdb') {
+    // The header is read again by path: its signal files are found next to it.
+    const window = await readWfdb(path);
+    return {
+      kind,
+      count: 1,
+      single: true,
+      // A WFDB header says nothing of where the sensor was: the model's first placement (as for CSV).
+      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: config.placements[0] })) }],
+      label: (j) => `${name} signal ${j}`,
     };
   }
   if (kind === 'sfrec') {
@@ -440,7 +459,7 @@ function parseArguments() {
     if (unused.length) throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to "run" only`);
     return { values, command, options: { seconds: seconds(values.window, '--window', 10) } };
   }
-  if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv or sfrec, got "${values.format}"`);
+  if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv, sfrec or wfdb, got "${values.format}"`);
   const options = {
     firstSensor: sensorId(values.sensor),
     seconds: seconds(values.window, '--window', 10),

@@ -5,3 +5,4 @@ export { loadModelInWorker, WorkerModel, WorkerStreamSession } from './worker-cl
 export { loadCore } from './core.js';
 export { hasWasmSimd } from './loader.js';
 export { detectBeats } from './qrs.js';
+export { readWfdb } from './wfdb.js';
