@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { detectBeats, SensorformerError } from '../../web/src/index.js';
+import { detectBeats, readWfdb, SensorformerError } from '../../web/src/index.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
 
 const MATCH_S = 0.15;
@@ -93,17 +93,15 @@ test('bad arguments are INVALID_ARGUMENT naming them', () => {
 
 const data = process.env.SF_CINC2017 ?? '';
 const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
-test('CinC 2017 test part: plausible rates for normal rhythm, RR irregularity in AF', { skip: haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`) }, () => {
+test('CinC 2017 test part: plausible rates for normal rhythm, RR irregularity in AF', { skip: haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`) }, async () => {
   const labels = new Map(readFileSync(join(data, 'REFERENCE.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.trim().split(',')));
   const records = readFileSync(new URL('../../tools/af/split/test.txt', import.meta.url), 'utf8').trimEnd().split('\n');
   const byClass = { N: { plausible: 0, n: 0, cv: [] }, A: { plausible: 0, n: 0, cv: [] } };
   for (const r of records) {
     const c = byClass[labels.get(r)];
     if (!c) continue;
-    const b = readFileSync(join(data, `${r}.mat`));  // MATLAB v4, int16 samples after a 24-byte header
-    const x = new Float32Array((b.length - 24) / 2);
-    for (let i = 0; i < x.length; i++) x[i] = b.readInt16LE(24 + 2 * i) / 1000;
-    const { rr } = detectBeats(x, 300);
+    const { streams: [ecg] } = await readWfdb(join(data, `${r}.hea`));  // the package's own WFDB reader
+    const { rr } = detectBeats(ecg.samples, ecg.rateHz);
     const mean = rr.reduce((a, v) => a + v, 0) / Math.max(1, rr.length);
     const sd = Math.sqrt(rr.reduce((a, v) => a + (v - mean) ** 2, 0) / Math.max(1, rr.length));
     c.n++;
