@@ -206,13 +206,13 @@ Status stage_token(std::size_t index, PendingToken tok, Staged* staged) {
 // Checks a time the caller gave against the reference time (or, before there is one, an absolute
 // bound), so that no later expression (a sample index, a channel bin, the time encoding) can
 // overflow or lose the token's time.
-// field: "startTime", "until" or "timestamp" (then `at` is the sample's index). The message is
-// built only for a time that fails.
-Status check_time(std::size_t index, const Staged& staged, const char* field, double t, std::size_t at = 0) {
+// field: "startTime", "until" or "timestamp" (then `at` >= 0 is the sample's index). The message
+// is built only for a time that fails.
+Status check_time(std::size_t index, const Staged& staged, const char* field, double t, long long at = -1) {
   const bool ok = staged.has_ref ? std::fabs(t - staged.ref) <= limits::kMaxTimeOffsetSeconds : std::fabs(t) <= kMaxAbsoluteTime;
   if (ok) return Status::Ok();  // false for NaN and infinities
   return stream_error(ErrorCode::kNonFinite, index,
-                      std::string(field) + (*field == 't' ? " " + std::to_string(at) : "") + " " + num(t) +
+                      std::string(field) + (at >= 0 ? " " + std::to_string(at) : "") + " " + num(t) +
                           " s: times must be finite and within 1e12 s of the session's reference time (1e15 s of 0 before it has one), "
                           "or their time encoding would not be finite");
 }
@@ -368,7 +368,7 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
       return stream_error(ErrorCode::kResourceExhausted, i, "more than " + std::to_string(kMaxSamplesPerPush) + " samples in one push");
     for (std::size_t j = 0; j < n; ++j) {
       const double t = in.timestamps[j];
-      SF_RETURN_IF_ERROR(check_time(i, *staged, "timestamp", t, j));
+      SF_RETURN_IF_ERROR(check_time(i, *staged, "timestamp", t, static_cast<long long>(j)));
       if (t < st.last_event)
         return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's previous event (" +
                                                                 num(st.last_event) + " s): events are appended in time order");
@@ -566,8 +566,8 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
 
   // Commit the staged input, then compute the tokens that became final. A computation can still
   // fail (extreme inputs overflow float32 inside a layer; finite outputs are checked), so what it
-  // changes is noted first and put back then: a refused push leaves the session as it was.
-  std::vector<StreamState> old_streams = s.streams;
+  // changes is noted first and put back then: a refused push leaves the session as it was. (The
+  // streams are swapped, not copied: staged.streams keeps the old ones until the push is done.)
   const bool old_has_ref = s.has_ref;
   const double old_ref = s.ref, old_frontier = s.frontier;
   const std::int64_t old_index = s.next_index;
@@ -580,7 +580,7 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   for (std::size_t lb = 0; lb < s.caches.size(); ++lb)
     for (const auto& [key, cache] : s.caches[lb]) old_live.push_back({lb, key, cache.live()});
   for (PendingToken& t : staged.added) t.fresh = true;
-  s.streams = std::move(staged.streams);
+  std::swap(s.streams, staged.streams);
   s.has_ref = staged.has_ref;
   s.ref = staged.ref;
   for (PendingToken& t : staged.added) s.pending.push_back(std::move(t));
@@ -600,7 +600,7 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   Batch batch{std::move(ready)};
   const Status st = compute(batch, &u);
   if (!st.ok()) {
-    s.streams = std::move(old_streams);
+    std::swap(s.streams, staged.streams);
     s.has_ref = old_has_ref, s.ref = old_ref, s.frontier = old_frontier, s.next_index = old_index;
     std::vector<PendingToken> kept;
     for (std::vector<PendingToken>* list : {&s.pending, &batch.tokens})

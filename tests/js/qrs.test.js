@@ -16,23 +16,11 @@ import { join } from 'node:path';
 
 import { detectBeats, readWfdb, SensorformerError } from '../../web/src/index.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
+import { matchBeats } from './beats.js';
 
-const MATCH_S = 0.15;
 const MIN_SE_PPV = 0.995;
 const MAX_MEDIAN_ERR_S = 0.01;
-
-function match(ref, det) {
-  let i = 0, j = 0, tp = 0;
-  const errs = [];
-  while (i < ref.length && j < det.length) {
-    const d = det[j] - ref[i];
-    if (Math.abs(d) <= MATCH_S) tp++, errs.push(Math.abs(d)), i++, j++;
-    else if (d < 0) j++;
-    else i++;
-  }
-  errs.sort((a, b) => a - b);
-  return { se: tp / ref.length, ppv: tp / det.length, median: errs[errs.length >> 1] };
-}
+const match = (ref, det) => matchBeats(ref, det, 0.15);
 
 // Six minutes of rest, walk and run (heart rates ~60 to ~170 bpm) from a seeded simulated strap.
 function synthetic(seed, fs, seconds = 360) {

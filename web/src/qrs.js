@@ -40,11 +40,10 @@ function biquad(kind, f0, fs) {
 function filtfilt([b0, b1, b2, a1, a2], x) {
   const run = (input) => {
     const y = new Float64Array(input.length);
-    let x1 = input[0], x2 = input[0], y1 = 0, y2 = 0;
     // Start from the first value's steady state (a constant passes a high-pass as 0, a low-pass
     // as itself), so the edges do not ring.
     const dc = (b0 + b1 + b2) / (1 + a1 + a2);
-    y1 = y2 = input.length ? dc * input[0] : 0;
+    let x1 = input[0], x2 = input[0], y1 = input.length ? dc * input[0] : 0, y2 = y1;
     for (let n = 0; n < input.length; n++) {
       const v = b0 * input[n] + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2;
       x2 = x1, x1 = input[n], y2 = y1, y1 = v;
