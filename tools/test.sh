@@ -27,8 +27,8 @@ echo "== gtest, WebAssembly SIMD under Node"
 run_gtest build/wasm
 echo "== gtest, native under ASan + UBSan (clang, build/sanitize)"
 bash tools/sanitize.sh
-echo "== fuzz: weights files, windows and stream sessions (libFuzzer + ASan + UBSan, 30 s per target)"
-bash tools/fuzz.sh 30
+echo "== fuzz: weights files, windows and stream sessions (libFuzzer + ASan + UBSan: regression inputs, then a fixed set per target)"
+bash tools/fuzz.sh
 # --no-concurrent-recompilation reaches every test file's process: Node 20 can deadlock at exit
 # when a background compile waits for a main-thread GC (nodejs/node#54918), and a test process
 # that never exits would hang the whole run (seen once in the CLI, which sets the flag itself).

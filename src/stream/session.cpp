@@ -518,13 +518,17 @@ Status StreamSession::push(const Chunk& chunk, StreamUpdate* out) {
   staged.has_ref = s.has_ref;
   staged.ref = s.ref;
   if (!staged.has_ref) {  // the earliest time this chunk gives
+    // Only a time within the absolute limit can become the reference: one past it (1e300 s) would
+    // pass every later check relative to itself, and the session's bins would overflow int64. Such
+    // a time is then refused by check_time against the absolute limit.
+    const auto usable = [](double t) { return std::fabs(t) <= kMaxAbsoluteTime; };
     double earliest = kInf;
     for (std::size_t i = 0; i < chunk.streams.size(); ++i) {
       if (skipped(i)) continue;
       const ChunkStream& in = chunk.streams[i];
       const bool event = i < s.streams.size() ? s.streams[i].event : in.event_driven;
-      if (event && !in.timestamps.empty() && std::isfinite(in.timestamps.front())) earliest = std::min(earliest, in.timestamps.front());
-      if (!event && in.has_start_time && std::isfinite(in.start_time)) earliest = std::min(earliest, in.start_time);
+      if (event && !in.timestamps.empty() && usable(in.timestamps.front())) earliest = std::min(earliest, in.timestamps.front());
+      if (!event && in.has_start_time && usable(in.start_time)) earliest = std::min(earliest, in.start_time);
     }
     if (earliest < kInf) staged.has_ref = true, staged.ref = earliest;
   }

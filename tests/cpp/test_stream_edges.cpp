@@ -213,6 +213,33 @@ TEST(StreamEdges, GapToTheTimeLimitIsCheapAndPastItIsRefused) {
   EXPECT_GT(s.frontier(), kT0 + 0.8e12);
 }
 
+// The session's reference time is its first chunk's earliest time; one past the absolute limit
+// (1e15 s) is refused like any other time instead of becoming the reference (from which every
+// later check was relative, and the channel bins overflowed int64: found by fuzz_stream).
+TEST(StreamEdges, FirstTimePastTheAbsoluteLimitIsRefusedNotTakenAsReference) {
+  const Model m = load("channel_lookback");
+  for (double first : {1e300, -1e300, 2e15}) {
+    StreamSession s;
+    ASSERT_TRUE(StreamSession::create(m, {}, &s).ok());
+    Chunk c;
+    c.streams = {events(2, "hr", "chest", {first, first + 1.0}, {60.0f, 61.0f})};
+    StreamUpdate u;
+    const Status st = s.push(c, &u);
+    EXPECT_EQ(st.code(), ErrorCode::kNonFinite) << first << ": " << st.message();
+    EXPECT_NE(st.message().find("1e15"), std::string::npos) << st.message();
+    EXPECT_EQ(s.final_tokens(), 0);
+    // The session is untouched: a normal first chunk then sets the reference, and its tokens are
+    // timed from it.
+    std::vector<double> beats;
+    for (int k = 0; k < 40; ++k) beats.push_back(kT0 + 0.8 * k);
+    c.streams = {events(2, "hr", "chest", beats, std::vector<float>(beats.size(), 60.0f))};
+    c.streams[0].has_until = true, c.streams[0].until = kT0 + 40.0;
+    ASSERT_TRUE(s.push(c, &u).ok());
+    ASSERT_GT(u.tokens.count, 0);
+    EXPECT_EQ(u.tokens.time[0], kT0);
+  }
+}
+
 // --- a strap that leaves part-way through a patch --------------------------------------------------
 
 // RR (patch 4) gets 2 beats, then the strap leaves; its `until` keeps advancing with the clock, as
