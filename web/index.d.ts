@@ -161,7 +161,7 @@ export interface DetectedBeats {
   indices: Int32Array;
   /** startTime + index / rateHz, seconds. */
   times: Float64Array;
-  /** The interval before each beat after the first, seconds (length beats - 1). */
+  /** The interval before each beat after the first, seconds (length beats - 1); NaN when a missing sample lies between the two beats. */
   rr: Float64Array;
 }
 
@@ -171,6 +171,24 @@ export interface DetectedBeats {
  * a rate outside 50..100000 Hz or samples that are not an array.
  */
 export function detectBeats(samples: ArrayLike<number | null>, rateHz: number, options?: { startTime?: number } | null): DetectedBeats;
+
+/** The RR event stream rrFromEcg makes (the window format's event stream). */
+export interface RrStream {
+  sensor: number;
+  modality: 'rr';
+  placement: string;
+  /** Each beat's time after the first, seconds. */
+  timestamps: Float64Array;
+  /** The RR interval before it, seconds; NaN (missing) when a missing ECG sample lies between the two beats. */
+  samples: Float64Array;
+}
+
+/**
+ * The RR event stream of an ECG stream, from detectBeats: for a model with an `rr` modality when
+ * the source sends no RR (the AF model, models/af.safetensors, was trained on exactly this).
+ * INVALID_ARGUMENT when `ecg` is not a regular stream.
+ */
+export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }): RrStream;
 
 /** A WFDB record given as bytes (browsers, or Node without a path): the header and its signal files. */
 export interface WfdbFiles {

@@ -9,8 +9,10 @@
 // https://physionet.org/content/challenge-2017/). Writes, under --out (never committed: it is the
 // data):
 //   ecg.f32      every record's ECG in mV, float32 little-endian, records one after another
-//   index.json   { fs, records: [{ record, label, fold, part, offset, length, beats }] }: offset and
-//                length in samples into ecg.f32, beats in seconds from the record's start, part
+//   index.json   { fs, records: [{ record, label, fold, part, offset, length, startTime, beats }] }: offset and
+//                length in samples into ecg.f32, beats the sample indices of the detected beats (a beat's time is
+//                startTime + index / fs, as detectBeats computes it; startTime is the header's base
+//                date and time in epoch seconds, as readWfdb gives it), part
 //                "train" | "validation" | "test" from tools/af/split/, fold 0-4
 import { mkdirSync, readFileSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,9 +46,9 @@ for (const [record, label] of labels) {
   if (ecg.rateHz !== fs) throw new Error(`${record}: ${ecg.rateHz} Hz, the others ${fs} Hz`);
   const samples = Float32Array.from(ecg.samples);
   writeSync(fd, new Uint8Array(samples.buffer));
-  const { times } = detectBeats(samples, fs);
+  const { indices } = detectBeats(samples, fs);
   records.push({ record, label, fold: fold.get(record), part: part.get(record), offset, length: samples.length,
-    beats: Array.from(times, (t) => Math.round(t * 1e6) / 1e6) });
+    startTime: ecg.startTime, beats: Array.from(indices) });
   offset += samples.length;
 }
 closeSync(fd);

@@ -20,6 +20,7 @@ import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
 import { csvColumns, readCsv } from '../src/csv.js';
 import { readWfdb } from '../src/wfdb.js';
+import { rrFromEcg } from '../src/qrs.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
 import { MAX_WINDOWS, recordingWindows, replayIntoSession } from '../src/ble/session.js';
@@ -261,6 +262,18 @@ function streamFilter(config) {
   };
 }
 
+// A model with an `rr` modality given an ECG stream and no RR (a WFDB record, a CSV of ECG): the
+// RR event stream from the package's QRS detector, as the AF model was trained (rrFromEcg). Said
+// on stderr; a source with its own RR keeps it.
+function addRrFromEcg(window, config) {
+  if (!config.modalities.some((m) => m.name === 'rr') || window.streams.some((s) => s.modality === 'rr')) return window;
+  const ecg = window.streams.find((s) => s.modality === 'ecg' && Number.isFinite(s.rateHz));
+  if (!ecg) return window;
+  const rr = rrFromEcg(ecg);
+  note(`rr: ${rr.timestamps.length + 1} beats detected in the ECG give the model's RR stream (rrFromEcg)`);
+  return { ...window, streams: [...window.streams, rr] };
+}
+
 // What the input is: --format if given, else a recording by its first bytes (they are fixed), else
 // the file name's extension, else its first character ("{" JSON) or a first line starting with a
 // "time" column (CSV). Standard input has no name: only its content tells.
@@ -318,7 +331,7 @@ async function openInput(values, options) {
       kind,
       count: 1,
       single: true,
-      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }],
+      windows: (config) => [addRrFromEcg({ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }, config)],
       label: (j) => `CSV column "${columns[j]}"`,
     };
   }
@@ -330,7 +343,7 @@ async function openInput(values, options) {
       count: 1,
       single: true,
       // A WFDB header says nothing of where the sensor was: the model's first placement (as for CSV).
-      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: config.placements[0] })) }],
+      windows: (config) => [addRrFromEcg({ streams: window.streams.map((s) => ({ ...s, placement: config.placements[0] })) }, config)],
       label: (j) => `${name} signal ${j}`,
     };
   }

@@ -4,5 +4,5 @@ export { StreamSession } from './stream.js';
 export { loadModelInWorker, WorkerModel, WorkerStreamSession } from './worker-client.js';
 export { loadCore } from './core.js';
 export { hasWasmSimd } from './loader.js';
-export { detectBeats } from './qrs.js';
+export { detectBeats, rrFromEcg } from './qrs.js';
 export { readWfdb } from './wfdb.js';

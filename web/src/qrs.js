@@ -171,7 +171,27 @@ export function detectBeats(samples, rateHz, options = null) {
   }
   const idx = Int32Array.from(indices);
   const times = Float64Array.from(idx, (i) => startTime + i / fs);
+  // An interval with a missing sample between its two beats spans a gap (beats in it were not
+  // seen): NaN, a missing value, rather than a long interval that would look like a pause.
   const rr = new Float64Array(Math.max(0, times.length - 1));
-  for (let i = 1; i < times.length; i++) rr[i - 1] = times[i] - times[i - 1];
+  for (let i = 1; i < times.length; i++)
+    rr[i - 1] = missingBefore[idx[i]] - missingBefore[idx[i - 1] + 1] > 0 ? NaN : times[i] - times[i - 1];
   return { indices: idx, times, rr };
+}
+
+/**
+ * The RR event stream of an ECG stream, for a model with an `rr` modality when the source sends
+ * no RR of its own (a handheld recording, a strap's raw ECG): detectBeats on the ECG, then an
+ * event at every beat after the first, at the beat's time, valued the RR interval before it in
+ * seconds (missing, NaN, when a missing ECG sample lies between the two beats). The AF model
+ * (models/af.safetensors) was trained on exactly this stream (tools/af/prepare.mjs).
+ * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
+ *   a regular stream in the window format
+ * @returns {{ sensor: number, modality: 'rr', placement: string, timestamps: Float64Array, samples: Float64Array }}
+ */
+export function rrFromEcg(ecg) {
+  if (ecg == null || typeof ecg !== 'object') throw bad('rrFromEcg(ecg): ecg must be a stream object');
+  if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('rrFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
+  const { times, rr } = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
+  return { sensor: ecg.sensor, modality: 'rr', placement: ecg.placement, timestamps: times.slice(1), samples: rr };
 }

@@ -1,0 +1,348 @@
+"""The AF model (issue 20, docs/models.md): its config, its inputs built from a record, and a
+batched twin of the reference module (tools/reference/sensorformer_ref.py) for training.
+
+The reference runs one window at a time in pure Python; training needs batches. `BatchedTwin`
+computes the same function with the same parameters (a SensorformerRef's) on padded batches:
+the model is causal with a look-back and one attention block over all tokens ("flattened"), so a
+window's attention is one masked (T, T) product and a batch is (B, T, T). `check_twin` compares it
+with the reference on real records (train_af.py runs it before training; float64, the differences
+are summation order only).
+
+A record's inputs, as the runtime takes them (docs/models.md "Inputs"):
+  ecg  a regular stream at its native rate, mV, sensor 0, placement "hand" (a handheld's lead I,
+       as in the CinC set) or "chest" (a strap's);
+  rr   an event stream, sensor 0: one event per detected beat after the first, at the beat's time,
+       value the RR interval before it in seconds; missing (NaN) when a missing ECG sample lies
+       between the two beats (the interval then spans a gap; web/src/qrs.js `rrEvents` is the
+       runtime's definition of the same rule). Beats come from detectBeats (web/src/qrs.js) run by
+       tools/af/prepare.mjs and tools/af/beats.mjs: one detector.
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+LABELS = ["normal", "af", "other", "noisy"]   # the challenge's N, A, O, ~
+CODES = ["N", "A", "O", "~"]
+FS = 300.0
+ECG_P = 40      # 0.133 s at 300 Hz, 0.31 s at 130 Hz
+RR_P = 4        # beats per RR token
+LOOKBACK_S = 5.0
+BLOCK = 32     # local attention's block (forward_batched): 2 blocks hold any 5 s of tokens at <= 300 Hz
+# A notification of a Polar H10's ECG: 73 samples at 130 Hz. Bluetooth-like dropouts lose whole ones.
+NOTIFICATION_S = 73 / 130.0
+
+CONFIG = {
+    "format": "sensorformer-1",
+    "d_model": 64, "n_heads": 4, "n_layers": 4, "dim_feedforward": 128,
+    "activation": "gelu", "norm_first": True, "layer_norm_eps": 1e-5, "final_norm": True,
+    "layout": "flattened", "causal": True, "attention_lookback_s": LOOKBACK_S,
+    "max_period": 1000.0, "min_present_fraction": 0.5,
+    "n_sensors": 1,
+    "modalities": [
+        {"name": "ecg", "patch_len": ECG_P, "mean": 0.0, "std": 0.25},   # mV
+        {"name": "rr", "patch_len": RR_P, "mean": 0.8, "std": 0.3},      # seconds
+    ],
+    "placements": ["hand", "chest"],
+    # 1: below 200 Hz (a strap's 130 Hz), 2: 200 Hz and above (the set's 300 Hz); 0: events
+    "rate_bucket_edges_hz": [200.0],
+    "n_outputs": len(LABELS),
+    "labels": LABELS,
+}
+
+
+def rate_bucket(rate, edges):
+    return 1 + sum(1 for e in edges if rate >= e)
+
+
+# ---------------------------------------------------------------------------------------------
+# a record's inputs
+
+def rr_events(beats, missing=None):
+    """(indices, values) of the RR stream from beat sample indices: an event at every beat after
+    the first, its value the interval before it in seconds (index difference / rate, computed by
+    the caller); here the event's beat index and a flag per event: False when `missing` (bool per
+    ECG sample) has a missing sample strictly between the two beats (the value is then NaN)."""
+    beats = np.asarray(beats, dtype=np.int64)
+    if len(beats) < 2:
+        return beats[:0], np.zeros(0, dtype=bool)
+    ok = np.ones(len(beats) - 1, dtype=bool)
+    if missing is not None and missing.any():
+        cum = np.concatenate([[0], np.cumsum(missing)])
+        ok = cum[beats[1:]] - cum[beats[:-1] + 1] == 0
+    return beats[1:], ok
+
+
+def rr_stream(beats, rate, missing=None, start=0.0):
+    """The RR stream's (timestamps, values) in seconds, as rrEvents (web/src/qrs.js) makes it:
+    times start + index / rate, values the difference of consecutive beat times, NaN across a gap."""
+    times = start + np.asarray(beats, dtype=np.int64) / rate
+    idx, ok = rr_events(beats, missing)
+    if not len(idx):
+        return np.zeros(0), np.zeros(0)
+    values = np.where(ok, np.diff(times), np.nan)
+    return times[1:], values
+
+
+def drop_notifications(n, fs, fraction, rng):
+    """Bool (n,): True where a sample is lost, whole notifications (NOTIFICATION_S) at a time,
+    each lost with probability `fraction` (so `fraction` of the samples on average)."""
+    missing = np.zeros(n, dtype=bool)
+    if fraction <= 0:
+        return missing
+    edges = np.arange(0.0, n / fs + NOTIFICATION_S, NOTIFICATION_S)
+    offset = rng.uniform(0, NOTIFICATION_S)
+    for k in range(len(edges)):
+        if rng.random() < fraction:
+            a, b = int(round((edges[k] - offset) * fs)), int(round((edges[k] - offset + NOTIFICATION_S) * fs))
+            missing[max(0, a):max(0, min(n, b))] = True
+    return missing
+
+
+def resample(x, rate, fs=FS):
+    """x at fs -> at `rate` (anti-aliased polyphase; scipy). rate/fs must be a small fraction."""
+    from scipy.signal import resample_poly
+    f = Fraction(rate / fs).limit_denominator(100)
+    return resample_poly(np.asarray(x, dtype=np.float64), f.numerator, f.denominator).astype(np.float32)
+
+
+def patches(values, P):
+    """values (n,) with NaN missing -> (normalised later) (K, P) raw with NaN, K = ceil(n / P)."""
+    n = len(values)
+    K = -(-n // P)
+    out = np.full(K * P, np.nan, dtype=np.float64)
+    out[:n] = values
+    return out.reshape(K, P)
+
+
+def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0, zeros_for_missing=False):
+    """A record's tokens as numpy arrays, exactly the reference tokenizer's (sensorformer_ref.py
+    tokenize) for streams [ecg (regular, `rate`, startTime `start`), rr (events at rr_times, absolute)]:
+    vals_ecg (Ke, P), vals_rr (Kr, 4) normalised with missing as 0; present, time (float64,
+    absolute), modality per token (ECG tokens first). zeros_for_missing: a missing sample is sent
+    as a present 0 mV (the ablation "filling with zeros")."""
+    frac = config["min_present_fraction"]
+    mods = {m["name"]: m for m in config["modalities"]}
+    out = {}
+    for name, vals, times in (("ecg", np.asarray(ecg, dtype=np.float64), None),
+                              ("rr", np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))):
+        m = mods[name]
+        if name == "ecg" and zeros_for_missing:
+            vals = np.where(np.isnan(vals), 0.0, vals)
+        p = patches(vals, m["patch_len"])
+        ok = ~np.isnan(p)
+        present = ok.sum(axis=1) / m["patch_len"] >= frac
+        norm = np.where(ok, (np.nan_to_num(p) - m["mean"]) / m["std"], 0.0)
+        K = len(p)
+        if name == "ecg":
+            t = start + np.arange(K) * m["patch_len"] / rate
+        else:
+            t = times[::m["patch_len"]][:K]
+        if not present.any():  # a stream with no present patch emits no tokens
+            norm, present, t = norm[:0], present[:0], t[:0]
+        out[name] = (norm, present, t)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# batched twin
+
+class Batch:
+    """Padded tensors of several records' tokens. Token order per record: ECG tokens, then RR."""
+
+    def __init__(self, items, config=CONFIG, index_time=False, dtype=torch.float32):
+        """items: dicts with tokens (tokens_of), rate, placement (index), ref (float: the
+        reference time), label (int or None), pool_from (float or None)."""
+        B = len(items)
+        Te = max(1, max(len(it["tokens"]["ecg"][2]) for it in items))
+        Tr = max(1, max(len(it["tokens"]["rr"][2]) for it in items))
+        Pe, Pr = ECG_P, RR_P
+        self.vals_ecg = torch.zeros(B, Te, Pe, dtype=dtype)
+        self.vals_rr = torch.zeros(B, Tr, Pr, dtype=dtype)
+        T = Te + Tr
+        self.present = torch.zeros(B, T, dtype=torch.bool)
+        self.valid = torch.zeros(B, T, dtype=torch.bool)
+        self.time = torch.full((B, T), 1e18, dtype=torch.float64)  # absolute; padding after everything
+        self.enc_rel = torch.zeros(B, T, dtype=torch.float64)
+        self.keep = torch.zeros(B, T, dtype=torch.bool)
+        self.placement = torch.zeros(B, dtype=torch.int64)
+        self.rate_bucket = torch.zeros(B, dtype=torch.int64)
+        self.label = torch.tensor([it.get("label", -1) if it.get("label") is not None else -1 for it in items])
+        self.Te = Te
+        for b, it in enumerate(items):
+            (ve, pe, te), (vr, pr, tr) = it["tokens"]["ecg"], it["tokens"]["rr"]
+            ke, kr = len(te), len(tr)
+            self.vals_ecg[b, :ke] = torch.from_numpy(ve)
+            self.vals_rr[b, :kr] = torch.from_numpy(vr)
+            self.present[b, :ke] = torch.from_numpy(pe)
+            self.present[b, Te:Te + kr] = torch.from_numpy(pr)
+            self.valid[b, :ke] = True
+            self.valid[b, Te:Te + kr] = True
+            # Masks compare absolute times (float64), as the reference and the runtime do: at epoch
+            # seconds (~1e9) a difference rounds differently from one of times relative to ref.
+            self.time[b, :ke] = torch.from_numpy(te)
+            self.time[b, Te:Te + kr] = torch.from_numpy(tr)
+            rel = np.concatenate([te, tr]) - it["ref"]
+            if index_time:  # the ablation: a token's position in time order instead of its time
+                order = np.argsort(rel, kind="stable")
+                rank = np.empty(len(rel))
+                rank[order] = np.arange(len(rel))
+                enc = rank
+            else:
+                enc = rel
+            self.enc_rel[b, :ke] = torch.from_numpy(enc[:ke])
+            self.enc_rel[b, Te:Te + kr] = torch.from_numpy(enc[ke:])
+            keep = self.present[b] & self.valid[b]
+            if it.get("pool_from") is not None:
+                keep &= self.time[b] >= it["pool_from"]
+            self.keep[b] = keep
+            self.placement[b] = it["placement"]
+            self.rate_bucket[b] = rate_bucket(it["rate"], config["rate_bucket_edges_hz"])
+        # Local attention (forward_batched): tokens in time order, in blocks of BLOCK; a query's
+        # keys are its block, the two before it and the one after (ties), which must hold every key
+        # of its look-back; a later key at the same time is at most a few positions on.
+        self.order = torch.argsort(self.time, dim=1, stable=True)
+        t = torch.gather(self.time, 1, self.order)
+        span = 2 * BLOCK + 1
+        self.local = T <= span or bool(((t[:, span:] - t[:, :-span] > config["attention_lookback_s"])
+                                        | (t[:, span:] >= 1e17)).all())  # (padding: 1e18)
+
+
+def attend_batched(mha, x, mask):
+    """sensorformer_ref.attend over a batch: x (B, T, d), mask (B, T, T) True = hidden."""
+    B, T, d = x.shape
+    H = mha.num_heads
+    dh = d // H
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k, v = (u.reshape(B, T, H, dh).transpose(1, 2) for u in (q, k, v))
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+    m = mask[:, None]
+    no_key = mask.all(dim=-1)[:, None, :, None]
+    scores = scores.masked_fill(m, -math.inf).masked_fill(no_key, 0.0)  # no NaN in the gradient
+    weights = scores.softmax(dim=-1).masked_fill(no_key, 0.0)
+    context = (weights @ v).transpose(1, 2).reshape(B, T, d)
+    return F.linear(context, mha.out_proj.weight, mha.out_proj.bias)
+
+
+def local_attend(mha, x, mask):
+    """attend_batched restricted to bands: x (B, nb, S, d) in time order, mask (B, nb, S, 4S) over
+    the keys of the block, the two before it and the one after it (a key at the same time as its
+    query attends both ways, and ties can straddle a block's end)."""
+    B, nb, S, d = x.shape
+    H = mha.num_heads
+    dh = d // H
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+
+    def band(u):  # (B, nb, S, d) -> (B, nb, 4S, d): blocks j-2, j-1, j, j+1
+        flat = F.pad(u.reshape(B, nb * S, d), (0, 0, 2 * S, S))
+        return flat.unfold(1, 4 * S, S).permute(0, 1, 3, 2)
+
+    k, v = band(k), band(v)
+    q = q.reshape(B, nb, S, H, dh).permute(0, 3, 1, 2, 4)
+    k = k.reshape(B, nb, 4 * S, H, dh).permute(0, 3, 1, 2, 4)
+    v = v.reshape(B, nb, 4 * S, H, dh).permute(0, 3, 1, 2, 4)
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)  # (B, H, nb, S, 4S)
+    m = mask[:, None]
+    no_key = m.all(dim=-1, keepdim=True)
+    scores = scores.masked_fill(m, -math.inf).masked_fill(no_key, 0.0)
+    weights = scores.softmax(dim=-1).masked_fill(no_key, 0.0)
+    context = (weights @ v).permute(0, 2, 3, 1, 4).reshape(B, nb, S, d)
+    return F.linear(context, mha.out_proj.weight, mha.out_proj.bias)
+
+
+def embed(model, batch):
+    """The tokenizer's sum (value or mask token + time encoding + identity), (B, T) in batch order."""
+    tok = model.tokenizer
+    dtype = tok.mask_token.dtype
+    ve = tok.value_proj["ecg"](batch.vals_ecg.to(dtype))
+    vr = tok.value_proj["rr"](batch.vals_rr.to(dtype))
+    v = torch.cat([ve, vr], dim=1)
+    v = torch.where(batch.present[..., None], v, tok.mask_token)
+    B, T, d = v.shape
+    enc = model.time_encoding(batch.enc_rel.reshape(-1)).reshape(B, T, d).to(dtype)
+    mod = torch.zeros(B, T, dtype=torch.int64)
+    mod[:, batch.Te:] = 1
+    rate = torch.where(mod == 0, batch.rate_bucket[:, None], torch.zeros_like(mod))
+    ident = (tok.sensor_embedding.weight[0] + tok.modality_embedding.weight[mod]
+             + tok.placement_embedding.weight[batch.placement][:, None, :] + tok.rate_embedding.weight[rate])
+    return v + enc + ident
+
+
+def forward_batched(model, batch, dense=False):
+    """Head logits (B, n_outputs) of the reference module `model` on `batch`. Local attention
+    (time order, blocks) unless `dense` or the batch's look-backs do not fit in the bands; the same
+    function either way (keys outside a query's look-back have weight 0)."""
+    cfg = model.config
+    dtype = model.tokenizer.mask_token.dtype
+    W = cfg["attention_lookback_s"]
+    x = embed(model, batch)
+    B, T, d = x.shape
+    gather = lambda u: torch.gather(u, 1, batch.order if u.dim() == 2 else batch.order[..., None].expand(-1, -1, u.shape[2]))
+    x = gather(x)
+    t = gather(batch.time)
+    alive = gather(batch.present & batch.valid)
+    keep = gather(batch.keep)
+    if dense or not batch.local:
+        mask = ~alive[:, None, :] | (t[:, None, :] > t[:, :, None]) | ((t[:, :, None] - t[:, None, :]) > W)
+        for layer in model.encoder.layers:
+            x = x + attend_batched(layer.self_attn, layer.norm1(x), mask)
+            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
+    else:
+        S = BLOCK
+        nb = -(-T // S)
+        pad = nb * S - T
+        x = F.pad(x, (0, 0, 0, pad))
+        t = F.pad(t, (0, pad), value=1e18)
+        alive = F.pad(alive, (0, pad), value=False)
+        keep = F.pad(keep, (0, pad), value=False)
+        tk = F.pad(t, (2 * S, S), value=1e18).unfold(1, 4 * S, S)                       # (B, nb, 4S)
+        ak = F.pad(alive, (2 * S, S), value=False).unfold(1, 4 * S, S)
+        tq = t.reshape(B, nb, S)
+        mask = ~ak[:, :, None, :] | (tk[:, :, None, :] > tq[..., None]) | ((tq[..., None] - tk[:, :, None, :]) > W)
+        x = x.reshape(B, nb, S, d)
+        for layer in model.encoder.layers:
+            x = x + local_attend(layer.self_attn, layer.norm1(x), mask)
+            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
+        x = x.reshape(B, nb * S, d)
+    assert all(layer.norm_first for layer in model.encoder.layers)
+    if cfg.get("final_norm"):
+        x = model.encoder.norm(x)
+    w = keep.to(dtype)[..., None]
+    pooled = (x * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
+    return model.head(pooled)
+
+
+def window_of(item, config=CONFIG):
+    """The same record as the reference module's input window (docs/model.md format)."""
+    place = config["placements"][item["placement"]]
+    ecg = [None if math.isnan(v) else float(v) for v in item["ecg"]]
+    streams = [{"sensor": 0, "modality": "ecg", "placement": place, "rateHz": item["rate"],
+                "startTime": item["start"], "samples": ecg}]
+    if len(item["rr_times"]):
+        streams.append({"sensor": 0, "modality": "rr", "placement": place,
+                        "timestamps": [float(t) for t in item["rr_times"]],
+                        "samples": [None if math.isnan(v) else float(v) for v in item["rr_values"]]})
+    w = {"streams": streams}
+    if item.get("ref") is not None:
+        w["referenceTime"] = item["ref"]
+    return w
+
+
+def default_ref(tokens):
+    """The runtime's default reference time: the earliest first token time of the emitting streams."""
+    firsts = [t[0] for (_, _, t) in tokens.values() if len(t)]
+    return min(firsts) if firsts else 0.0
+
+
+def f1_scores(confusion):
+    """Per-class F1 from a confusion matrix (rows truth, columns predicted): the challenge's
+    F1 = 2 * correct / (truth count + predicted count)."""
+    c = np.asarray(confusion)
+    return [2 * c[i, i] / max(1, c[i].sum() + c[:, i].sum()) for i in range(len(c))]
+
+
+def challenge_f1(confusion):
+    f = f1_scores(confusion)
+    return float(np.mean(f[:3])), f

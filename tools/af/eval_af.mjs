@@ -1,0 +1,95 @@
+// The AF model's score on the test part, in WebAssembly through the package's own path
+// (docs/models.md): each record of tools/af/split/test.txt read by readWfdb, its RR stream from
+// rrFromEcg (detectBeats), one forward of models/af.safetensors, the arg-max of the head. Prints
+// per-class F1, the confusion matrix, and as its last line the challenge's metric (the mean of the
+// F1 of N, A and O):  F1 0.xxx
+//
+//   npm run eval:af -- --data DIR [--model models/af.safetensors] [--split test]
+//                      [--compare models/af-test-logits.json] [--json out.json]
+//
+// DIR: the PhysioNet/CinC Challenge 2017 training set (REFERENCE.csv, Axxxxx.hea/.mat; download it
+// from https://physionet.org/content/challenge-2017/). --compare: PyTorch's logits of the same
+// records (tools/af/train_af.py writes them with the model); prints the largest difference and
+// every record whose label differs, and exits 1 if a label differs or a logit is off by more than
+// 1e-4.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { loadModel, readWfdb, rrFromEcg } from '../../web/src/index.js';
+
+const CODES = ['N', 'A', 'O', '~'];
+const here = new URL('.', import.meta.url).pathname;
+const root = join(here, '..', '..');
+
+export async function evaluate({ data, model: modelPath = join(root, 'models', 'af.safetensors'), split = 'test', records = null }) {
+  const names = records ?? readFileSync(join(here, 'split', `${split}.txt`), 'utf8').trimEnd().split('\n');
+  const truth = new Map(readFileSync(join(data, 'REFERENCE.csv'), 'utf8').trimEnd().split('\n')
+    .map((l) => l.trim().split(',')).filter((r) => CODES.includes(r[1])));
+  const model = await loadModel(modelPath);
+  const labels = model.config.labels;
+  const confusion = CODES.map(() => CODES.map(() => 0));
+  const logits = {};
+  const started = performance.now();
+  try {
+    for (const record of names) {
+      const window = await readWfdb(join(data, `${record}.hea`), { placement: model.config.placements[0] });
+      window.streams.push(rrFromEcg(window.streams[0]));
+      const out = model.forward(window);
+      logits[record] = Array.from(out.head);
+      const t = CODES.indexOf(truth.get(record));
+      if (t < 0) throw new Error(`${record}: no label in REFERENCE.csv`);
+      confusion[t][labels.indexOf(out.label)] += 1;
+    }
+  } finally {
+    model.dispose();
+  }
+  const f1 = CODES.map((_, i) => {
+    const row = confusion[i].reduce((a, b) => a + b, 0), col = confusion.reduce((a, r) => a + r[i], 0);
+    return (2 * confusion[i][i]) / Math.max(1, row + col);
+  });
+  return { records: names.length, confusion, f1: Object.fromEntries(CODES.map((c, i) => [c, f1[i]])),
+    score: (f1[0] + f1[1] + f1[2]) / 3, logits, seconds: (performance.now() - started) / 1000 };
+}
+
+// Largest |logit difference| and the records whose arg-max differs, against reference logits.
+export function compare(logits, reference) {
+  let worst = 0, worstRecord = null;
+  const labelDiffers = [];
+  const argmax = (z) => z.indexOf(Math.max(...z));
+  for (const [record, z] of Object.entries(logits)) {
+    const r = reference[record];
+    if (!r) throw new Error(`${record}: not in the reference logits`);
+    for (let k = 0; k < z.length; k++) {
+      const d = Math.abs(z[k] - r[k]);
+      if (!(d <= worst)) worst = d, worstRecord = record;
+    }
+    if (argmax(z) !== argmax(r)) labelDiffers.push(record);
+  }
+  return { worst, worstRecord, labelDiffers };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: {
+    data: { type: 'string' }, model: { type: 'string' }, split: { type: 'string', default: 'test' },
+    compare: { type: 'string' }, json: { type: 'string' },
+  } });
+  if (!values.data) {
+    console.error('usage: npm run eval:af -- --data DIR [--model models/af.safetensors] [--split test] [--compare logits.json] [--json out.json]');
+    process.exit(2);
+  }
+  const result = await evaluate(values);
+  console.log(`${result.records} records of the ${values.split} part in ${result.seconds.toFixed(1)} s (WebAssembly)`);
+  console.log(`confusion (rows truth ${CODES.join(' ')}, columns predicted):`);
+  for (let i = 0; i < 4; i++) console.log(`  ${CODES[i]}  ${result.confusion[i].map((v) => String(v).padStart(5)).join('')}`);
+  console.log(`per-class F1: ${CODES.map((c) => `${c} ${result.f1[c].toFixed(3)}`).join('  ')}`);
+  let failed = false;
+  if (values.compare) {
+    const c = compare(result.logits, JSON.parse(readFileSync(values.compare, 'utf8')));
+    console.log(`against ${values.compare}: largest |logit difference| ${c.worst.toExponential(2)} (${c.worstRecord}), labels differ on ${c.labelDiffers.length} records${c.labelDiffers.length ? ': ' + c.labelDiffers.join(' ') : ''}`);
+    failed = c.worst > 1e-4 || c.labelDiffers.length > 0;
+  }
+  if (values.json) writeFileSync(values.json, JSON.stringify(result) + '\n');
+  console.log(`F1 ${result.score.toFixed(3)}`);
+  if (failed) process.exit(1);
+}

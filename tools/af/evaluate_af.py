@@ -1,0 +1,122 @@
+"""Score trained AF models on the test part under the conditions of docs/models.md's ablation table.
+
+    /usr/bin/python3 tools/af/evaluate_af.py RUN [RUN ...] [--conditions clean,r130,...]
+        [--out tools/af/results/NAME.json]
+
+RUN: a folder train_af.py wrote (model.safetensors + metrics.json, which names the variant and
+fold). Conditions (each record perturbed with its own seeded generator, the same for every model):
+  clean          the recording as it is (300 Hz)
+  r130           resampled to 130 Hz (a Polar H10's ECG rate; scipy's polyphase resampler)
+  drop5, drop20  Bluetooth-like dropouts: whole notifications (73 samples at 130 Hz = 0.56 s) lost,
+                 each with probability 5 % / 20 %; lost samples are missing (NaN): absent patches
+                 take the mask token, the detector reports no beat next to a gap, an RR interval
+                 across a gap is missing
+  drop5-zeros, drop20-zeros
+                 the same losses filled with 0 mV and sent as present samples (what a pipeline
+                 without a missing-sample notion does); the detector sees the zeros too
+  r130-drop20    130 Hz and 20 % dropouts (the issue's goal: within 0.03 of clean)
+The RR stream of every condition comes from the package's detector (tools/af/beats.mjs runs
+rrFromEcg in Node on the perturbed ECG): one detector definition. Prints a table row per model and
+condition; --out writes them as JSON (committed under tools/af/results/).
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import torch
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "reference"))
+sys.path.insert(0, str(HERE))
+import afmodel as A  # noqa: E402
+import train_af as T  # noqa: E402
+from export import load_safetensors  # noqa: E402
+
+CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros", "r130-drop20"]
+
+
+def perturb(x, condition, record):
+    """(ecg, rate, zeros) of a record under a condition; seeded by the record's name."""
+    rng = np.random.default_rng([zlib.crc32(record.encode()), zlib.crc32(condition.encode())])
+    rate = A.FS
+    if condition.startswith("r130"):
+        x = A.resample(x, 130.0).astype(np.float64)
+        rate = 130.0
+    zeros = condition.endswith("-zeros")
+    if "drop" in condition:
+        fraction = 0.05 if "drop5" in condition else 0.20
+        missing = A.drop_notifications(len(x), rate, fraction, rng)
+        x = np.where(missing, 0.0 if zeros else np.nan, x)
+    return x, rate, zeros
+
+
+def condition_items(data, names, condition, workdir, variant):
+    workdir.mkdir(parents=True, exist_ok=True)
+    signals, listing, offset = [], [], 0
+    for n in names:
+        rec = data.records[n]
+        x, rate, zeros = perturb(data.signal(rec), condition, n)
+        signals.append(x.astype(np.float32))
+        listing.append({"record": n, "offset": offset, "length": len(x), "rateHz": rate, "startTime": rec["startTime"]})
+        offset += len(x)
+    np.concatenate(signals).tofile(workdir / f"{condition}.f32")
+    (workdir / f"{condition}.json").write_text(json.dumps(listing))
+    subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
+                    str(workdir / f"{condition}-rr.json")], check=True)
+    rr = json.loads((workdir / f"{condition}-rr.json").read_text())
+    items = []
+    for n, x, entry in zip(names, signals, listing):
+        rec = data.records[n]
+        start, rate = entry["startTime"], entry["rateHz"]
+        x = x.astype(np.float64)
+        if variant == "ecg-only":
+            rr_t, rr_v = np.zeros(0), np.zeros(0)
+        else:
+            rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
+            rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
+        tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start)
+        items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),
+                      "label": A.CODES.index(rec["label"]), "record": n})
+    return items
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--data", default=str(ROOT / "build" / "af"))
+    ap.add_argument("--conditions", default=",".join(CONDITIONS))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    data = T.Data(args.data)
+    rows = []
+    cache = {}
+    for run in map(pathlib.Path, args.runs):
+        metrics = json.loads((run / "metrics.json").read_text())
+        variant, fold = metrics["variant"], metrics["fold"]
+        names = [r["record"] for r in data.index["records"] if r["fold"] == fold]
+        _, model = load_safetensors(run / "model.safetensors")
+        model = model.double()
+        for condition in args.conditions.split(","):
+            key = (fold, condition, variant == "ecg-only")
+            if key not in cache:
+                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant)
+            items = cache[key]
+            logits = T.predict(model, items, variant, torch.float64)
+            s = T.score(logits, items)
+            row = {"run": run.name, "variant": variant, "fold": fold, "seed": metrics["seed"], "condition": condition, **s}
+            rows.append(row)
+            print(f"{run.name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
+    if args.out:
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""Train the AF model (issue 20; docs/models.md is its model card).
+
+    node tools/af/prepare.mjs --data DIR            # build/af/: ECG + beats through the package's code
+    /usr/bin/python3 tools/af/train_af.py [--variant main] [--fold 0] [--seed 1] [--epochs 40]
+
+Speed: Debian's python3-torch does its matrix products through the system BLAS; the reference BLAS
+(libblas3) makes training ~10x slower than OpenBLAS: `apt-get install libopenblas0-openmp` first.
+
+Variants (the ablations of docs/models.md; each a model trained the same way but for one change):
+  main         ECG + RR events, rate augmentation, dropout augmentation, continuous-time encoding
+  ecg-only     no RR stream (train and test)
+  no-rate-aug  never sees a rate other than the set's 300 Hz
+  index-time   the time encoding takes a token's position in time order instead of its time
+               (masks still use real time: only the encoding changes)
+
+Fold k tests on fold k of tools/af/split/ and stops early on the validation part carved from the
+other folds (make_split.validation_of); fold 0 is the split every reported score uses. Writes
+build/af/runs/<variant>-fold<k>/: model.safetensors (F16), log.txt, metrics.json (validation and
+test scores of the exported file) and test_logits.json. Deterministic for a seed on one machine
+(torch's CPU kernels, numpy's and Python's generators all seeded; 2 threads).
+"""
+import argparse
+import copy
+import json
+import pathlib
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "reference"))
+sys.path.insert(0, str(HERE))
+import afmodel as A  # noqa: E402
+from export import export_safetensors, load_safetensors  # noqa: E402
+from make_split import folds_of, validation_of  # noqa: E402
+from sensorformer_ref import SensorformerRef  # noqa: E402
+
+AUG_RATES = [125.0, 130.0, 150.0, 180.0, 200.0, 250.0]
+REF_OFFSET_S = 6 * 3600.0  # a streaming session's reference can be hours back (docs/models.md)
+TOKEN_BUDGET = 12000       # tokens per batch (padded)
+
+
+class Data:
+    def __init__(self, folder):
+        folder = pathlib.Path(folder)
+        self.index = json.loads((folder / "index.json").read_text())
+        self.fs = float(self.index["fs"])
+        assert self.fs == A.FS
+        self.ecg = np.memmap(folder / "ecg.f32", dtype=np.float32, mode="r")
+        self.records = {r["record"]: r for r in self.index["records"]}
+
+    def signal(self, rec):
+        return np.array(self.ecg[rec["offset"]:rec["offset"] + rec["length"]], dtype=np.float64)
+
+
+def make_item(data, rec, rng, variant, augment, condition=None):
+    """One record as the model's input. augment: training's random crops, amplitude, rate,
+    dropouts, reference offset and placement. condition (evaluation only) is not used here; the
+    evaluation's perturbed inputs come with their own beats (evaluate_af.py)."""
+    x = data.signal(rec)
+    beats = np.asarray(rec["beats"], dtype=np.int64)
+    start = float(rec["startTime"])  # the header's base date and time, epoch seconds (as readWfdb)
+    rate = A.FS
+    label = A.CODES.index(rec["label"])
+    if augment:
+        n = len(x)
+        dur = n / rate
+        if dur > 16 and rng.random() < 0.5:
+            L = rng.uniform(15.0, min(dur, 45.0))
+            a = int(rng.uniform(0, dur - L) * rate)
+            b = a + int(L * rate)
+            x = x[a:b]
+            beats = beats[(beats >= a) & (beats < b)] - a
+        x = x * rng.uniform(0.7, 1.4)
+        if variant != "no-rate-aug" and rng.random() < 0.5:
+            new = float(rng.choice(AUG_RATES))
+            x = A.resample(x, new, rate).astype(np.float64)
+            beats = np.unique(np.clip(np.round(beats * new / rate).astype(np.int64), 0, len(x) - 1))
+            rate = new
+        missing = None
+        if rng.random() < 0.5:
+            missing = A.drop_notifications(len(x), rate, rng.uniform(0.0, 0.25), rng)
+            x = np.where(missing, np.nan, x)
+            # the detector reports no beat within 150 ms of a missing sample (web/src/qrs.js)
+            near = np.convolve(missing.astype(np.int64), np.ones(2 * int(0.15 * rate) + 1, dtype=np.int64), mode="same") > 0
+            beats = beats[~near[beats]]
+        placement = int(rng.integers(len(A.CONFIG["placements"])))
+    else:
+        missing, placement = None, 0
+    if variant == "ecg-only":
+        rr_t, rr_v = np.zeros(0), np.zeros(0)
+    else:
+        rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
+    tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start)
+    ref = A.default_ref(tokens)
+    if augment and rng.random() < 0.5:
+        ref -= rng.uniform(0.0, REF_OFFSET_S)
+    return {"tokens": tokens, "rate": rate, "placement": placement, "ref": ref, "label": label,
+            "ecg": x, "rr_times": rr_t, "rr_values": rr_v, "start": start, "record": rec["record"]}
+
+
+def batches(items, rng, shuffle):
+    """Items grouped by token count (little padding) into batches of at most TOKEN_BUDGET."""
+    size = lambda it: len(it["tokens"]["ecg"][2]) + len(it["tokens"]["rr"][2])
+    order = sorted(range(len(items)), key=lambda i: size(items[i]))
+    out, cur, top = [], [], 0
+    for i in order:
+        s = size(items[i])
+        if cur and max(top, s) * (len(cur) + 1) > TOKEN_BUDGET:
+            out.append(cur)
+            cur, top = [], 0
+        cur.append(i)
+        top = max(top, s)
+    if cur:
+        out.append(cur)
+    if shuffle:
+        rng.shuffle(out)
+    return out
+
+
+def predict(model, items, variant, dtype=torch.float32, dense=False):
+    model.eval()
+    logits = [None] * len(items)
+    with torch.no_grad():
+        for idx in batches(items, None, False):
+            b = A.Batch([items[i] for i in idx], index_time=variant == "index-time", dtype=dtype)
+            z = A.forward_batched(model, b, dense=dense)
+            for j, i in enumerate(idx):
+                logits[i] = z[j].tolist()
+    return logits
+
+
+def score(logits, items):
+    confusion = np.zeros((4, 4), dtype=np.int64)
+    for z, it in zip(logits, items):
+        confusion[it["label"], int(np.argmax(z))] += 1
+    f1, per = A.challenge_f1(confusion)
+    return {"f1": f1, "per_class_f1": dict(zip(A.CODES, per)), "confusion": confusion.tolist(),
+            "records": len(items)}
+
+
+def check_twin(model, items, variant, count=12):
+    """max |logit difference| of the batched twin against the reference module (the first `count`
+    items) and of its local attention against its dense attention (every item), float64."""
+    m = copy.deepcopy(model).double()  # (.float() afterwards would round the float64 time table)
+    with torch.no_grad():
+        local = predict(m, items, variant, dtype=torch.float64)
+        dense = predict(m, items, variant, dtype=torch.float64, dense=True)
+        bands = max(abs(a - b) for z, zd in zip(local, dense) for a, b in zip(z, zd))
+        worst = 0.0
+        for it, zd in zip(items[:count], dense):
+            w = A.window_of(it)
+            w["referenceTime"] = it["ref"]
+            ref = m(w)["head"].tolist()
+            worst = max(worst, max(abs(a - b) for a, b in zip(ref, zd)))
+    return worst, bands
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
+    ap.add_argument("--variant", default="main", choices=["main", "ecg-only", "no-rate-aug", "index-time"])
+    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--patience", type=int, default=10)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=0, help="train on this many records (a smoke run)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+
+    data = Data(args.data)
+    labels = {r["record"]: r["label"] for r in data.index["records"]}
+    folds = folds_of(labels)
+    train_names, val_names = validation_of(args.fold, folds, labels)
+    test_names = folds[args.fold]
+    if args.limit:
+        train_names = train_names[:args.limit]
+        val_names = val_names[:max(50, args.limit // 8)]
+    out = pathlib.Path(args.out or ROOT / "build" / "af" / "runs" / f"{args.variant}-fold{args.fold}")
+    out.mkdir(parents=True, exist_ok=True)
+    log_file = open(out / "log.txt", "w")
+
+    def log(msg):
+        print(msg, flush=True)
+        log_file.write(msg + "\n")
+        log_file.flush()
+
+    fixed = lambda names: [make_item(data, data.records[n], None, args.variant, False) for n in names]
+    val_items, test_items = fixed(val_names), fixed(test_names)
+    counts = np.bincount([A.CODES.index(labels[n]) for n in train_names], minlength=4)
+    class_weight = torch.tensor((counts.sum() / (4 * counts)) ** 0.5, dtype=torch.float32)
+    log(f"variant {args.variant} fold {args.fold} seed {args.seed}: train {len(train_names)} "
+        f"validation {len(val_items)} test {len(test_items)}; class counts {counts.tolist()}, weights {class_weight.tolist()}")
+
+    model = SensorformerRef(A.CONFIG)
+    with torch.no_grad():
+        for emb in (model.tokenizer.sensor_embedding, model.tokenizer.modality_embedding,
+                    model.tokenizer.placement_embedding):
+            emb.weight.normal_(0.0, 0.02)
+        model.tokenizer.rate_embedding.weight.zero_()  # a rate bucket never trained adds nothing
+        model.tokenizer.mask_token.normal_(0.0, 0.02)
+    log(f"parameters {sum(p.numel() for p in model.parameters())}")
+    worst, bands = check_twin(model, val_items, args.variant)
+    log(f"batched twin vs reference module (float64, {min(12, len(val_items))} validation records): max |logit diff| {worst:.3g}; "
+        f"local vs dense attention ({len(val_items)} records): {bands:.3g}")
+    assert worst < 1e-9 and bands < 1e-9, (worst, bands)
+
+    epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True) for n in train_names[:200]], rng, False))
+    steps = args.epochs * max(1, int(epoch_batches * len(train_names) / min(200, len(train_names))))
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps + 1000, pct_start=0.1)
+    best, best_epoch, started = -1.0, -1, time.time()
+    step = 0
+    for epoch in range(args.epochs):
+        model.train()
+        t0 = time.time()
+        items = [make_item(data, data.records[n], rng, args.variant, True) for n in train_names]
+        prep = time.time() - t0
+        total, seen = 0.0, 0
+        for idx in batches(items, rng, True):
+            b = A.Batch([items[i] for i in idx], index_time=args.variant == "index-time")
+            logits = A.forward_batched(model, b)
+            loss = F.cross_entropy(logits, b.label, weight=class_weight)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            if step < steps + 999:
+                sched.step()
+            step += 1
+            total += loss.item() * len(idx)
+            seen += len(idx)
+        val = score(predict(model, val_items, args.variant), val_items)
+        log(f"epoch {epoch + 1}: loss {total / seen:.4f} validation F1 {val['f1']:.4f} "
+            f"({' '.join(f'{k} {v:.3f}' for k, v in val['per_class_f1'].items())}) "
+            f"[{time.time() - t0:.0f} s, data {prep:.0f} s]")
+        if val["f1"] > best:
+            best, best_epoch = val["f1"], epoch + 1
+            torch.save(model.state_dict(), out / "best.pt")
+        elif epoch + 1 - best_epoch >= args.patience:
+            log(f"early stop: no better validation F1 for {args.patience} epochs")
+            break
+    train_seconds = time.time() - started
+    model.load_state_dict(torch.load(out / "best.pt"))
+    path = out / "model.safetensors"
+    export_safetensors(model, A.CONFIG, path, dtype="F16")
+    _, exported = load_safetensors(path)
+    exported = exported.double()
+    val = score(predict(exported, val_items, args.variant, torch.float64), val_items)
+    test_logits = predict(exported, test_items, args.variant, torch.float64)
+    test = score(test_logits, test_items)
+    metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
+               "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads,
+               "train_records": len(train_names), "validation": val, "test": test,
+               "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    (out / "test_logits.json").write_text(json.dumps(
+        {it["record"]: z for it, z in zip(test_items, test_logits)}) + "\n")
+    log(f"exported {path} ({metrics['bytes']} bytes): validation F1 {val['f1']:.4f}, test F1 {test['f1']:.4f} "
+        f"({' '.join(f'{k} {v:.3f}' for k, v in test['per_class_f1'].items())}); trained {train_seconds / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
