@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { detectBeats, readWfdb, SensorformerError } from '../../web/src/index.js';
+import { detectBeats, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
 import { matchBeats } from './beats.js';
 
@@ -63,6 +63,25 @@ test('missing samples: no beat inside a missing run or within 150 ms of it, the 
   const outside = beats.filter((t) => t < 20 - 0.15 || t >= 23 + 0.15);
   const m = match(outside, Array.from(times).filter((t) => t >= 0.3 && t < 59.7));
   assert.ok(m.se >= 0.99 && m.ppv >= 0.99, `Se ${m.se}, PPV ${m.ppv}`);
+});
+
+test('rrFromEcg: an event per beat after the first, the interval before it; NaN for the one interval across a gap', () => {
+  const { x } = synthetic(5, 300, 60);
+  const samples = Array.from(x, (v, i) => (i >= 300 * 20 && i < 300 * 23 ? NaN : v));  // 20-23 s missing
+  const start = 1764460800.25;
+  const rr = rrFromEcg({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 300, startTime: start, samples });
+  const beats = detectBeats(samples, 300, { startTime: start });
+  assert.equal(rr.modality, 'rr');
+  assert.equal(rr.sensor, 0);
+  assert.equal(rr.placement, 'chest');
+  assert.deepEqual(Array.from(rr.timestamps), Array.from(beats.times).slice(1));
+  assert.deepEqual(Array.from(rr.samples, (v) => Number.isNaN(v)), Array.from(rr.samples, (_, k) => beats.times[k] < start + 20 && beats.times[k + 1] > start + 23),
+    'NaN exactly where the two beats straddle the missing run');
+  assert.equal(Array.from(rr.samples).filter(Number.isNaN).length, 1);
+  rr.samples.forEach((v, k) => Number.isNaN(v) || assert.equal(v, beats.times[k + 1] - beats.times[k]));
+  const bad = (fn) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /rrFromEcg/.test(e.message));
+  bad(() => rrFromEcg(null));
+  bad(() => rrFromEcg({ sensor: 0, placement: 'chest', timestamps: [1, 2], samples: [1, 2] }));
 });
 
 test('nothing to detect: empty, all missing, shorter than two integration windows, a flat line', () => {

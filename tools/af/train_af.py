@@ -21,6 +21,8 @@ test scores of the exported file) and test_logits.json. Deterministic for a seed
 """
 import argparse
 import copy
+import os
+import shutil
 import json
 import pathlib
 import random
@@ -173,7 +175,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="train on this many records (a smoke run)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--export-only", action="store_true", help="no training: export and score the run's best.pt")
+    ap.add_argument("--publish", action="store_true",
+                    help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
+                         "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
+    assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -189,7 +196,7 @@ def main():
         val_names = val_names[:max(50, args.limit // 8)]
     out = pathlib.Path(args.out or ROOT / "build" / "af" / "runs" / f"{args.variant}-fold{args.fold}")
     out.mkdir(parents=True, exist_ok=True)
-    log_file = open(out / "log.txt", "w")
+    log_file = open(out / "log.txt", "a" if args.export_only else "w")
 
     def log(msg):
         print(msg, flush=True)
@@ -220,7 +227,12 @@ def main():
     steps = args.epochs * max(1, int(epoch_batches * len(train_names) / min(200, len(train_names))))
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps + 1000, pct_start=0.1)
-    best, best_epoch, started = -1.0, -1, time.time()
+    best, best_epoch, started, epoch = -1.0, -1, time.time(), -1
+    if args.export_only:  # a finished run's best.pt: export, score and (--publish) publish again
+        args.epochs = 0
+        done = json.loads((out / "metrics.json").read_text())
+        best_epoch, epoch = done["best_epoch"], done["epochs_run"] - 1
+        started -= done["train_seconds"]
     step = 0
     for epoch in range(args.epochs):
         model.train()
@@ -267,6 +279,16 @@ def main():
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     (out / "test_logits.json").write_text(json.dumps(
         {it["record"]: z for it, z in zip(test_items, test_logits)}) + "\n")
+    if args.publish:
+        models = ROOT / "models"
+        models.mkdir(exist_ok=True)
+        shutil.copyfile(path, models / "af.safetensors")
+        published = dict(metrics, command="/usr/bin/python3 tools/af/train_af.py " + " ".join(sys.argv[1:]),
+                         machine=f"{os.cpu_count()} cores, torch {torch.__version__}")
+        (models / "af-metrics.json").write_text(json.dumps(published, indent=1) + "\n")
+        # 6 decimals: 5e-7, far inside the parity test's 1e-4
+        (models / "af-test-logits.json").write_text(json.dumps(
+            {it["record"]: [round(v, 6) for v in z] for it, z in zip(test_items, test_logits)}) + "\n")
     log(f"exported {path} ({metrics['bytes']} bytes): validation F1 {val['f1']:.4f}, test F1 {test['f1']:.4f} "
         f"({' '.join(f'{k} {v:.3f}' for k, v in test['per_class_f1'].items())}); trained {train_seconds / 60:.1f} min")
 

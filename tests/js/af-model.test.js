@@ -1,0 +1,53 @@
+// The shipped AF model (models/af.safetensors, docs/models.md): what its file promises, and with
+// the PhysioNet/CinC 2017 data (SF_CINC2017) parity with PyTorch on the whole test part.
+//
+// Parity reference: models/af-test-logits.json, the head logits PyTorch computed for every test
+// record with the exported (F16-rounded) weights in float64 (tools/af/train_af.py; the same beats,
+// from the package's detector through tools/af/prepare.mjs). The package's path here is its own:
+// readWfdb -> rrFromEcg -> forward in WebAssembly. Tolerance 1e-4 on every logit: the runtime
+// computes in float32 (eps 6e-8) through up to ~470 tokens x 4 layers, so 1e-5-relative errors
+// are its expected scale; a tokenizer or mask difference (one token, one key) moves logits by
+// 1e-3 or more. The labels must be equal on every record (the issue's parity goal).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadModel } from '../../web/src/index.js';
+import { compare, evaluate } from '../../tools/af/eval_af.mjs';
+
+const root = new URL('../../', import.meta.url).pathname;
+const modelPath = join(root, 'models', 'af.safetensors');
+const metrics = JSON.parse(readFileSync(join(root, 'models', 'af-metrics.json'), 'utf8'));
+
+test('the AF model file: <= 1 MB, causal with a look-back, the four classes, as its metrics say', async () => {
+  assert.ok(statSync(modelPath).size <= 1_000_000, `${statSync(modelPath).size} bytes`);
+  const model = await loadModel(modelPath);
+  try {
+    const c = model.config;
+    assert.equal(c.causal, true);
+    assert.equal(c.attention_lookback_s, 5);
+    assert.deepEqual(c.labels, ['normal', 'af', 'other', 'noisy']);
+    assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr']);
+    assert.equal(statSync(modelPath).size, metrics.bytes);
+  } finally {
+    model.dispose();
+  }
+});
+
+const data = process.env.SF_CINC2017 ?? '';
+const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
+const skip = haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`);
+
+test('CinC 2017 test part in WebAssembly: the same label as PyTorch on every record, logits within 1e-4, the committed F1', { skip }, async () => {
+  const result = await evaluate({ data, model: modelPath });
+  assert.equal(result.records, 1707);
+  const reference = JSON.parse(readFileSync(join(root, 'models', 'af-test-logits.json'), 'utf8'));
+  assert.equal(Object.keys(reference).length, result.records);
+  const c = compare(result.logits, reference);
+  assert.deepEqual(c.labelDiffers, [], 'records whose label differs from PyTorch');
+  assert.ok(c.worst <= 1e-4, `largest |logit difference| ${c.worst} (${c.worstRecord})`);
+  // The score is a function of the labels: equal labels give the committed F1 exactly.
+  assert.equal(result.score.toFixed(6), metrics.test.f1.toFixed(6));
+  assert.deepEqual(result.confusion, metrics.test.confusion);
+});
