@@ -47,9 +47,12 @@ export function relError(a, b) {
  * Runs `cases` ([{ name, run }], run() sync or async) in interleaved rounds A, B, C, A, B, C, ...
  * after `warmup` rounds; the number of timed rounds is chosen from the warm-up's round time so a
  * row takes about `budgetMs` (clamped to [minRounds, maxRounds]). Returns name -> median ms.
+ * A case's optional prepare() runs untimed just before each of its runs (a streaming update's
+ * earlier chunks that make nothing final, bench/af.mjs).
  */
 export async function interleaved(cases, { warmup = 2, budgetMs = 12000, minRounds = 5, maxRounds = 41 } = {}) {
   const time = async (c) => {
+    if (c.prepare) await c.prepare();
     const t0 = performance.now();
     await c.run();
     return performance.now() - t0;

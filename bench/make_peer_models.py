@@ -27,6 +27,18 @@ checks every runtime against before it times anything.
             graph takes the tokens after tokenization (T, 32) and the two layouts' groups as
             additive block-diagonal masks (T, T) (-1e9 off the group), which is how a torch user
             would export a grouped encoder; final norm, mean pool and head follow.
+  af:       models/af.safetensors (the AF model of issue 20: causal look-back, flattened, ECG + RR
+            events) when the checkout has it (otherwise the committed af files and models.json's
+            "af" entry are kept as they are, and the bench skips its AF rows). The case is a
+            synthetic 30 s recording written by `node bench/af.mjs --write-case` (the simulator's
+            physiology and rrFromEcg; never the real data set). ONNX graph (AfPeer) = what follows
+            what a JS user computes: per modality the normalised patches, a presence flag per
+            patch and the token times (float64, absolute), plus the reference time, the placement
+            index and the ECG's rate bucket; value projections, mask token, time encoding (float64
+            angle), identity embeddings, the causal look-back mask as a dense (T, T) mask, the
+            layers, final norm, masked mean, head. Its weights are stored as in the file (F16) and
+            cast to float32 in the graph (half the file; onnxruntime folds the casts at load).
+            models.json records the weights' sha256, so the bench refuses a stale graph.
 
 The graphs are written with explicit ops (linear, reshape, matmul, softmax, layer_norm, gelu)
 rather than by tracing nn.TransformerEncoderLayer / nn.MultiheadAttention: torch 1.13's fused
@@ -34,9 +46,11 @@ inference fast path must not be what gets traced, and the exported math is the d
 Reference outputs are computed in float64 (module.double()) on the documented math path.
 """
 import copy
+import hashlib
 import json
 import math
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -47,7 +61,7 @@ from torch import nn
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "reference"))
 from export import export_safetensors, load_safetensors  # noqa: E402
-from sensorformer_ref import SensorformerRef, groups, tokenize  # noqa: E402
+from sensorformer_ref import INV_FREQ, SensorformerRef, groups, patch_stream, tokenize  # noqa: E402
 from st_io import write_safetensors  # noqa: E402
 
 OUT = ROOT / "bench" / "models"
@@ -75,6 +89,8 @@ STREAM_DEMO_LOOKBACK_S = 127.9375
 MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
 MHA_CHECK_N = 128
 MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
+AF_WEIGHTS = ROOT / "models" / "af.safetensors"
+AF_FILES = ["af.onnx", "af_case_ecg.f32", "af_case_rr.json", "af_check_embeddings.f32", "af_check_head.f32"]
 
 
 def mha_math(x, in_w, in_b, out_w, out_b, num_heads):
@@ -314,13 +330,140 @@ def make_demo(meta):
                     "nOutputs": config["n_outputs"]}
 
 
+class AfPeer(nn.Module):
+    """The AF model after what a JS user computes (bench/af.mjs peerFeeds):
+    ecg (Ne, P_ecg) and rr (Nr, P_rr) normalised patches (missing samples 0), *_present (bool) and
+    *_time (float64 absolute seconds) per patch, reference_time (float64), placement and
+    ecg_rate_bucket (int64 indices) -> embeddings (Ne + Nr, d) (ECG tokens, then RR) and head.
+    Same function as SensorformerRef on the window (flattened layout, causal look-back, pre-norm
+    GELU layers, final norm): the masks compare absolute float64 times, the time encoding's angle
+    is formed in float64, a query with no key gets a zero context. Parameters are held in
+    `storage` dtype and cast to `compute` where used (F16 storage: the file's values, cast in the
+    graph)."""
+
+    def __init__(self, ref, storage, compute):
+        super().__init__()
+        cfg = ref.config
+        for key, want in [("layout", "flattened"), ("causal", True), ("norm_first", True),
+                          ("activation", "gelu"), ("final_norm", True)]:
+            assert cfg.get(key) == want, f"AfPeer is written for {key} = {want!r}, the model has {cfg.get(key)!r}"
+        assert [m["name"] for m in cfg["modalities"]] == ["ecg", "rr"] and cfg["n_sensors"] == 1
+        self.cfg, self.compute = cfg, compute
+        for name, t in ref.state_dict().items():
+            keep = torch.float64 if name == INV_FREQ else storage
+            self.register_buffer(name.replace(".", "__"), t.detach().to(keep).clone())
+
+    def w(self, name):
+        return getattr(self, name.replace(".", "__")).to(self.compute)
+
+    def forward(self, ecg, ecg_present, ecg_time, rr, rr_present, rr_time, reference_time,
+                placement, ecg_rate_bucket):
+        cfg, w = self.cfg, self.w
+        d, H, W, eps = cfg["d_model"], cfg["n_heads"], cfg["attention_lookback_s"], cfg["layer_norm_eps"]
+        mask_token = w("tokenizer.mask_token")
+        ident = w("tokenizer.sensor_embedding.weight")[0] + w("tokenizer.placement_embedding.weight")[placement]
+        modality, rate = w("tokenizer.modality_embedding.weight"), w("tokenizer.rate_embedding.weight")
+        xe = torch.where(ecg_present[:, None], F.linear(ecg.to(self.compute), w("tokenizer.value_proj.ecg.weight"), w("tokenizer.value_proj.ecg.bias")), mask_token)
+        xr = torch.where(rr_present[:, None], F.linear(rr.to(self.compute), w("tokenizer.value_proj.rr.weight"), w("tokenizer.value_proj.rr.bias")), mask_token)
+        xe = xe + (ident + modality[0] + rate[ecg_rate_bucket])
+        xr = xr + (ident + modality[1] + rate[0])  # event streams: rate bucket 0
+        t = torch.cat([ecg_time, rr_time])
+        angle = (t - reference_time)[:, None] * getattr(self, INV_FREQ.replace(".", "__"))[None, :]
+        x = torch.cat([xe, xr]) + torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).to(self.compute)
+        present = torch.cat([ecg_present, rr_present])
+        hidden = ~present[None, :] | (t[None, :] > t[:, None]) | ((t[:, None] - t[None, :]) > W)
+        no_key = ((~hidden).to(self.compute).sum(dim=-1) == 0)[None, :, None]
+        dh = d // H
+        for i in range(cfg["n_layers"]):
+            p = f"encoder.layers.{i}."
+            h = F.layer_norm(x, (d,), w(p + "norm1.weight"), w(p + "norm1.bias"), eps)
+            q, k, v = F.linear(h, w(p + "self_attn.in_proj_weight"), w(p + "self_attn.in_proj_bias")).chunk(3, dim=-1)
+            q, k, v = (u.reshape(-1, H, dh).transpose(0, 1) for u in (q, k, v))
+            scores = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(dh)
+            weights = scores.masked_fill(hidden[None], -math.inf).softmax(dim=-1).masked_fill(no_key, 0.0)
+            ctx = torch.matmul(weights, v).transpose(0, 1).reshape(-1, d)
+            x = x + F.linear(ctx, w(p + "self_attn.out_proj.weight"), w(p + "self_attn.out_proj.bias"))
+            h = F.layer_norm(x, (d,), w(p + "norm2.weight"), w(p + "norm2.bias"), eps)
+            x = x + F.linear(F.gelu(F.linear(h, w(p + "linear1.weight"), w(p + "linear1.bias"))),
+                             w(p + "linear2.weight"), w(p + "linear2.bias"))
+        x = F.layer_norm(x, (d,), w("encoder.norm.weight"), w("encoder.norm.bias"), eps)
+        keep = present.to(self.compute)[:, None]
+        pooled = (x * keep).sum(dim=0) / keep.sum().clamp(min=1.0)
+        return x, F.linear(pooled, w("head.weight"), w("head.bias"))
+
+
+def af_inputs(config, window, dtype):
+    """AfPeer's inputs for a window [ecg stream, rr stream] (the patches as the reference cuts them)."""
+    mods = {m["name"]: m for m in config["modalities"]}
+    frac = config["min_present_fraction"]
+    out = []
+    for stream in window["streams"]:
+        normalized, present, times, _ = patch_stream(stream, mods[stream["modality"]], frac)
+        out += [torch.tensor(normalized, dtype=torch.float64).to(dtype), torch.tensor(present),
+                torch.tensor(times, dtype=torch.float64)]
+    ecg = window["streams"][0]
+    bucket = 1 + sum(1 for e in config["rate_bucket_edges_hz"] if ecg["rateHz"] >= e)
+    return out + [torch.tensor(float(window["referenceTime"]), dtype=torch.float64),
+                  torch.tensor(config["placements"].index(ecg["placement"])), torch.tensor(bucket)]
+
+
+def make_af(meta, previous):
+    if not AF_WEIGHTS.exists():
+        kept = [f for f in AF_FILES if (OUT / f).exists()]
+        print(f"af: {AF_WEIGHTS.relative_to(ROOT)} is not in this checkout: the AF peer files "
+              f"({', '.join(kept) or 'none'}) and models.json's \"af\" entry are kept as they were")
+        if "af" in previous:
+            meta["af"] = previous["af"]
+        return
+    config, ref32 = load_safetensors(AF_WEIGHTS)
+    sha = hashlib.sha256(AF_WEIGHTS.read_bytes()).hexdigest()
+    case = json.loads(subprocess.run(["node", str(ROOT / "bench" / "af.mjs"), "--write-case", str(OUT)],
+                                     check=True, capture_output=True, text=True).stdout)
+    ecg = np.fromfile(OUT / "af_case_ecg.f32", dtype="<f4")
+    rr = json.loads((OUT / "af_case_rr.json").read_text())
+    window = {"streams": [
+        {"sensor": 0, "modality": "ecg", "placement": case["placement"], "rateHz": case["rateHz"],
+         "startTime": case["startTime"], "samples": [float(v) for v in ecg]},
+        {"sensor": 0, "modality": "rr", "placement": case["placement"],
+         "timestamps": rr["timestamps"], "samples": rr["samples"]}],
+        "referenceTime": case["startTime"]}
+
+    ref64 = copy.deepcopy(ref32).double()
+    out = ref64(window)
+    f32(OUT / "af_check_embeddings.f32", out["embeddings"].detach().numpy())
+    f32(OUT / "af_check_head.f32", out["head"].detach().numpy())
+
+    # the peer graph in float64 against the reference pipeline, before export
+    emb, head = AfPeer(ref64, torch.float64, torch.float64)(*af_inputs(config, window, torch.float64))
+    err = max((emb - out["embeddings"]).abs().max().item(), (head - out["head"]).abs().max().item())
+    assert err < 1e-10, f"af peer graph differs from the reference pipeline by {err}"
+    # Stored as the file stores them when that is exact (F16 files), else float32.
+    exact16 = all(torch.equal(t.half().float(), t) for n, t in ref32.state_dict().items() if n != INV_FREQ)
+    peer = AfPeer(ref32, torch.float16 if exact16 else torch.float32, torch.float32).eval()
+    args = tuple(af_inputs(config, window, torch.float32))
+    emb32, head32 = peer(*args)
+    err32 = max((emb32.double() - out["embeddings"]).abs().max().item(), (head32.double() - out["head"]).abs().max().item())
+    assert err32 < 1e-4, f"af peer graph in float32 differs from float64 by {err32}"
+    names = ["ecg", "ecg_present", "ecg_time", "rr", "rr_present", "rr_time", "reference_time",
+             "placement", "ecg_rate_bucket"]
+    dynamic = {n: {0: "Ne"} for n in names[:3]} | {n: {0: "Nr"} for n in names[3:6]} | {"embeddings": {0: "T"}}
+    # no constant folding: it would turn the F16 weights and their casts into float32 initializers
+    torch.onnx.export(peer, args, str(OUT / "af.onnx"), input_names=names,
+                      output_names=["embeddings", "head"], dynamic_axes=dynamic,
+                      opset_version=OPSET, do_constant_folding=False)
+    meta["af"] = {"weights": "models/af.safetensors", "weightsSha256": sha, "case": case,
+                  "tokens": int(out["embeddings"].shape[0]), "weightStorage": "F16" if exact16 else "F32"}
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+    previous = json.loads((OUT / "models.json").read_text()) if (OUT / "models.json").exists() else {}
     meta = {"torch": torch.__version__, "opset": OPSET}
     make_encoder(meta)
     make_stream(meta)
     make_mha(meta)
     make_demo(meta)
+    make_af(meta, previous)
     (OUT / "models.json").write_text(json.dumps(meta, indent=1) + "\n")
     for p in sorted(OUT.iterdir()):
         print(f"{p.stat().st_size:>9}  {p.relative_to(ROOT)}")

@@ -2,9 +2,10 @@
 // @tensorflow/tfjs-backend-wasm (one thread) on the same torch weights, in ONE Node process, in
 // interleaved rounds (A, B, C, A, B, C, ...) after warm-up rounds, with medians and ratios; then the
 // C++ kernels built as WebAssembly, native SSE4.1 and native -march=native (bench/native.mjs).
+// The AF model's rows (bench/af.mjs) need models/af.safetensors and are skipped, saying so, without it.
 // Prints BENCHMARKS.md-ready markdown on stdout (progress goes to stderr).
 //
-//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,stream,native]
+//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,stream,af,native]
 //
 // --quick (or SF_BENCH_QUICK=1): a short run, N = 64 / 256 only and few rounds, a few minutes.
 // --check: no timing at all, the output checks only (every runtime against float64 torch on the
@@ -27,6 +28,7 @@ import { assertSameResults, fmt, interleaved, interleavedCpu, layerFlops, median
 import { runNative } from './native.mjs';
 import { GOAL_BYTES, runMemory } from './memory.mjs';
 import { runStream } from './stream.mjs';
+import { runAf } from './af.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peers are devDependencies that a checkout installed before the bench existed lacks, and the
@@ -53,7 +55,7 @@ const args = process.argv.slice(2);
 const CHECK = args.includes('--check');
 const QUICK = CHECK || args.includes('--quick') || process.env.SF_BENCH_QUICK === '1';
 // --check keeps only the parts with output checks, and in them no timed rounds.
-const only = CHECK ? ['encoder', 'mha', 'demo', 'stream'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = CHECK ? ['encoder', 'mha', 'demo', 'stream', 'af'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const want = (part) => !only || only.includes(part);
 // Output check: largest |difference| / max(1, max |reference|). Every runtime computes in float32
 // (sums of <= 4096 terms, values O(1-10)), which lands at 1e-7..1e-5 of the reference; a weight,
@@ -457,12 +459,22 @@ if (want('memory')) {
   results.memory = markdown;
 }
 if (want('stream')) results.stream = await runStream({ CHECK, QUICK, TIMING, check, goal, log });
+let afSkipped = null;
+if (want('af')) {
+  const r = await runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS, loadModel, meta });
+  if (r.skipped) {
+    afSkipped = r.skipped;
+    log(`af: ${r.skipped}`);
+    results.af = `Skipped: ${r.skipped}.`;
+  } else results.af = r.markdown;
+}
 if (want('native')) results.native = await runNative({ quick: QUICK, log, goal });
 if (goals.length) results.goals = table(['goal (issues 10 and 12)', 'measured', 'met'], goals);
 
 if (!CHECK) {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  out(`Command: \`npm run bench${QUICK ? ' -- --quick' : ''}\` (node bench/peers.mjs), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} cores (${cpu}), Node ${process.version}; onnxruntime-web ${ort.env.versions.web} (wasm EP, numThreads 1, SIMD), @tensorflow/tfjs-backend-wasm ${tf.version_core} (setThreadsCount(1), SIMD). Medians of interleaved rounds; ratios > 1 mean sensorformer is faster. Total ${((performance.now() - started) / 60000).toFixed(1)} min.\n`);
+  const flags = args.filter((a) => a === '--quick' || a.startsWith('--only=')).join(' ');
+  out(`Command: \`npm run bench${flags ? ` -- ${flags}` : QUICK ? ' -- --quick' : ''}\` (node bench/peers.mjs${flags ? ` ${flags}` : ''}), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} cores (${cpu}), Node ${process.version}; onnxruntime-web ${ort.env.versions.web} (wasm EP, numThreads 1, SIMD), @tensorflow/tfjs-backend-wasm ${tf.version_core} (setThreadsCount(1), SIMD). Medians of interleaved rounds; ratios > 1 mean sensorformer is faster. Total ${((performance.now() - started) / 60000).toFixed(1)} min.\n`);
   const sections = [
     ['goals', 'Goals'],
     ['encoder', '2-layer pre-norm GELU encoder, d 64, 4 heads, ff 256 (`model.forward(window)` vs the graph after tokenization)'],
@@ -471,6 +483,7 @@ if (!CHECK) {
     ['throughput', 'Throughput on many demo windows'],
     ['memory', 'Memory: one long window (2-layer d 64 encoder, fresh process per runtime)'],
     ['stream', 'Streaming: a session update against recomputing the look-back window (issue 12)'],
+    ['af', 'Atrial-fibrillation model (models/af.safetensors): one 30 s recording and one streaming update (issue 20)'],
     ['load', 'Load time and first call (fresh process)'],
     ['sizes', 'Module size'],
     ['native', 'The same C++ kernels: WebAssembly against native builds (sensorformer_bench)'],
@@ -478,4 +491,4 @@ if (!CHECK) {
   for (const [key, title] of sections) if (results[key]) out(`#### ${title}\n\n${results[key]}\n`);
 }
 log(`${checks.length} output checks passed (tolerance ${TOL})`);
-if (CHECK) out(`bench --check: ${checks.length} output checks passed (tolerance ${TOL}):\n${checks.map((c) => `  ${c.what}: ${fmt.err(c.err)}`).join('\n')}`);
+if (CHECK) out(`bench --check: ${checks.length} output checks passed (tolerance ${TOL}):\n${checks.map((c) => `  ${c.what}: ${fmt.err(c.err)}`).join('\n')}${afSkipped ? `\n  af: ${afSkipped}` : ''}`);

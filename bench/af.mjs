@@ -1,0 +1,339 @@
+// The atrial-fibrillation model (models/af.safetensors, issue 20) against onnxruntime-web on the
+// same weights: one 30 s recording (forward) and one streaming update (a session push).
+//
+//   node bench/peers.mjs --only=af [--quick]     (a part of `npm run bench`)
+//   node bench/peers.mjs --check                 (includes this part's output checks, no timing)
+//   node bench/af.mjs --write-case DIR           (the committed 30 s case; `npm run bench:models` runs it)
+//
+// Inputs come from the simulator, never from the real data set: a single-lead ECG at 300 Hz in mV
+// from web/src/simulator/physiology.js (seeded; at rest, sinus rhythm, then atrial fibrillation
+// from 15 s on) and its RR stream from the package's rrFromEcg (web/src/qrs.js), the stream the
+// model was trained with.
+//
+// The peer graph (bench/models/af.onnx, bench/make_peer_models.py) takes what a JS user of
+// onnxruntime-web computes before the graph, as the other peers do: per modality the patches,
+// normalised ((x - mean) / std, missing samples 0), a presence flag per patch and the token
+// times (float64 seconds, absolute: the masks compare them as the runtime does), the reference
+// time, the placement index and the ECG's rate bucket. Inside the graph: value projections, the
+// mask token, the time encoding (float64 angle), the identity embeddings, the causal look-back
+// mask (key j hidden when t_j > t_i or t_i - t_j > W, and when absent) as a dense (T, T) mask,
+// the 4 layers, the final norm, the masked mean and the head. The JS side is timed with the graph.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { createPhysiology } from '../web/src/simulator/physiology.js';
+import { rrFromEcg } from '../web/src/qrs.js';
+import { fmt, interleaved, median, readF32, relError, table } from './lib.mjs';
+import { compareRows } from './stream.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const MODELS = path.join(ROOT, 'bench', 'models');
+export const AF_WEIGHTS = path.join(ROOT, 'models', 'af.safetensors');
+
+// The synthetic recording. 300 Hz is the CinC 2017 set's rate (the model's training data);
+// START: seconds, the recording's start and every window's and session's referenceTime.
+export const AF_CASE = Object.freeze({ seed: 20, seconds: 30, rateHz: 300, startTime: 1000, placement: 'chest', afFromS: 15 });
+
+/**
+ * A seeded single-lead ECG (mV, Float32Array) of `seconds` from the simulator's physiology (at rest;
+ * sinus rhythm, atrial fibrillation from afFromS on) and its RR stream from rrFromEcg.
+ * Returns { ecg, rr }: a regular stream and an event stream in the window format.
+ */
+export function synthesize(seconds, { seed, rateHz, startTime, placement, afFromS } = AF_CASE) {
+  const ph = createPhysiology({ seed, activities: [{ activity: 'rest' }], af: [{ at: afFromS, duration: 1e6 }] });
+  const n = Math.round(seconds * rateHz);
+  const samples = new Float32Array(n);
+  for (let i = 0; i < n; i++) samples[i] = ph.ecgAt(i / rateHz) / 1000;  // the simulator gives µV
+  const ecg = { sensor: 0, modality: 'ecg', placement, rateHz, startTime, samples };
+  return { ecg, rr: rrFromEcg(ecg) };
+}
+
+// --- what an onnxruntime-web user computes before the graph --------------------------------------
+/** Patches [k0, k1) of `values` (P each; past the end or NaN: missing), normalised, and their
+ * presence (docs/model.md "Tokenizer": present iff present samples / P >= min_present_fraction). */
+function patches(values, { patch_len: P, mean, std }, frac, k0, k1) {
+  const K = k1 - k0, out = new Float32Array(K * P), present = new Uint8Array(K);
+  for (let k = 0; k < K; k++) {
+    let n = 0;
+    for (let j = 0; j < P; j++) {
+      const i = (k0 + k) * P + j, v = i < values.length ? values[i] : NaN;
+      if (Number.isNaN(v)) continue;
+      out[k * P + j] = (v - mean) / std;
+      n++;
+    }
+    present[k] = n / P >= frac ? 1 : 0;
+  }
+  return { out, present };
+}
+
+/**
+ * The graph's inputs (bench/make_peer_models.py AfPeer) for ECG patches [e0, e1) and RR patches
+ * [r0, r1) of the streams as received so far: ecg samples and rr events. Token times as the
+ * tokenizer writes them: startTime + k P / rateHz, and an RR patch's first event's time.
+ */
+export function peerFeeds(ort, cfg, { ecg, rr, nEcg = ecg.samples.length, nRr = rr.timestamps.length }, [e0, e1], [r0, r1], referenceTime) {
+  const [mE, mR] = ['ecg', 'rr'].map((name) => cfg.modalities.find((m) => m.name === name));
+  const frac = cfg.min_present_fraction;
+  const e = patches(ecg.samples.subarray(0, nEcg), mE, frac, e0, e1);
+  const r = patches(rr.samples.subarray(0, nRr), mR, frac, r0, r1);
+  const eTime = new Float64Array(e1 - e0), rTime = new Float64Array(r1 - r0);
+  for (let k = e0; k < e1; k++) eTime[k - e0] = ecg.startTime + k * mE.patch_len / ecg.rateHz;
+  for (let k = r0; k < r1; k++) rTime[k - r0] = rr.timestamps[k * mR.patch_len];
+  const bucket = 1 + cfg.rate_bucket_edges_hz.filter((edge) => ecg.rateHz >= edge).length;
+  const placement = cfg.placements.indexOf(ecg.placement);
+  return {
+    ecg: new ort.Tensor('float32', e.out, [e1 - e0, mE.patch_len]),
+    ecg_present: new ort.Tensor('bool', e.present, [e1 - e0]),
+    ecg_time: new ort.Tensor('float64', eTime, [e1 - e0]),
+    rr: new ort.Tensor('float32', r.out, [r1 - r0, mR.patch_len]),
+    rr_present: new ort.Tensor('bool', r.present, [r1 - r0]),
+    rr_time: new ort.Tensor('float64', rTime, [r1 - r0]),
+    reference_time: new ort.Tensor('float64', Float64Array.of(referenceTime), []),
+    placement: new ort.Tensor('int64', BigInt64Array.of(BigInt(placement)), []),
+    ecg_rate_bucket: new ort.Tensor('int64', BigInt64Array.of(BigInt(bucket)), []),
+  };
+}
+
+/** The graph's token labels (ECG tokens, then RR, as fed) in the shape compareRows reads. */
+function peerTokens(feeds) {
+  const te = feeds.ecg_time.data, tr = feeds.rr_time.data;
+  return { stream: Int32Array.from([...te].map(() => 0).concat([...tr].map(() => 1))), time: Float64Array.from([...te, ...tr]) };
+}
+
+/** Nominal FLOPs of a forward on tokens (times, present): the value projections, per layer the
+ * Q/K/V and output projections and the feed-forward pair of every token, and Q.K^T and P.V over
+ * the (query, key) pairs in reach (present keys in [t - W, t]): the work both runtimes must do
+ * (the ORT graph computes every pair of its dense (T, T) mask; that extra work is not counted). */
+function afFlops(cfg, times, present, patchValues) {
+  const d = cfg.d_model, W = cfg.attention_lookback_s, T = times.length;
+  let pairs = 0;
+  for (let i = 0; i < T; i++) for (let j = 0; j < T; j++) if (present[j] && times[j] <= times[i] && !(times[i] - times[j] > W)) pairs++;
+  return 2 * patchValues * d + cfg.n_layers * (T * (8 * d * d + 4 * d * cfg.dim_feedforward) + 4 * d * pairs);
+}
+
+const sha256 = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+// --- the part --------------------------------------------------------------------------------------
+/**
+ * Runs the AF part: checks, then (unless CHECK) the two timed rows. check(what, err) records an
+ * output check and throws past the tolerance. Returns { markdown } or { skipped } (no weights).
+ */
+export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS, loadModel, meta }) {
+  if (!existsSync(AF_WEIGHTS))
+    return { skipped: `models/af.safetensors is not in this checkout (the trained AF model of issue 20); the AF rows and their output checks were skipped` };
+  const info = meta.af;
+  if (!info) throw new Error('bench/models has no AF peer (models.json has no "af"): run `npm run bench:models` with models/af.safetensors in place, and commit bench/models/');
+  const sha = sha256(AF_WEIGHTS);
+  if (sha !== info.weightsSha256)
+    throw new Error(`bench/models/af.onnx was exported from other weights (sha256 ${info.weightsSha256.slice(0, 12)}...) than models/af.safetensors (${sha.slice(0, 12)}...): run \`npm run bench:models\` and commit bench/models/`);
+
+  const model = await loadModel(AF_WEIGHTS);
+  const cfg = model.config, d = cfg.d_model;
+  const session = await ort.InferenceSession.create(path.join(MODELS, 'af.onnx'), ORT_OPTIONS);
+  const [mE, mR] = ['ecg', 'rr'].map((name) => cfg.modalities.find((m) => m.name === name));
+  const L = cfg.n_layers * cfg.attention_lookback_s;  // a token depends on tokens at most L older (flattened: one block per layer)
+
+  // --- (a) one 30 s recording: the committed case, against float64 torch, then timed ------------
+  const c = info.case;
+  const ecgSamples = readF32(path.join(MODELS, 'af_case_ecg.f32'));
+  const rrCase = JSON.parse(readFileSync(path.join(MODELS, 'af_case_rr.json'), 'utf8'));
+  const rec = {
+    ecg: { sensor: 0, modality: 'ecg', placement: c.placement, rateHz: c.rateHz, startTime: c.startTime, samples: ecgSamples },
+    rr: { sensor: 0, modality: 'rr', placement: c.placement, timestamps: Float64Array.from(rrCase.timestamps), samples: Float64Array.from(rrCase.samples) },
+  };
+  const window = { streams: [rec.ecg, rec.rr], referenceTime: c.startTime };
+  const Ke = Math.ceil(ecgSamples.length / mE.patch_len), Kr = Math.ceil(rec.rr.timestamps.length / mR.patch_len);
+  const ortForward = async () => {
+    const feeds = peerFeeds(ort, cfg, rec, [0, Ke], [0, Kr], c.startTime);
+    const o = await session.run(feeds);
+    return { embeddings: o.embeddings.data, head: o.head.data };
+  };
+  const wantEmb = readF32(path.join(MODELS, 'af_check_embeddings.f32')), wantHead = readF32(path.join(MODELS, 'af_check_head.f32'));
+  const sf = model.forward(window), o = await ortForward();
+  const errSf = Math.max(check('af 30 s sensorformer embeddings vs float64 torch', relError(sf.embeddings, wantEmb)), check('af 30 s sensorformer head logits vs float64 torch', relError(sf.head, wantHead)));
+  const errOrt = Math.max(check('af 30 s ORT embeddings vs float64 torch', relError(o.embeddings, wantEmb)), check('af 30 s ORT head logits vs float64 torch', relError(o.head, wantHead)));
+  const T = sf.dims[0];
+  if (T !== Ke + Kr) throw new Error(`bench af: the 30 s case gave ${T} tokens, the peer's inputs ${Ke + Kr}`);
+  log(`af forward: ${T} tokens (${Ke} ECG + ${Kr} RR)`);
+  const rows = [];
+  if (!CHECK) {
+    const { rounds, median: m } = await interleaved([
+      { name: 'sf', run: () => model.forward(window) },
+      { name: 'ort', run: ortForward },
+    ], QUICK ? TIMING : { ...TIMING, warmup: 20, budgetMs: 8000, maxRounds: 2001 });
+    const flops = afFlops(cfg, sf.tokens.time, sf.tokens.present, Ke * mE.patch_len + Kr * mR.patch_len);
+    rows.push([`one 30 s recording, \`model.forward\`: ${T} tokens (${Ke} ECG + ${Kr} RR)`, fmt.ms(m.sf), fmt.gflops(flops, m.sf), `the graph on the recording's ${T} tokens`, fmt.ms(m.ort), fmt.gflops(flops, m.ort), `**${fmt.ratio(m.ort / m.sf)}**`, rounds]);
+  }
+
+  // --- (b) one streaming update ----------------------------------------------------------------
+  // A session fed 1 s chunks (300 ECG samples + the RR events among them). The RR stream's
+  // incomplete 4-beat patch holds the frontier (docs/model.md "Finality"), so tokens become final
+  // in bursts: when a patch completes (its 4th beat) and when the next patch's first beat arrives.
+  // The timed update is the push of the next chunk that makes tokens final; the chunks before it
+  // (nothing final) are pushed untimed, and timed apart. The ORT user, without a session, runs the
+  // graph over the tokens the new ones can see: [first new token - L, frontier), L = n_layers x W
+  // = 20 s, and takes the new tokens' rows (a token depends only on earlier tokens at most L older,
+  // so those rows are exact; nothing after the frontier is fed).
+  const timing = QUICK ? TIMING : { ...TIMING, warmup: 10, budgetMs: 8000, maxRounds: 401 };
+  const HISTORY_S = 60;  // the session's historySeconds, the default: kept full and dropping, as in bench/stream.mjs
+  const prerollS = CHECK ? Math.ceil(L) + 2 : Math.max(Math.ceil(L), HISTORY_S) + 2;
+  // An update's chunks span at most a 4-beat patch (RR <= 2 s in the simulator's AF) plus one:
+  // 9 s a round at most, 1-2 s on average; generated with room, and the loop says if it runs out.
+  const updates = CHECK ? 3 : timing.warmup + timing.maxRounds + 2;
+  const feedS = prerollS + Math.min(9 * updates, 60 + 3 * updates);
+  const feed = synthesize(feedS, { ...AF_CASE, seed: AF_CASE.seed + 1 });
+  const rate = feed.ecg.rateHz, Pe = mE.patch_len, Pr = mR.patch_len, START = feed.ecg.startTime;
+  const beatIndex = Int32Array.from(feed.rr.timestamps, (t) => Math.round((t - START) * rate));
+  let nE = 0, nR = 0;  // samples and events pushed
+  const frontierOf = (ne, nr) => {
+    const ecgBound = START + Math.floor(ne / Pe) * Pe / rate;
+    const rrBound = nr % Pr ? feed.rr.timestamps[nr - (nr % Pr)] : nr ? feed.rr.timestamps[nr - 1] : -Infinity;
+    return Math.min(ecgBound, rrBound);
+  };
+  const chunkEnd = (s) => {  // (ECG samples, RR events) once second s is pushed
+    const ne = Math.min(feed.ecg.samples.length, (s + 1) * rate);
+    let nr = nR;
+    while (nr < beatIndex.length && beatIndex[nr] < ne) nr++;
+    return [ne, nr];
+  };
+  // tokens (ECG patch k, RR patch j) with time in [a, b), times compared as the tokenizer writes them
+  const ecgTime = (k) => START + k * Pe / rate;
+  const firstAtOrAfter = (a) => {
+    let k = Math.max(0, Math.floor((a - START) * rate / Pe) - 1);
+    while (ecgTime(k) < a) k++;
+    return k;
+  };
+  const ecgRange = (a, b) => [firstAtOrAfter(a), firstAtOrAfter(b)];
+  const rrFirstAtOrAfter = (a, complete) => {  // binary search over the complete RR patches
+    let lo = 0, hi = complete;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (feed.rr.timestamps[mid * Pr] < a) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const rrRange = (a, b, nr) => [rrFirstAtOrAfter(a, Math.floor(nr / Pr)), rrFirstAtOrAfter(b, Math.floor(nr / Pr))];
+  const newTokens = (f0, f1, ne, nr) => {
+    const [e0, e1] = ecgRange(f0, f1), [r0, r1] = rrRange(f0, f1, nr);
+    return (e1 - e0) + (r1 - r0);
+  };
+  let s = 0;
+  const stream = model.stream({ referenceTime: START, historySeconds: HISTORY_S });
+  const pushSecond = () => {
+    if ((s + 1) * rate > feed.ecg.samples.length) throw new Error(`bench af: the synthetic feed (${feedS} s) ran out; make it longer`);
+    const [ne, nr] = chunkEnd(s);
+    const ecgPart = { samples: feed.ecg.samples.subarray(nE, ne) };
+    const rrPart = nr > nR ? { timestamps: feed.rr.timestamps.subarray(nR, nr), samples: feed.rr.samples.subarray(nR, nr) } : null;
+    const first = s === 0;
+    const chunk = { streams: [first ? { ...feed.ecg, ...ecgPart } : ecgPart, first ? { ...feed.rr, timestamps: feed.rr.timestamps.subarray(0, nr), samples: feed.rr.samples.subarray(0, nr) } : rrPart] };
+    const u = stream.push(chunk);
+    nE = ne, nR = nr, s++;
+    return u;
+  };
+  for (let k = 0; k < prerollS; k++) pushSecond();
+
+  let current = null;  // the latest timed update: { f0, f1, nE, nR, update }
+  const fillers = [], perUpdate = { tokens: [], ortTokens: [] };
+  const finalizes = () => {
+    const [ne, nr] = chunkEnd(s);
+    return newTokens(frontierOf(nE, nR), frontierOf(ne, nr), ne, nr) > 0;
+  };
+  const prepare = () => {
+    while (!finalizes()) {
+      const t0 = performance.now();
+      const u = pushSecond();
+      fillers.push(performance.now() - t0);
+      if (u.dims[0] !== 0) throw new Error(`bench af: a push predicted to make nothing final gave ${u.dims[0]} tokens`);
+    }
+  };
+  const sfUpdate = () => {
+    const f0 = frontierOf(nE, nR);
+    const update = pushSecond();
+    current = { f0, f1: frontierOf(nE, nR), nE, nR, update };
+    return update;
+  };
+  // The ORT user's update: the new tokens [f0, f1) and everything they can see, as received.
+  const ortUpdate = async () => {
+    const { f0, f1, nE: ne, nR: nr } = current;
+    const [e0] = ecgRange(f0, f1), [j0] = rrRange(f0, f1, nr);
+    const tFirst = Math.min(ecgTime(e0), j0 * Pr < nr ? feed.rr.timestamps[j0 * Pr] : Infinity);
+    const from = tFirst - L - 1e-6;  // margin: an extra older token changes nothing (it is out of reach)
+    const feeds = peerFeeds(ort, cfg, { ecg: feed.ecg, rr: feed.rr, nEcg: ne, nRr: nr }, ecgRange(from, f1), rrRange(from, f1, nr), START);
+    const out = await session.run(feeds);
+    return { feeds, embeddings: out.embeddings.data, dims: out.embeddings.dims };
+  };
+  const asRows = (r) => ({ tokens: peerTokens(r.feeds), embeddings: r.embeddings, dims: r.dims });
+  // Session update against ORT's rows, and (untimed checks) against a forward of everything received.
+  const everything = () => ({
+    referenceTime: START,
+    streams: [{ ...feed.ecg, samples: feed.ecg.samples.subarray(0, nE) }, { ...feed.rr, timestamps: feed.rr.timestamps.subarray(0, nR), samples: feed.rr.samples.subarray(0, nR) }],
+  });
+  const expectTokens = (u, { f0, f1, nE: ne, nR: nr }) => {
+    const n = newTokens(f0, f1, ne, nr);
+    if (u.dims[0] !== n || !u.tokens.time.every((t) => t >= f0 && t < f1))
+      throw new Error(`bench af: the session's update has ${u.dims[0]} tokens, the frontier rule ${n} in [${f0}, ${f1})`);
+  };
+  let ortErrMax = 0, ortCompared = 0;
+  const verified = { session: 0, ort: 0 };  // largest differences in the untimed checks
+  const verify = async (when) => {
+    prepare();
+    const u = sfUpdate();
+    expectTokens(u, current);
+    verified.session = Math.max(verified.session, check(`af stream: session update (${u.dims[0]} tokens) vs forward of everything received (${when})`, compareRows(u, model.forward(everything(), { maxGflop: Infinity }))));
+    verified.ort = Math.max(verified.ort, check(`af stream: ORT rows of the look-back window vs session update (${when})`, compareRows(u, asRows(await ortUpdate()))));
+  };
+  await verify('before timing');
+  await verify('before timing, next update');
+  log(`af stream: ${prerollS} s pre-roll, session memory ${(stream.memoryBytes / 2 ** 20).toFixed(2)} MiB`);
+  if (!CHECK) {
+    fillers.length = 0;
+    let pending = null;  // the latest round's { sf, ort }, checked untimed before the next round
+    const settle = () => {
+      if (!pending) return;
+      expectTokens(pending.sf.update, pending.sf);
+      ortErrMax = Math.max(ortErrMax, compareRows(pending.sf.update, asRows(pending.ort)));
+      ortCompared++;
+      perUpdate.tokens.push(pending.sf.update.dims[0]);
+      perUpdate.ortTokens.push(pending.ort.dims[0]);
+      pending = null;
+    };
+    const { rounds, median: m } = await interleaved([
+      { name: 'sf', prepare: () => { settle(); prepare(); }, run: () => { sfUpdate(); pending = { sf: current }; } },
+      { name: 'ort', run: async () => { pending.ort = await ortUpdate(); } },
+    ], timing);
+    settle();
+    check(`af stream: ORT rows vs session update, largest over ${ortCompared} timed updates`, ortErrMax);
+    await verify('after timing');
+    const newT = median(perUpdate.tokens), ortT = median(perUpdate.ortTokens);
+    rows.push([`one streaming update, \`session.push\` of the 1 s chunk that makes tokens final: ${newT} new tokens (median; ${Math.min(...perUpdate.tokens)}-${Math.max(...perUpdate.tokens)})`, fmt.ms(m.sf), '–',
+      `the graph on [first new token - ${L} s, frontier): ${ortT} tokens (median), the new tokens' rows taken`, fmt.ms(m.ort), '–', `**${fmt.ratio(m.ort / m.sf)}**`, rounds]);
+  }
+  stream.dispose();
+  model.dispose();
+  await session.release();
+  if (CHECK) return { markdown: null };
+
+  const notes = `Model: models/af.safetensors (sha256 ${sha.slice(0, 12)}; d ${d}, ${cfg.n_heads} heads, ${cfg.n_layers} layers, ff ${cfg.dim_feedforward}, flattened, causal, look-back W = ${cfg.attention_lookback_s} s; ECG patches of ${Pe} at 300 Hz, RR events in patches of ${Pr}); peer: bench/models/af.onnx, exported from the same file by \`npm run bench:models\` (weights as stored, F16 cast to float32 in the graph). Input: a synthetic single-lead ECG (web/src/simulator/physiology.js, seed ${AF_CASE.seed}, at rest, sinus rhythm then atrial fibrillation from ${AF_CASE.afFromS} s; mV at 300 Hz, the data set's rate) and its RR events from \`rrFromEcg\`; the 30 s recording is the committed case (bench/models/af_case_*), the streaming feed the same physiology with seed ${AF_CASE.seed + 1}. onnxruntime-web's inputs are computed in JS inside its timed call (patches normalised, presence flags, token times; as sensorformer's forward and push tokenize inside theirs). The graph attends with a dense (T, T) mask, what a torch user would export; sensorformer computes only each query's keys in [t - W, t]. GFLOP/s uses one nominal count for both (projections and feed-forward per token, Q.K^T and P.V over the pairs in reach), not the dense graph's work. Streaming: a session fed 1 s chunks (300 samples and the RR events in them) after ${prerollS} s (key caches full and evicting, the ${HISTORY_S} s pooling history full and dropping); the RR stream's incomplete 4-beat patch holds the frontier, so tokens become final in bursts (when a patch's 4th beat arrives, and when the next patch's first does). Each round times the push of the next chunk that makes tokens final; the chunks before it make nothing final and are pushed untimed (${fillers.length} of them in the timed rounds, median ${fmt.ms(median(fillers))} ms a push). onnxruntime-web, without a session, runs the graph over the tokens the new ones can see, [first new token - n_layers x W, frontier), the new tokens' rows being exact there (a token depends only on tokens at most n_layers x W = ${L} s older). Output checks (max |diff| / max(1, max |ref|), tolerance 1e-4: float32 sums of at most 128 terms over 4 layers land near 1e-6, a weight, mask or time mix-up is off by O(0.1-1)): the 30 s case against float64 torch (the reference module on the same file), embeddings and head logits: sensorformer ${fmt.err(errSf)}, onnxruntime-web ${fmt.err(errOrt)}; onnxruntime-web's rows against the session's new tokens, on every timed update: ${fmt.err(ortErrMax)} (untimed checks before and after: ${fmt.err(verified.ort)}); the session's new tokens against a forward of everything received, before and after timing: ${fmt.err(verified.session)}. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
+  return {
+    markdown: table(['workload', 'sensorformer ms', 'GFLOP/s', 'onnxruntime-web runs', 'onnxruntime-web ms', 'GFLOP/s', 'ORT / sf', 'rounds'], rows) + `\n\n${notes}`,
+  };
+}
+
+// --- CLI: the committed case ------------------------------------------------------------------------
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf('--write-case');
+  if (at < 0 || !process.argv[at + 1]) {
+    console.error('usage: node bench/af.mjs --write-case DIR');
+    process.exit(2);
+  }
+  const dir = process.argv[at + 1];
+  mkdirSync(dir, { recursive: true });
+  const { ecg, rr } = synthesize(AF_CASE.seconds);
+  writeFileSync(path.join(dir, 'af_case_ecg.f32'), new Uint8Array(ecg.samples.buffer));
+  writeFileSync(path.join(dir, 'af_case_rr.json'), JSON.stringify({ timestamps: [...rr.timestamps], samples: [...rr.samples] }) + '\n');
+  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: ecg.samples.length, rrEvents: rr.timestamps.length }));
+}
