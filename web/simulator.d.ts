@@ -168,6 +168,32 @@ export interface SimulationTruth {
   readonly stats: Partial<Record<SimulatedDeviceKey, Record<string, { generated: number; dropped: number; delivered: number; undelivered: number }>>>;
 }
 
+/** Options of createPhysiology (web/src/simulator/physiology.js): the same body as the simulated devices'. */
+export interface PhysiologyOptions {
+  seed?: number | string;
+  /** Activities in order (each `duration` s; the last lasts). Default: a seeded random schedule. */
+  activities?: Array<{ activity: Activity; duration?: number; start?: number }> | null;
+  /** Atrial fibrillation episodes, seconds from 0. */
+  af?: Array<{ at: number; duration: number }> | null;
+}
+
+/** A simulated person's signals as functions of time (seconds from 0), deterministic for a seed. */
+export interface Physiology {
+  /** Lead-I-like chest ECG in µV. */
+  ecgAt(t: number): number;
+  /** True beat (R-peak) times in [t0, t1). */
+  beats(t0: number, t1: number): Float64Array;
+  /** Heart rate (bpm) from the last 4 RR intervals before t. */
+  heartRateAt(t: number): number;
+  rhythmAt(t: number): 'af' | 'sinus';
+  afEpisodes(t0?: number, t1?: number): Array<{ start: number; end: number }>;
+  /** Starts an episode at `at` (or after the beats already drawn); returns it. */
+  startAf(episode: { at: number; duration: number }): { start: number; end: number };
+}
+
+/** The simulated body alone, without devices or Bluetooth. */
+export function createPhysiology(options?: PhysiologyOptions): Physiology;
+
 /** A fake navigator.bluetooth with the simulated devices: pass it as connectWearable({ bluetooth }). */
 export interface SimulatedBluetooth extends FakeBluetooth {
   readonly seed: number | string;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { loadModel, readWfdb, SensorformerError } from '../../web/src/index.js';
+import { loadModel, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
 
 const CHILD_TIMEOUT_MS = 45_000;
@@ -174,7 +174,8 @@ test('truncated or inconsistent headers and files: BAD_FORMAT / IO naming the fi
 
 // An ECG record long enough for tokens: 2 s at 300 Hz of a known waveform, in a MAT v4 file.
 function ecgRecord(dir) {
-  const n = 600, adc = Array.from({ length: n }, (_, i) => Math.round(400 * Math.sin(i / 7) + 60 * Math.cos(i / 2)));
+  // 10 s: a slow wave plus a narrow 1 mV spike every 0.8 s (beats the detector finds: 12 RR intervals)
+  const n = 3000, adc = Array.from({ length: n }, (_, i) => Math.round(100 * Math.sin(i / 70) + 1000 * Math.exp(-(((i % 240) - 120) ** 2) / 8)));
   const header = `E00001 1 300 ${n} 05:05:15 1/05/2000\nE00001.mat 16+24 1000/mV 16 0 ${adc[0]} 0 0 ECG\n`;
   writeFileSync(join(dir, 'E00001.hea'), header);
   writeFileSync(join(dir, 'E00001.mat'), matFile(adc));
@@ -194,9 +195,15 @@ test('CLI: a .hea input (and --format wfdb) runs the record as one window, place
   try {
     assert.equal(model.config.placements[0], 'chest');
     const window = await readWfdb({ header, files: { 'E00001.mat': mat } }, { placement: 'chest' });
+    // The model knows `rr` and the record has none: the CLI adds the RR stream of the ECG's beats.
+    const rr = rrFromEcg(window.streams[0]);
+    assert.equal(rr.timestamps.length, 12);
+    assert.equal(r.stderr, `sensorformer: rr: the model takes RR intervals and the input has none: ${rr.timestamps.length} from the beats detected in the ECG (rrFromEcg)\n`);
+    window.streams.push(rr);
     const want = model.forward(window);
     assert.deepEqual(out[0].pooled.map((v) => Math.fround(v)), Array.from(want.pooled));
     assert.deepEqual(out[0].tokens.modality, want.tokens.modality);
+    assert.ok(want.tokens.modality.includes('rr'), 'RR tokens are in the window');
     assert.ok(out[0].tokens.present.some((p) => p === 1), 'the record gives present tokens');
   } finally {
     model.dispose();

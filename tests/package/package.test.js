@@ -107,7 +107,8 @@ test('npm pack ships the module, loader, types and CLI, and nothing of the build
   const listing = await mustRun('tar -tzf', 'tar', ['-tzf', tarball]);
   const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
   const required = ['package.json', 'LICENSE', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/bin/sensorformer.js',
-    'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator/index.js'];
+    'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator/index.js',
+    'models/af.safetensors', 'models/af-metrics.json'];
   for (const f of required) assert.ok(files.includes(f), `the tarball lacks ${f}; it has:\n${files.join('\n')}`);
   // package.json says MIT: the tarball carries the licence text itself (its terms require it).
   const license = (await mustRun('tar -xOzf LICENSE', 'tar', ['-xOzf', tarball, 'package/LICENSE'])).stdout;

@@ -264,13 +264,15 @@ function streamFilter(config) {
 
 // A model with an `rr` modality given an ECG stream and no RR (a WFDB record, a CSV of ECG): the
 // RR event stream from the package's QRS detector, as the AF model was trained (rrFromEcg). Said
-// on stderr; a source with its own RR keeps it.
+// on stderr (nothing is added when the ECG has fewer than two beats); a source with its own RR
+// keeps it.
 function addRrFromEcg(window, config) {
   if (!config.modalities.some((m) => m.name === 'rr') || window.streams.some((s) => s.modality === 'rr')) return window;
   const ecg = window.streams.find((s) => s.modality === 'ecg' && Number.isFinite(s.rateHz));
   if (!ecg) return window;
   const rr = rrFromEcg(ecg);
-  note(`rr: ${rr.timestamps.length + 1} beats detected in the ECG give the model's RR stream (rrFromEcg)`);
+  if (!rr.timestamps.length) return window;
+  note(`rr: the model takes RR intervals and the input has none: ${rr.timestamps.length} from the beats detected in the ECG (rrFromEcg)`);
   return { ...window, streams: [...window.streams, rr] };
 }
 

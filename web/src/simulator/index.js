@@ -4,3 +4,5 @@
 // web/src/simulator/devices.js (the devices) and physiology.js (the body); types: web/simulator.d.ts.
 export { createSimulatedBluetooth, SIMULATOR_OPTIONS, H10_ACC_RATES_HZ, DEVICE_KEYS } from './devices.js';
 export { createVirtualClock, createRealClock } from '../ble/fake-gatt.js';
+// The body alone (ECG, beats, rhythm as functions of time): signals for a model without Bluetooth.
+export { createPhysiology } from './physiology.js';
