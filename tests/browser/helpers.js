@@ -49,42 +49,47 @@ const PAGE_STATE = () => ({
 });
 
 /**
- * The weights the page loads: the windowed model and the stream model. Each is the trained file in
- * demo/model/ when it exists (demo.safetensors, stream.safetensors); otherwise a stand-in with the
- * same config and random weights (build/demo-standin.safetensors, build/stream-standin.safetensors,
- * made by make_standin.py if missing or older than the training script's CONFIG), copied for the
- * test's duration to a directory of its own under demo/ (the server serves demo/ and web/ only;
- * demo/model/ is never touched).
- * Returns { query: '' | '&model=...&streamModel=...', file, streamFile (paths under demo/), kind, cleanup() }.
+ * The weights the page loads: the windowed model, the stream model and the AF model. Each is the
+ * trained file when it exists (demo/model/demo.safetensors, demo/model/stream.safetensors,
+ * models/af.safetensors); otherwise a stand-in with the same config and random weights
+ * (build/demo-standin.safetensors, build/stream-standin.safetensors, build/af-standin.safetensors,
+ * made by make_standin.py if missing or older than the file holding the config), copied for the
+ * test's duration to a directory of its own under demo/ (the server serves demo/, web/ and models/;
+ * demo/model/ and models/ are never touched).
+ * Returns { query: '' | '&model=...&streamModel=...&afModel=...', file, streamFile (paths under
+ * demo/), afFile (the AF model's path in the repository), kind, cleanup() }.
  */
 export function demoModel() {
   const models = [
-    { param: 'model', trained: 'demo.safetensors', standin: 'demo-standin.safetensors', args: [] },
-    { param: 'streamModel', trained: 'stream.safetensors', standin: 'stream-standin.safetensors', args: ['--stream'] },
+    { param: 'model', trained: 'demo/model/demo.safetensors', standin: 'demo-standin.safetensors', args: [], config: 'tools/demo/train_demo_model.py' },
+    { param: 'streamModel', trained: 'demo/model/stream.safetensors', standin: 'stream-standin.safetensors', args: ['--stream'], config: 'tools/demo/train_demo_model.py' },
+    { param: 'afModel', trained: 'models/af.safetensors', standin: 'af-standin.safetensors', args: ['--af'], config: 'tools/af/afmodel.py' },
   ];
   const dir = `standin-${process.pid}`;
-  const config = join(repo, 'tools/demo/train_demo_model.py');  // holds CONFIG: a newer one means a stale stand-in
   let query = '';
   const kinds = [], files = [];
   for (const m of models) {
-    if (existsSync(join(repo, 'demo/model', m.trained))) {
-      files.push(`model/${m.trained}`);
-      kinds.push(`demo/model/${m.trained} (trained)`);
+    const name = m.trained.split('/').pop();
+    if (existsSync(join(repo, m.trained))) {
+      files.push(m.trained);
+      kinds.push(`${m.trained} (trained)`);
       continue;
     }
     const standin = join(repo, 'build', m.standin);
-    if (!existsSync(standin) || statSync(config).mtimeMs > statSync(standin).mtimeMs) {
+    // The file holding CONFIG: a newer one means a stale stand-in.
+    if (!existsSync(standin) || statSync(join(repo, m.config)).mtimeMs > statSync(standin).mtimeMs) {
       const r = spawnSync('/usr/bin/python3', [join(repo, 'tests/browser/make_standin.py'), ...m.args, standin], { encoding: 'utf8' });
-      assert.equal(r.status, 0, `demo/model/${m.trained} is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
+      assert.equal(r.status, 0, `${m.trained} is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
     }
     mkdirSync(join(repo, 'demo', dir), { recursive: true });
-    copyFileSync(standin, join(repo, 'demo', dir, m.trained));
-    query += `&${m.param}=${dir}/${m.trained}`;
-    files.push(`${dir}/${m.trained}`);
-    kinds.push(`stand-in for demo/model/${m.trained} (random weights, its config): the trained file is not there yet`);
+    copyFileSync(standin, join(repo, 'demo', dir, name));
+    query += `&${m.param}=${dir}/${name}`;
+    files.push(`demo/${dir}/${name}`);
+    kinds.push(`stand-in for ${m.trained} (random weights, its config): the trained file is not there yet`);
   }
+  const underDemo = (f) => f.replace(/^demo\//, '');
   return {
-    query, file: files[0], streamFile: files[1], kind: kinds.join('; '),
+    query, file: underDemo(files[0]), streamFile: underDemo(files[1]), afFile: files[2], kind: kinds.join('; '),
     cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }),
   };
 }
@@ -207,4 +212,34 @@ export function unlabeledCopy(file, dir, name) {
   mkdirSync(join(repo, 'demo', dir), { recursive: true });
   writeFileSync(join(repo, 'demo', dir, name), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
   return { path: `${dir}/${name}`, cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }) };
+}
+
+/**
+ * In the page (page.evaluate(pageRecording, name)): a recording of a `?record=1` page
+ * (globalThis.sensorformerDemo[name](): 'recording' for the stream model's session, 'rhythm' for
+ * the AF model's) as plain arrays that cross as JSON (typed arrays to arrays, NaN to null).
+ */
+export const pageRecording = (name) => {
+  const r = globalThis.sensorformerDemo[name]();
+  if (!r) return null;
+  const plain = (x) => (x == null ? x : Array.from(x, (v) => (Number.isNaN(v) ? null : v)));
+  return {
+    streamIds: [...r.streamIds],
+    chunks: r.chunks.map((c) => ({
+      streams: c.streams.map((s) => s && { ...s, samples: plain(s.samples), timestamps: plain(s.timestamps) }),
+    })),
+    predictions: r.predictions.map((p) => ({ ...p, pooled: plain(p.pooled), head: plain(p.head), probabilities: plain(p.probabilities) })),
+    received: Object.fromEntries(Object.entries(r.received).map(([id, v]) => [id, plain(v)])),
+  };
+};
+
+/** A chunk from pageRecording back as the page pushed it (typed arrays, null to NaN). */
+export function chunkFromPage(chunk) {
+  return {
+    streams: chunk.streams.map((s) => s && {
+      ...s,
+      samples: s.samples == null ? s.samples : Float32Array.from(s.samples, (v) => v ?? NaN),
+      timestamps: s.timestamps == null ? s.timestamps : Float64Array.from(s.timestamps),
+    }),
+  };
 }
