@@ -154,7 +154,7 @@ export async function simulatedAccuracy({ model = join(root, 'models', 'af.safet
   const current = { now: () => NaN };
   const inference = new StreamInference({ modelUrl: model, seconds: RHYTHM_SECONDS, attention: false, ...AF_FEED, now: () => current.now() });
   inference.addEventListener('error', (e) => { error ??= e.detail.error; });
-  if (!(await inference.load())) throw new Error(`the AF model did not load from ${model}: ${error?.code ?? ''} ${error?.message}`);
+  if (!(await inference.load())) throw new Error(`the AF model did not load from ${model} (${error?.code ?? 'error'}: ${error?.message})`);
   const total = tally([]);
   const sessions = [];
   const started = performance.now();
@@ -199,5 +199,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.error('usage: node tools/af/simulated_accuracy.mjs [--model FILE] [--seeds 1,2,...] [--minutes M >= 8] [--activities tour|random]');
     process.exit(2);
   }
-  await simulatedAccuracy({ model: values.model, seeds, minutes, activities: values.activities });
+  try {
+    await simulatedAccuracy({ model: values.model, seeds, minutes, activities: values.activities });
+  } catch (error) {
+    console.error(`simulated_accuracy: ${error.message}`);
+    process.exit(1);
+  }
 }
