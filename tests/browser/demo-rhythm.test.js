@@ -18,15 +18,16 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { AF_EPISODE_SECONDS, RHYTHM_NAMES, RHYTHM_SECONDS } from '../../demo/ui/rhythm.js';
-import { CSP_HOOK, chunkFromPage, ensureArtifacts, log, openDemoPage, pageRecording, repo, waitFor, watch } from './helpers.js';
+import { CSP_HOOK, chunkFromPage, ensureArtifacts, log, missingSlots, openDemoPage, pageRecording, repo, simulateDisconnect, waitFor, watch, windowFromChunks } from './helpers.js';
 
 const SEED = 9912;  // the seed of the other demo tests
+const OUTAGE = 1;   // s out of range: the device layer's first retry (2 s) gets the strap back
 const t0 = performance.now();
 const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 const ctx = {};
 
 before(async () => {
-  Object.assign(ctx, await openDemoPage('rhythm', `seed=${SEED}&record=1`));
+  Object.assign(ctx, await openDemoPage('rhythm', `seed=${SEED}&outage=${OUTAGE}&record=1`));
 });
 
 after(async () => {
@@ -117,6 +118,21 @@ test('the AF session gets the strap\'s ECG in mV and its RR, and its probabiliti
   assert.equal(card.label, RHYTHM_NAMES[shownPrediction.label]);
   assert.ok(checked >= 5, `only ${checked} predictions checked`);
   log('rhythm', `${elapsed()}: ${checked} predictions = a Node session over ${rec.chunks.length} chunks (${ecg.length} ECG samples, peak ${peak.toFixed(3)} mV; ${rr.length} RR)`);
+});
+
+test('a simulated disconnect is a gap in the AF session too: the outage marked missing in its ECG, finality past the reconnect', async () => {
+  const page = ctx.page;
+  const { from, back } = await simulateDisconnect(page);
+  await waitFor(page, 'the AF session\'s frontier past the reconnect', (t) => globalThis.sensorformerDemo.rhythm().predictions.at(-1)?.frontier > t + 1, back);
+  const rec = await page.evaluate(pageRecording, 'rhythm');
+  // The feeder's two ways to mark missing samples (a later startTime, an `until`), as the session
+  // reads them: the ECG slots in [from, back + 1 s] that hold no sample.
+  const ecg = windowFromChunks(rec.chunks, 0).streams[rec.streamIds.indexOf('ecg')];
+  const { all: missing, within: inOutage } = missingSlots(ecg, from - 0.5, back + 1);
+  assert.ok(inOutage.length >= Math.floor(OUTAGE * ecg.rateHz * 0.5), `the outage is not marked missing in the AF session's ECG: ${inOutage.length} missing samples in [${from}, ${back}] (${missing.length} in all)`);
+  const logged = await page.$$eval('#log li', (els) => els.map((e) => `${e.dataset.kind}: ${e.querySelector('.text').textContent}`));
+  assert.deepEqual(logged.filter((l) => /^error: AF model session|AF model: a new stream session/.test(l)), [], 'the AF session failed (a refused chunk, a restart)');
+  log('rhythm', `${elapsed()}: outage ${from.toFixed(2)}-${back.toFixed(2)}: ${inOutage.length} ECG samples marked missing in the AF session`);
 });
 
 test('"Start AF episode": the simulator\'s strap goes into AF for 2 minutes, the card says so, one episode at a time', async () => {

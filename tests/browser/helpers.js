@@ -243,3 +243,60 @@ export function chunkFromPage(chunk) {
     }),
   };
 }
+
+/**
+ * The window of everything the chunks gave, per session stream (docs/model.md "Streaming
+ * sessions": a regular stream's later startTime fills the samples up to its slot, rounded to the
+ * nearest, with missing ones; `until` fills the slots with time < until; event streams append).
+ */
+export function windowFromChunks(chunks, referenceTime) {
+  const streams = [];
+  for (const chunk of chunks) {
+    chunk.streams.forEach((s, i) => {
+      if (!s) return;
+      if (!streams[i]) {
+        streams[i] = s.timestamps
+          ? { sensor: s.sensor, modality: s.modality, placement: s.placement, timestamps: [], samples: [] }
+          : { sensor: s.sensor, modality: s.modality, placement: s.placement, rateHz: s.rateHz, startTime: s.startTime, samples: [] };
+      }
+      const w = streams[i];
+      if (w.timestamps) {
+        w.timestamps.push(...(s.timestamps ?? []));
+        w.samples.push(...(s.samples ?? []));
+        return;
+      }
+      const slot = (t) => (t - w.startTime) * w.rateHz;
+      if (s.startTime != null && w.samples.length) {
+        const k = Math.round(slot(s.startTime));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+      w.samples.push(...(s.samples ?? []));
+      if (s.until != null) {
+        const k = Math.ceil(slot(s.until));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+    });
+  }
+  return { referenceTime, streams };
+}
+
+/**
+ * Clicks "Simulate disconnect" once it is enabled and waits for the strap to be back (its
+ * reconnect logged, its state streaming). Returns { from, back }: host seconds before the click
+ * and once it was back.
+ */
+export async function simulateDisconnect(page) {
+  await waitFor(page, 'Simulate disconnect enabled', () => !document.querySelector('#disconnect').disabled);
+  const from = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  await page.click('#disconnect');
+  await waitFor(page, 'the strap back after its outage', () => document.querySelector('#log li[data-kind="reconnect"]') && document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
+  const back = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  return { from, back };
+}
+
+/** The times of a regular stream's missing slots (windowFromChunks' nulls) in [t0, t1]; all: every one. */
+export function missingSlots(stream, t0 = -Infinity, t1 = Infinity) {
+  const all = [];
+  stream.samples.forEach((v, i) => { if (v === null) all.push(stream.startTime + i / stream.rateHz); });
+  return { all, within: all.filter((t) => t >= t0 && t <= t1) };
+}
