@@ -11,31 +11,18 @@
 // model's accuracy (tools/af/simulated_accuracy.mjs measures that).
 //
 //   node --test tests/browser/demo-rhythm.test.js
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { AF_EPISODE_SECONDS, RHYTHM_NAMES, RHYTHM_SECONDS } from '../../demo/ui/rhythm.js';
-import { CSP_HOOK, chunkFromPage, ensureArtifacts, log, missingSlots, openDemoPage, pageRecording, repo, simulateDisconnect, waitFor, watch, windowFromChunks } from './helpers.js';
+import { CSP_HOOK, chunkFromPage, demoPageForTests, ensureArtifacts, log, missingSlots, pageRecording, repo, simulateDisconnect, waitFor, watch, windowFromChunks } from './helpers.js';
 
 const SEED = 9912;  // the seed of the other demo tests
 const OUTAGE = 1;   // s out of range: the device layer's first retry (2 s) gets the strap back
-const t0 = performance.now();
-const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
-const ctx = {};
-
-before(async () => {
-  Object.assign(ctx, await openDemoPage('rhythm', `seed=${SEED}&outage=${OUTAGE}&record=1`));
-});
-
-after(async () => {
-  await ctx.browser?.close();
-  await ctx.server?.close();
-  ctx.model?.cleanup();
-  log('rhythm', `done in ${elapsed()}`);
-});
+const { ctx, elapsed } = demoPageForTests('rhythm', `seed=${SEED}&outage=${OUTAGE}&record=1`);
 
 // The card as shown: its label, state, status, and each bar's name, text and exact probability.
 const CARD = () => ({

@@ -4,6 +4,7 @@
 // violations, responses without the CSP header).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { after, before } from 'node:test';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -189,6 +190,27 @@ export async function openDemoPage(scope, params) {
   log(scope, `${url} (models: ${model.kind}), Chromium ${browser.version()}`);
   await page.goto(url);
   return { model, server, browser, page, watch: watched, url };
+}
+
+/**
+ * openDemoPage(scope, params) in a `before` hook of the calling test file, closed in an `after`
+ * hook (browser, server, the models' stand-ins; the time taken logged). Returns { ctx (filled by
+ * the hook: openDemoPage's result), elapsed () => 'N.N s' since this call }.
+ */
+export function demoPageForTests(scope, params) {
+  const t0 = performance.now();
+  const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  const ctx = {};
+  before(async () => {
+    Object.assign(ctx, await openDemoPage(scope, params));
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.server?.close();
+    ctx.model?.cleanup();
+    log(scope, `done in ${elapsed()}`);
+  });
+  return { ctx, elapsed };
 }
 
 /**
