@@ -4,12 +4,16 @@
 //   a streaming session as notifications arrive; each push that makes a patch final updates the
 //   prediction (session.pooled over the last 10 s) and the newest token's look-back attention;
 // - window: the last 10 s through the windowed model's forward once a second, with the maps.
+// In stream mode a second session, the AF model's, shows the heart rhythm (ui/rhythm.js).
 //
 // Query parameters:
 //   mode=stream|window the mode to start in (default: stream when the stream model loads, else window)
 //   model=URL          the windowed model's weights (default model/demo.safetensors, relative to this page)
 //   streamModel=URL    the stream model's weights (default model/stream.safetensors): causal, with
 //                      attention_lookback_s
+//   afModel=URL        the AF model's weights (default models/af.safetensors: the package's copy,
+//                      which tools/serve-demo.mjs serves from the repository's models/): the stream
+//                      mode's Rhythm card, a second session fed from the strap's ECG and RR
 //   record=1           keep every chunk pushed and every streamed prediction in the page (for the
 //                      tests: globalThis.sensorformerDemo.recording()); memory grows with the visit
 //   source=bluetooth   use navigator.bluetooth at once, without a click (a page where a test
@@ -27,6 +31,7 @@ import { $, clockTime, h, hostNow, relTime } from './ui/dom.js';
 import { InferenceLoop } from './ui/inference.js';
 import { LookbackStrip, renderKeyList } from './ui/lookback-strip.js';
 import { PredictionPanel } from './ui/prediction.js';
+import { AF_EPISODE_SECONDS, AF_FEED, RHYTHM_SECONDS, RhythmPanel } from './ui/rhythm.js';
 import { Session } from './ui/source.js';
 import { StreamInference } from './ui/stream-inference.js';
 import { onSchemeChange } from './ui/theme.js';
@@ -44,6 +49,7 @@ function numberParam(name, fallback, { min, max, integer = false }) {
 }
 const MODEL_URL = params.get('model') || 'model/demo.safetensors';
 const STREAM_MODEL_URL = params.get('streamModel') || 'model/stream.safetensors';
+const AF_MODEL_URL = params.get('afModel') || 'models/af.safetensors';
 let MODE = params.get('mode');
 if (MODE !== null && MODE !== 'stream' && MODE !== 'window') {
   badParams.push(`mode=${MODE} (stream or window)`);
@@ -149,7 +155,11 @@ async function switchTo(next) {
   attention.clear();
   renderDevices();
   // A stream session is fed by one source from its start: a new source, a new session.
-  if (mode === 'stream') streamer.start(next);
+  if (mode === 'stream') {
+    streamer.start(next);
+    startRhythm(next);
+  }
+  showTruth();
   $('#history-note').textContent = next.sim ? 'last 2 min · top: simulator · bottom: model' : 'last 2 min · the model’s class';
   if (previous && previous !== next) await previous.close();
 }
@@ -207,16 +217,36 @@ $('#use-simulator').addEventListener('click', () => startSimulator());
 $('#disconnect').addEventListener('click', () => {
   if (session?.simulateDisconnect(OUTAGE_SECONDS)) renderDevices();
 });
+$('#start-af').addEventListener('click', () => {
+  const sim = session?.sim;
+  if (!sim) return;
+  try {
+    const e = sim.startAf({ duration: AF_EPISODE_SECONDS });
+    addLog({ kind: 'simulate', text: `atrial fibrillation for ${AF_EPISODE_SECONDS} s from ${clockTime(e.start)} (simulated)`, time: hostNow() });
+  } catch (error) {
+    // An episode already running or scheduled (they cannot overlap): the button is disabled then.
+    addLog({ kind: 'info', text: `no AF episode started: ${error.message}`, time: hostNow() });
+  }
+  showTruth();
+});
 
 // --- the models -------------------------------------------------------------------------------
 const loop = new InferenceLoop({ modelUrl: MODEL_URL, getSession: () => session });
 const streamer = new StreamInference({ modelUrl: STREAM_MODEL_URL, record: RECORD === '1' });
-if (RECORD === '1') globalThis.sensorformerDemo = { recording: () => streamer.recording, stats: () => streamer.stats, feed: () => streamer.feed };
+// The AF model: the strap's ECG (mV) and RR only, pooled over 30 s, no attention rows (nothing draws them).
+const rhythm = new StreamInference({ modelUrl: AF_MODEL_URL, seconds: RHYTHM_SECONDS, attention: false, record: RECORD === '1', ...AF_FEED });
+if (RECORD === '1') {
+  globalThis.sensorformerDemo = {
+    recording: () => streamer.recording, stats: () => streamer.stats, feed: () => streamer.feed,
+    rhythm: () => rhythm.recording, sim: () => session?.sim ?? null,
+  };
+}
 const lookback = new LookbackStrip($('#lookback'), $('#lookback-caption'));
 let mode = null;           // 'stream' | 'window' once chosen
 let modeChange = 0;        // the latest setMode call: an earlier one that is still loading gives way
 const windowState = { loading: null, failed: null };
 const streamState = { failed: null };
+const rhythmState = { loading: null, failed: null, said: false };
 
 function modelInfo(url, c, how) {
   const file = new URL(url, location.href).pathname.split('/').pop();
@@ -259,6 +289,53 @@ streamer.addEventListener('error', (e) => {
   addLog({ kind: 'error', text: `stream session: ${error.code ?? 'error'}: ${error.message}`, time: Date.now() / 1000 });
   showNotice(`The stream session stopped (${error.code ?? 'error'}): ${error.message}.${e.detail.restarting ? ' A new one starts in a moment.' : ''}`, 'warn');
 });
+
+// --- the rhythm (the AF model's session) --------------------------------------------------------
+const rhythmPanel = new RhythmPanel({
+  label: $('#rhythm-label'), probs: $('#rhythm-probs'), status: $('#rhythm-status'), announce: $('#rhythm-announce'),
+  truth: $('#rhythm-truth'), control: $('#start-af'),
+});
+rhythm.addEventListener('loaded', (e) => {
+  logLoaded(AF_MODEL_URL, e.detail.config, 'AF model');
+  rhythmPanel.setLabels(e.detail.config.labels ?? []);
+});
+rhythm.addEventListener('log', (e) => addLog({ ...e.detail, text: `AF model: ${e.detail.text}`, time: hostNow() }));
+rhythm.addEventListener('error', (e) => {
+  const { error, phase } = e.detail;
+  if (phase === 'load') {
+    rhythmState.failed = error;  // startRhythm says it
+    return;
+  }
+  addLog({ kind: 'error', text: `AF model session: ${error.code ?? 'error'}: ${error.message}`, time: hostNow() });
+  rhythmPanel.unavailable(`The AF model's session stopped (${error.code ?? 'error'}: ${error.message}).${e.detail.restarting ? ' A new one starts in a moment.' : ''}`);
+});
+rhythm.addEventListener('result', (e) => {
+  if (mode === 'stream') rhythmPanel.update(e.detail);
+});
+
+/** Feeds a new AF session from `source` (the stream mode's), loading the model the first time. */
+async function startRhythm(source) {
+  if (!rhythm.loaded) {
+    rhythmState.loading ??= rhythm.load();
+    if (!(await rhythmState.loading)) {
+      const error = rhythmState.failed;
+      const why = `${error?.code ?? 'error'}: ${error?.message}`;
+      rhythmPanel.unavailable(`The AF model did not load from ${AF_MODEL_URL} (${why}); the rest of the page runs without it (pass ?afModel=URL).`);
+      if (!rhythmState.said) addLog({ kind: 'error', text: `no AF model from ${AF_MODEL_URL} (${why}): no rhythm`, time: hostNow() });
+      rhythmState.said = true;
+      return;
+    }
+  }
+  if (mode !== 'stream' || source !== session) return;  // left stream mode, or a newer source, meanwhile
+  rhythmPanel.waiting();
+  await rhythm.start(source);
+}
+
+// The simulator's rhythm, twice a second (the episode's countdown), and after the control's click.
+function showTruth() {
+  rhythmPanel.showTruth(session?.sim?.truth ?? null, hostNow());
+}
+setInterval(showTruth, 500);
 
 const sessionLine = $('#session-line');
 let shownLookback = null;
@@ -312,6 +389,7 @@ function showMode(next) {
   $(`#mode-${next}`).checked = true;
   const stream = next === 'stream';
   $('#lookback-row').hidden = !stream;
+  $('#rhythm-card').hidden = !stream;
   $('#stream-note').hidden = !stream;
   $('#stream-keys').hidden = !stream;
   if (stream) renderKeyList($('#stream-keys'), null);
@@ -363,9 +441,10 @@ async function setMode(next, { fallback = false } = {}) {
     prediction.setLabels(c.labels ?? []);
     modelInfo(STREAM_MODEL_URL, c, 'a streaming session in a Web Worker, fed as notifications arrive');
     await streamer.start(session);
+    startRhythm(session);
     return true;
   }
-  await streamer.stop();
+  await Promise.all([streamer.stop(), rhythm.stop()]);
   if (call !== modeChange) return false;
   if (!loop.config) {
     $('#model-info').textContent = 'loading the windowed model…';
@@ -402,6 +481,7 @@ pause.addEventListener('click', () => {
   loop.paused = !loop.paused;
   // Paused, the stream session is still fed (nothing is lost, no gap appears): only the page stops.
   streamer.paused = loop.paused;
+  rhythm.paused = loop.paused;
   pause.textContent = loop.paused ? 'Resume' : 'Pause';
   pause.setAttribute('aria-pressed', String(loop.paused));
   document.body.classList.toggle('paused', loop.paused);

@@ -2,6 +2,8 @@
 // `npm start`: serves the demo on localhost with a strict Content-Security-Policy.
 //   /        -> demo/
 //   /web/    -> web/ (the package: src/, dist/ with the .wasm)
+//   /models/ -> models/ (the models the package ships: the AF model, models/af.safetensors, is the
+//               demo's Rhythm card's default, `?afModel=`)
 // Web Bluetooth needs a secure context: http://localhost is one.
 //
 // `send` (the file server under Express's serve-static) reads the files: MIME types (application/wasm
@@ -60,6 +62,7 @@ export const MAX_TARGET_LENGTH = 8000;
 const root = fileURLToPath(new URL('..', import.meta.url));
 const ROUTES = [
   { prefix: '/web/', dir: `${root}web` },
+  { prefix: '/models/', dir: `${root}models` },
   { prefix: '/', dir: `${root}demo` },
 ];
 
@@ -169,7 +172,7 @@ function targetPath(target) {
 }
 
 /**
- * The demo's files: GET and HEAD on / (demo/) and /web/ (web/). The method, version and Host
+ * The demo's files: GET and HEAD on / (demo/), /web/ (web/) and /models/ (models/). The method, version and Host
  * checks come first (startServer applies them before calling this).
  */
 export function serveStatic(req, res) {

@@ -11,10 +11,52 @@ const HISTORY_SECONDS = 120;
 // two never disagree: a rounded "100 %" above a "99.8 %" bar did).
 export const percent = (p) => `${(100 * p).toFixed(1)} %`;
 
+/**
+ * A row per class: its name, a bar and its percentage (the number is text, so no class is told by
+ * colour alone). rowClass: the rows' class ('prob': the activity card's, which the page's tests
+ * look up); names: label -> the words shown (default the label); each row keeps the exact
+ * probability in data-p (float32 from the core, as a JS number).
+ */
+export class ProbabilityBars {
+  constructor(labels, { rowClass = 'prob', names = {} } = {}) {
+    this.bars = labels.map((name, i) => {
+      const fill = h('span', { class: 'fill', dataset: { cls: name } });
+      const value = h('span', { class: 'p' }, '–');
+      const row = h('div', { class: rowClass, dataset: { cls: name, index: String(i), p: '' } },
+        h('span', { class: 'name' }, names[name] ?? name), h('span', { class: 'bar' }, fill), value);
+      return { row, fill, value };
+    });
+  }
+
+  get rows() {
+    return this.bars.map((b) => b.row);
+  }
+
+  /** p: a probability per label; best: the index of the label shown as the prediction. */
+  show(p, best) {
+    this.bars.forEach((b, i) => {
+      b.fill.style.setProperty('--p', p[i].toFixed(4));
+      b.value.textContent = percent(p[i]);
+      b.row.dataset.p = String(p[i]);
+      b.row.classList.toggle('best', i === best);
+    });
+  }
+
+  /** No prediction: empty bars, "–". */
+  clear() {
+    for (const b of this.bars) {
+      b.fill.style.setProperty('--p', '0');
+      b.value.textContent = '–';
+      b.row.dataset.p = '';
+      b.row.classList.remove('best');
+    }
+  }
+}
+
 export class PredictionPanel {
   #history = [];
   #frame = 0;
-  #bars = [];
+  #bars = new ProbabilityBars([]);
   #strip;
 
   constructor({ predicted, confidence, probs, latency, cost = null, rate, updates, tokens, truth, history, legend, announce = null }) {
@@ -31,14 +73,8 @@ export class PredictionPanel {
 
   setLabels(labels) {
     this.labels = labels;
-    this.#bars = labels.map((name, i) => {
-      const fill = h('span', { class: 'fill', dataset: { cls: name } });
-      const value = h('span', { class: 'p' }, '–');
-      const row = h('div', { class: 'prob', dataset: { cls: name, index: String(i) } },
-        h('span', { class: 'name' }, name), h('span', { class: 'bar' }, fill), value);
-      return { row, fill, value, color: classColor(name, i) };
-    });
-    this.probs.replaceChildren(...this.#bars.map((b) => b.row));
+    this.#bars = new ProbabilityBars(labels);
+    this.probs.replaceChildren(...this.#bars.rows);
     this.legend.replaceChildren(...labels.map((name) => h('span', { class: 'legend-item' }, h('span', { class: 'swatch', dataset: { cls: name } }), name)));
   }
 
@@ -75,11 +111,7 @@ export class PredictionPanel {
       this.predicted.classList.add('none');
       delete this.predicted.dataset.cls;
       this.confidence.textContent = '–';
-      for (const b of this.#bars) {
-        b.fill.style.setProperty('--p', '0');
-        b.value.textContent = '–';
-        b.row.classList.remove('best');
-      }
+      this.#bars.clear();
       this.#pushHistory(end, -1, truth);
       return;
     }
@@ -96,11 +128,7 @@ export class PredictionPanel {
       this.announce.textContent = `Predicted activity: ${name}`;
     }
     this.confidence.textContent = percent(p[best]);
-    this.#bars.forEach((b, i) => {
-      b.fill.style.setProperty('--p', p[i].toFixed(4));
-      b.value.textContent = percent(p[i]);
-      b.row.classList.toggle('best', i === best);
-    });
+    this.#bars.show(p, best);
     if (truth) {
       this.truth.hidden = false;
       this.truth.replaceChildren('simulator: ', h('b', { dataset: { cls: truth } }, truth), truth === name ? ' ✓' : '');

@@ -32,12 +32,13 @@ export function demoSchedule(repeats = 40) {
  * devices: Map kind -> { kind, name, state: 'connecting' | 'streaming' | 'reconnecting' | 'lost' | 'closed', wearable, battery, location }
  */
 export class Session extends EventTarget {
-  constructor({ source, bluetooth, sim = null, label }) {
+  constructor({ source, bluetooth, sim = null, label, clock = null }) {
     super();
     this.source = source;          // 'simulated' | 'bluetooth'
     this.label = label;
     this.bluetooth = bluetooth;
     this.sim = sim;
+    this.clock = clock;            // null: the device layer's real clock
     this.assembler = new WindowAssembler();
     for (const [id, spec] of Object.entries(ALL_STREAMS)) this.assembler.add(id, { capacitySeconds: 120, ...spec });
     this.devices = new Map();
@@ -46,15 +47,20 @@ export class Session extends EventTarget {
     this.started = hostNow();
   }
 
-  /** A simulated wearable set: strap, thermometer and oximeter on the real clock. */
-  static simulated({ dropoutProbability = 0.005, seed = Math.floor(Math.random() * 1e9), schedule = 'tour' } = {}) {
+  /**
+   * A simulated wearable set: strap, thermometer and oximeter, on the real clock (or `clock`: a
+   * virtual one, tools/af/simulated_accuracy.mjs); `af`: the strap's AF episodes scheduled up front
+   * (the simulator's option; the page starts them with sim.startAf).
+   */
+  static simulated({ dropoutProbability = 0.005, seed = Math.floor(Math.random() * 1e9), schedule = 'tour', clock = null, af = null } = {}) {
     const sim = createSimulatedBluetooth({
-      clock: createRealClock(),
+      clock: clock ?? createRealClock(),
       seed,
       dropoutProbability,
       activities: schedule === 'random' ? null : demoSchedule(),
+      af,
     });
-    return new Session({ source: 'simulated', bluetooth: sim, sim, label: 'Simulated wearable' });
+    return new Session({ source: 'simulated', bluetooth: sim, sim, label: 'Simulated wearable', clock });
   }
 
   /** navigator.bluetooth (real, or whatever a test put there). */
@@ -82,7 +88,7 @@ export class Session extends EventTarget {
     let wearable;
     try {
       // The sinks from the first notification on: a stream session fed later would miss samples.
-      wearable = await connectWearable({ bluetooth: this.bluetooth, filters: DEVICE_FILTERS[kind], assembler: this.assembler, streams: streamsOf(kind), sinks: [...this.sinks] });
+      wearable = await connectWearable({ bluetooth: this.bluetooth, clock: this.clock ?? undefined, filters: DEVICE_FILTERS[kind], assembler: this.assembler, streams: streamsOf(kind), sinks: [...this.sinks] });
     } catch (error) {
       this.devices.delete(kind);
       this.#changed();

@@ -4,7 +4,10 @@
 // the fixed grid, the watermarks, the gaps of a disconnect) and are pushed at once, not once a
 // second; a push that makes tokens final is followed by session.pooled({ seconds }), whose label
 // and probabilities are the prediction. This is the only module of the page that knows the
-// session's API (sibling of inference.js, which runs the windowed model).
+// session's API (sibling of inference.js, which runs the windowed model). The page runs two: the
+// stream model over every stream (with attention rows), and the AF model over the strap's ECG and
+// RR (ui/rhythm.js: its own stream specs and units, no attention rows); tools/af/simulated_accuracy.mjs
+// runs the second in Node on the simulator's virtual clock (`now`).
 //
 // Measured here, medians over the last STATS_WINDOW updates:
 // - update cost: a push's round trip main thread -> Worker -> main thread (the Worker's push plus
@@ -52,12 +55,24 @@ export class StreamInference extends EventTarget {
   #restartTimer = null;
   #calls = 0;
 
-  constructor({ modelUrl, seconds = 10, historySeconds = 60, record = false }) {
+  /**
+   * streams: the feeder's stream specs by device-layer id (default every stream of the page); a
+   * stream the model does not know is left out by the feeder (its config). scale: id -> factor the
+   * device layer's values are multiplied by before the feeder gets them (units: the H10's ECG is in
+   * µV, a model may want mV). attention: the session's attention rows (the look-back strip). now:
+   * the host clock in seconds that the device layer stamps samples with (the simulator's virtual
+   * clock in Node).
+   */
+  constructor({ modelUrl, seconds = 10, historySeconds = 60, record = false, streams = ALL_STREAMS, scale = null, attention = true, now = hostNow }) {
     super();
     this.modelUrl = modelUrl;
     this.seconds = seconds;
     this.historySeconds = historySeconds;
     this.record = record;
+    this.streams = streams;
+    this.scale = scale;
+    this.attention = attention;
+    this.now = now;
     this.paused = false;
     this.updates = 0;
     this.config = null;
@@ -115,7 +130,7 @@ export class StreamInference extends EventTarget {
     if (call !== this.#calls || !this.#model || !source || source.closed) return;
     const run = {
       source, closed: false, failed: null, session: null, detach: null,
-      feeder: new SessionFeeder({ config: this.config, streams: ALL_STREAMS }),
+      feeder: new SessionFeeder({ config: this.config, streams: this.streams }),
       queue: Promise.resolve(), arrival: null, scheduled: false,
       tokens: new Map(), lookback: null, finalTokens: 0, absentTokens: 0, pushes: 0,
       // received: id -> every value the sink was given, in arrival order (what the chunks must hold)
@@ -123,7 +138,7 @@ export class StreamInference extends EventTarget {
     };
     this.#run = run;
     try {
-      run.session = await this.#model.stream({ attention: true, historySeconds: this.historySeconds });
+      run.session = await this.#model.stream({ attention: this.attention, historySeconds: this.historySeconds });
     } catch (error) {
       if (this.#run !== run) return;  // ended meanwhile: nothing to say
       this.#run = null;
@@ -139,6 +154,8 @@ export class StreamInference extends EventTarget {
     const sink = {
       push: (id, times, values, spec, deviceTimes) => {
         if (run.closed || run.failed) return;
+        const k = this.scale?.[id];
+        if (k !== undefined) values = Array.from(values, (v) => (v === null ? null : v * k));
         run.feeder.push(id, times, values, spec, deviceTimes);
         if (run.record) (run.record.received[id] ??= []).push(...Array.from(values, (v) => v ?? NaN));
         this.#arrived(run);
@@ -172,6 +189,20 @@ export class StreamInference extends EventTarget {
     await run.session?.dispose();
   }
 
+  /**
+   * Resolves once every push and pooled() sent so far has been answered and its 'result' sent
+   * (a Node script on a virtual clock waits for the Worker before it reads the results).
+   */
+  async drain() {
+    const run = this.#run;
+    if (!run) return;
+    let queue;
+    do {
+      queue = run.queue;
+      await queue.catch(() => {});
+    } while (queue !== run.queue);
+  }
+
   /** The feeder's accounting per stream id (received = given + pending + beforeFrontier). */
   get feed() {
     return this.#run ? this.#run.feeder.stats : null;
@@ -195,7 +226,7 @@ export class StreamInference extends EventTarget {
     run.arrival = null;
     let chunks;
     try {
-      chunks = run.feeder.flush({ now: hostNow() });
+      chunks = run.feeder.flush({ now: this.now() });
     } catch (error) {
       this.#fail(run, error);
       return;

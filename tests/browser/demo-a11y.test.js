@@ -1,7 +1,8 @@
 // The demo page's accessibility, colour schemes and layout (issue 19, item 13), in headless
 // Chromium:
 // - axe-core (the npm package, pinned in devDependencies) finds no serious or critical violation in
-//   stream mode and window mode, each under prefers-color-scheme dark and light;
+//   stream mode (once the Rhythm card shows a label) and window mode, each under
+//   prefers-color-scheme dark and light;
 // - the page follows prefers-color-scheme: its background and its canvases (traces, look-back
 //   strip, attention maps) change with the emulated scheme, also when it changes after load;
 // - the headline's percentage is the best bar's, character for character;
@@ -81,6 +82,8 @@ for (const mode of ['stream', 'window']) {
       // served by demo.test.js and demo-stream.test.js.
       const { context, page, watcher } = await openPage({ mode, scheme, contextOptions: { bypassCSP: true } });
       try {
+        // Stream mode: the Rhythm card with its label and bars too (after its first 30 s of ECG).
+        if (mode === 'stream') await waitFor(page, 'the Rhythm card\'s label', () => document.querySelector('#rhythm-label').dataset.state === 'label');
         await page.addScriptTag({ content: axeSource });
         const result = await page.evaluate(async () => {
           const r = await globalThis.axe.run(document, { resultTypes: ['violations', 'incomplete'] });

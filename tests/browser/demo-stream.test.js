@@ -18,7 +18,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { StreamInference } from '../../demo/ui/stream-inference.js';
-import { CSP_HOOK, canvasStats, ensureArtifacts, log, openDemoPage, repo, unlabeledCopy, waitFor, watch } from './helpers.js';
+import { CSP_HOOK, canvasStats, ensureArtifacts, log, missingSlots, openDemoPage, repo, simulateDisconnect, unlabeledCopy, waitFor, watch, windowFromChunks } from './helpers.js';
 
 const SEED = 9912;    // the seed of demo.test.js: late first thermometer reading (a stream joining late)
 const OUTAGE = 1;     // s out of range: the device layer's first retry (2 s) gets the strap back
@@ -56,42 +56,6 @@ const RECORDING = () => {
     stats: globalThis.sensorformerDemo.stats(),
   };
 };
-
-/**
- * The window of everything the chunks gave, per session stream (docs/model.md "Streaming
- * sessions": a regular stream's later startTime fills the samples up to its slot, rounded to the
- * nearest, with missing ones; `until` fills the slots with time < until; event streams append).
- */
-function windowFromChunks(chunks, referenceTime) {
-  const streams = [];
-  for (const chunk of chunks) {
-    chunk.streams.forEach((s, i) => {
-      if (!s) return;
-      if (!streams[i]) {
-        streams[i] = s.timestamps
-          ? { sensor: s.sensor, modality: s.modality, placement: s.placement, timestamps: [], samples: [] }
-          : { sensor: s.sensor, modality: s.modality, placement: s.placement, rateHz: s.rateHz, startTime: s.startTime, samples: [] };
-      }
-      const w = streams[i];
-      if (w.timestamps) {
-        w.timestamps.push(...(s.timestamps ?? []));
-        w.samples.push(...(s.samples ?? []));
-        return;
-      }
-      const slot = (t) => (t - w.startTime) * w.rateHz;
-      if (s.startTime != null && w.samples.length) {
-        const k = Math.round(slot(s.startTime));
-        while (w.samples.length < k) w.samples.push(null);
-      }
-      w.samples.push(...(s.samples ?? []));
-      if (s.until != null) {
-        const k = Math.ceil(slot(s.until));
-        while (w.samples.length < k) w.samples.push(null);
-      }
-    });
-  }
-  return { referenceTime, streams };
-}
 
 /** An F16 bit pattern's value (IEEE 754 binary16). */
 function f16(bits) {
@@ -279,11 +243,7 @@ test('the trained stream model predicts "rest" at the end of the tour\'s first r
 
 test('a simulated disconnect: the gap is marked in the chunks, the session keeps going, nothing received is lost', async () => {
   const page = ctx.page;
-  await waitFor(page, 'Simulate disconnect enabled', () => !document.querySelector('#disconnect').disabled);
-  const from = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
-  await page.click('#disconnect');
-  await waitFor(page, 'the strap back after its outage', () => document.querySelector('#log li[data-kind="reconnect"]') && document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
-  const back = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  const { from, back } = await simulateDisconnect(page);
   // Finality passes the outage: the session's frontier moves beyond the reconnect.
   await waitFor(page, 'the frontier past the reconnect', (t) => Number(document.querySelector('#session-line').dataset.frontier) > t + 1, back);
   const n = await page.evaluate(predictions);
@@ -294,9 +254,7 @@ test('a simulated disconnect: the gap is marked in the chunks, the session keeps
   // The outage in the ECG chunks: a startTime past the next slot, or an `until` (the feeder's two
   // ways to mark missing samples), inside [from, back + a second].
   const window = windowFromChunks(rec.chunks, 0).streams[ecg];
-  const missing = [];
-  window.samples.forEach((v, i) => { if (v === null) missing.push(window.startTime + i / window.rateHz); });
-  const inOutage = missing.filter((t) => t >= from - 0.5 && t <= back + 1);
+  const { all: missing, within: inOutage } = missingSlots(window, from - 0.5, back + 1);
   assert.ok(inOutage.length >= Math.floor(OUTAGE * window.rateHz * 0.5), `the outage is not marked missing in the ECG stream: ${inOutage.length} missing samples in [${from}, ${back}] (${missing.length} in all)`);
   // Nothing received is lost: every value the device layer gave the feeder is in a chunk (float32,
   // as the chunks carry it), except those it still holds (pending) or that came before the frontier

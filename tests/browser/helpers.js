@@ -4,6 +4,7 @@
 // violations, responses without the CSP header).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { after, before } from 'node:test';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,42 +50,47 @@ const PAGE_STATE = () => ({
 });
 
 /**
- * The weights the page loads: the windowed model and the stream model. Each is the trained file in
- * demo/model/ when it exists (demo.safetensors, stream.safetensors); otherwise a stand-in with the
- * same config and random weights (build/demo-standin.safetensors, build/stream-standin.safetensors,
- * made by make_standin.py if missing or older than the training script's CONFIG), copied for the
- * test's duration to a directory of its own under demo/ (the server serves demo/ and web/ only;
- * demo/model/ is never touched).
- * Returns { query: '' | '&model=...&streamModel=...', file, streamFile (paths under demo/), kind, cleanup() }.
+ * The weights the page loads: the windowed model, the stream model and the AF model. Each is the
+ * trained file when it exists (demo/model/demo.safetensors, demo/model/stream.safetensors,
+ * models/af.safetensors); otherwise a stand-in with the same config and random weights
+ * (build/demo-standin.safetensors, build/stream-standin.safetensors, build/af-standin.safetensors,
+ * made by make_standin.py if missing or older than the file holding the config), copied for the
+ * test's duration to a directory of its own under demo/ (the server serves demo/, web/ and models/;
+ * demo/model/ and models/ are never touched).
+ * Returns { query: '' | '&model=...&streamModel=...&afModel=...', file, streamFile (paths under
+ * demo/), afFile (the AF model's path in the repository), kind, cleanup() }.
  */
 export function demoModel() {
   const models = [
-    { param: 'model', trained: 'demo.safetensors', standin: 'demo-standin.safetensors', args: [] },
-    { param: 'streamModel', trained: 'stream.safetensors', standin: 'stream-standin.safetensors', args: ['--stream'] },
+    { param: 'model', trained: 'demo/model/demo.safetensors', standin: 'demo-standin.safetensors', args: [], config: 'tools/demo/train_demo_model.py' },
+    { param: 'streamModel', trained: 'demo/model/stream.safetensors', standin: 'stream-standin.safetensors', args: ['--stream'], config: 'tools/demo/train_demo_model.py' },
+    { param: 'afModel', trained: 'models/af.safetensors', standin: 'af-standin.safetensors', args: ['--af'], config: 'tools/af/afmodel.py' },
   ];
   const dir = `standin-${process.pid}`;
-  const config = join(repo, 'tools/demo/train_demo_model.py');  // holds CONFIG: a newer one means a stale stand-in
   let query = '';
   const kinds = [], files = [];
   for (const m of models) {
-    if (existsSync(join(repo, 'demo/model', m.trained))) {
-      files.push(`model/${m.trained}`);
-      kinds.push(`demo/model/${m.trained} (trained)`);
+    const name = m.trained.split('/').pop();
+    if (existsSync(join(repo, m.trained))) {
+      files.push(m.trained);
+      kinds.push(`${m.trained} (trained)`);
       continue;
     }
     const standin = join(repo, 'build', m.standin);
-    if (!existsSync(standin) || statSync(config).mtimeMs > statSync(standin).mtimeMs) {
+    // The file holding CONFIG: a newer one means a stale stand-in.
+    if (!existsSync(standin) || statSync(join(repo, m.config)).mtimeMs > statSync(standin).mtimeMs) {
       const r = spawnSync('/usr/bin/python3', [join(repo, 'tests/browser/make_standin.py'), ...m.args, standin], { encoding: 'utf8' });
-      assert.equal(r.status, 0, `demo/model/${m.trained} is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
+      assert.equal(r.status, 0, `${m.trained} is missing and the stand-in could not be made (python3 + torch):\n${r.stdout}${r.stderr}`);
     }
     mkdirSync(join(repo, 'demo', dir), { recursive: true });
-    copyFileSync(standin, join(repo, 'demo', dir, m.trained));
-    query += `&${m.param}=${dir}/${m.trained}`;
-    files.push(`${dir}/${m.trained}`);
-    kinds.push(`stand-in for demo/model/${m.trained} (random weights, its config): the trained file is not there yet`);
+    copyFileSync(standin, join(repo, 'demo', dir, name));
+    query += `&${m.param}=${dir}/${name}`;
+    files.push(`demo/${dir}/${name}`);
+    kinds.push(`stand-in for ${m.trained} (random weights, its config): the trained file is not there yet`);
   }
+  const underDemo = (f) => f.replace(/^demo\//, '');
   return {
-    query, file: files[0], streamFile: files[1], kind: kinds.join('; '),
+    query, file: underDemo(files[0]), streamFile: underDemo(files[1]), afFile: files[2], kind: kinds.join('; '),
     cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }),
   };
 }
@@ -187,6 +193,27 @@ export async function openDemoPage(scope, params) {
 }
 
 /**
+ * openDemoPage(scope, params) in a `before` hook of the calling test file, closed in an `after`
+ * hook (browser, server, the models' stand-ins; the time taken logged). Returns { ctx (filled by
+ * the hook: openDemoPage's result), elapsed () => 'N.N s' since this call }.
+ */
+export function demoPageForTests(scope, params) {
+  const t0 = performance.now();
+  const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  const ctx = {};
+  before(async () => {
+    Object.assign(ctx, await openDemoPage(scope, params));
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.server?.close();
+    ctx.model?.cleanup();
+    log(scope, `done in ${elapsed()}`);
+  });
+  return { ctx, elapsed };
+}
+
+/**
  * A copy of demo/<file> whose config has no `labels` (the safetensors header rewritten), written
  * to demo/<dir>/<name> for the server to serve. Tensor offsets count from the end of the header, so
  * a shorter header is fine; it is padded with spaces to a multiple of 8 bytes, as safetensors
@@ -207,4 +234,91 @@ export function unlabeledCopy(file, dir, name) {
   mkdirSync(join(repo, 'demo', dir), { recursive: true });
   writeFileSync(join(repo, 'demo', dir, name), Buffer.concat([length, Buffer.from(json), bytes.subarray(8 + n)]));
   return { path: `${dir}/${name}`, cleanup: () => rmSync(join(repo, 'demo', dir), { recursive: true, force: true }) };
+}
+
+/**
+ * In the page (page.evaluate(pageRecording, name)): a recording of a `?record=1` page
+ * (globalThis.sensorformerDemo[name](): 'recording' for the stream model's session, 'rhythm' for
+ * the AF model's) as plain arrays that cross as JSON (typed arrays to arrays, NaN to null).
+ */
+export const pageRecording = (name) => {
+  const r = globalThis.sensorformerDemo[name]();
+  if (!r) return null;
+  const plain = (x) => (x == null ? x : Array.from(x, (v) => (Number.isNaN(v) ? null : v)));
+  return {
+    streamIds: [...r.streamIds],
+    chunks: r.chunks.map((c) => ({
+      streams: c.streams.map((s) => s && { ...s, samples: plain(s.samples), timestamps: plain(s.timestamps) }),
+    })),
+    predictions: r.predictions.map((p) => ({ ...p, pooled: plain(p.pooled), head: plain(p.head), probabilities: plain(p.probabilities) })),
+    received: Object.fromEntries(Object.entries(r.received).map(([id, v]) => [id, plain(v)])),
+  };
+};
+
+/** A chunk from pageRecording back as the page pushed it (typed arrays, null to NaN). */
+export function chunkFromPage(chunk) {
+  return {
+    streams: chunk.streams.map((s) => s && {
+      ...s,
+      samples: s.samples == null ? s.samples : Float32Array.from(s.samples, (v) => v ?? NaN),
+      timestamps: s.timestamps == null ? s.timestamps : Float64Array.from(s.timestamps),
+    }),
+  };
+}
+
+/**
+ * The window of everything the chunks gave, per session stream (docs/model.md "Streaming
+ * sessions": a regular stream's later startTime fills the samples up to its slot, rounded to the
+ * nearest, with missing ones; `until` fills the slots with time < until; event streams append).
+ */
+export function windowFromChunks(chunks, referenceTime) {
+  const streams = [];
+  for (const chunk of chunks) {
+    chunk.streams.forEach((s, i) => {
+      if (!s) return;
+      if (!streams[i]) {
+        streams[i] = s.timestamps
+          ? { sensor: s.sensor, modality: s.modality, placement: s.placement, timestamps: [], samples: [] }
+          : { sensor: s.sensor, modality: s.modality, placement: s.placement, rateHz: s.rateHz, startTime: s.startTime, samples: [] };
+      }
+      const w = streams[i];
+      if (w.timestamps) {
+        w.timestamps.push(...(s.timestamps ?? []));
+        w.samples.push(...(s.samples ?? []));
+        return;
+      }
+      const slot = (t) => (t - w.startTime) * w.rateHz;
+      if (s.startTime != null && w.samples.length) {
+        const k = Math.round(slot(s.startTime));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+      w.samples.push(...(s.samples ?? []));
+      if (s.until != null) {
+        const k = Math.ceil(slot(s.until));
+        while (w.samples.length < k) w.samples.push(null);
+      }
+    });
+  }
+  return { referenceTime, streams };
+}
+
+/**
+ * Clicks "Simulate disconnect" once it is enabled and waits for the strap to be back (its
+ * reconnect logged, its state streaming). Returns { from, back }: host seconds before the click
+ * and once it was back.
+ */
+export async function simulateDisconnect(page) {
+  await waitFor(page, 'Simulate disconnect enabled', () => !document.querySelector('#disconnect').disabled);
+  const from = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  await page.click('#disconnect');
+  await waitFor(page, 'the strap back after its outage', () => document.querySelector('#log li[data-kind="reconnect"]') && document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
+  const back = await page.evaluate(() => (performance.timeOrigin + performance.now()) / 1000);
+  return { from, back };
+}
+
+/** The times of a regular stream's missing slots (windowFromChunks' nulls) in [t0, t1]; all: every one. */
+export function missingSlots(stream, t0 = -Infinity, t1 = Infinity) {
+  const all = [];
+  stream.samples.forEach((v, i) => { if (v === null) all.push(stream.startTime + i / stream.rateHz); });
+  return { all, within: all.filter((t) => t >= t0 && t <= t1) };
 }

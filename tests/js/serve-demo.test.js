@@ -1,7 +1,7 @@
 // The demo server (tools/serve-demo.mjs, `npm start`) as clients see it, bytes on the wire: which
 // status each request gets (RFC 9110 / RFC 9112), the security headers on every answer (Node's own
-// error answers included), byte ranges against the file's bytes, paths that try to leave demo/ and
-// web/, and a seeded barrage of malformed and hostile requests after which the process is still
+// error answers included), byte ranges against the file's bytes, paths that try to leave demo/,
+// web/ and models/, and a seeded barrage of malformed and hostile requests after which the process is still
 // alive and serves a normal GET. The server runs as `node tools/serve-demo.mjs` in a child process
 // (PORT=0), a fresh one per test, so a crash shows as an exit, not as this runner dying.
 //
@@ -9,7 +9,7 @@
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -252,8 +252,13 @@ const TRAVERSAL_CASES = [
   ['//etc/passwd', 404], ['/%2fetc%2fpasswd', 404], ['/web/dist/../../package.json', 404], ['/web/src/../../package.json', 404],
   ['/%252e%252e/package.json', 404], ['/.git/config', 404], ['/web/.gitignore', 404], ['/ui', 404], ['/ui/', 404], ['/index.html/', 404],
   ['http://127.0.0.1/../package.json', 404], ['http://127.0.0.1/web/..%2f..%2fpackage.json', 403],
+  ['/models/../package.json', 404], ['/models/..%2fpackage.json', 403], ['/models/%2e%2e/tools/serve-demo.mjs', 404], ['/models/', 404], ['/models/../index.html', 200],
 ].map(([target, status]) => ({ name: `GET ${target}: ${status}`, send: { raw: request('GET', target) }, status, ...(status === 200 ? { body: INDEX } : {}) }));
 TRAVERSAL_CASES.push({ name: 'GET /web/src/index.js: the package file', send: { method: 'GET', target: '/web/src/index.js' }, status: 200, body: WEB_INDEX });
+// /models/ is the repository's models/ (the demo's Rhythm card loads models/af.safetensors), once
+// the file is there.
+const AF_MODEL = `${repo}models/af.safetensors`;
+if (existsSync(AF_MODEL)) TRAVERSAL_CASES.push({ name: 'GET /models/af.safetensors: the AF model', send: { method: 'GET', target: '/models/af.safetensors' }, status: 200, body: readFileSync(AF_MODEL) });
 
 /** Sends a case (raw, or through http when `viaClient` and the case allows) and checks the answer. */
 async function check(c, { viaClient = false } = {}) {
@@ -278,7 +283,7 @@ async function check(c, { viaClient = false } = {}) {
   if (c.body === 'none' || c.head) assert.equal(r.body.length, 0, `${where}: a body on a response that has none`);
   if (c.length !== undefined) assert.equal(Number(r.headers['content-length']), c.length, `${where}: Content-Length`);
   const text = r.body.toString('latin1');
-  assert.ok(!text.includes(PACKAGE_JSON.slice(0, 40)) && !text.includes(SERVER_SOURCE.slice(0, 60)), `${where}: a file outside demo/ and web/ was served`);
+  assert.ok(!text.includes(PACKAGE_JSON.slice(0, 40)) && !text.includes(SERVER_SOURCE.slice(0, 60)), `${where}: a file outside demo/, web/ and models/ was served`);
   if (r.status >= 400 && c.status !== 404) assert.ok(!r.body.equals(INDEX), `${where}: an error answer carries the file`);
   return r;
 }
@@ -306,7 +311,7 @@ test("Node's own error answers (400, 417, 431, 501, 505) carry the CSP and nosni
   assertAlive('after the malformed requests');
 });
 
-test('paths that try to leave demo/ and web/ get 403/404/400, never a file from outside', async () => {
+test('paths that try to leave demo/, web/ and models/ get 403/404/400, never a file from outside', async () => {
   for (const c of TRAVERSAL_CASES) await check(c);
   assertAlive('after the traversal attempts');
 });
