@@ -54,8 +54,21 @@ test('no `any` in the public types (every .d.ts in package.json "files")', () =>
   assert.deepEqual(found, [], `\`any\` in the public types:\n${found.join('\n')}`);
 });
 
+// Code entry points are objects { types, default }; a string target is a data folder (the shipped
+// models: `sensorformer/models/af.safetensors`), whose shipped files must exist.
+const codeExports = () => Object.entries(pkg.exports).filter(([, target]) => typeof target !== 'string');
+
+test('the data export ./models/* is the models folder, and the model files it ships exist', () => {
+  assert.equal(pkg.exports['./models/*'], './models/*');
+  const shipped = pkg.files.filter((f) => f.startsWith('models/'));
+  assert.ok(shipped.includes('models/af.safetensors'), `"files" ships ${shipped.join(', ')}`);
+  for (const f of shipped) statSync(join(repo, f));
+  for (const [entry, target] of Object.entries(pkg.exports))
+    if (typeof target === 'string') assert.equal(entry, './models/*', `${entry}: only the models folder is a data export`);
+});
+
 test('every entry point has types, and they are shipped', () => {
-  for (const [entry, target] of Object.entries(pkg.exports)) {
+  for (const [entry, target] of codeExports()) {
     assert.ok(target.types && target.default, `exports["${entry}"] needs "types" and "default"`);
     const types = target.types.replace(/^\.\//, ''), code = target.default.replace(/^\.\//, '');
     assert.ok(pkg.files.includes(types), `exports["${entry}"].types ${types} is not in "files"`);
@@ -83,7 +96,7 @@ function declaredValues(dts) {
 }
 
 test('every entry point exports at runtime exactly the values its .d.ts declares', async () => {
-  for (const [entry, target] of Object.entries(pkg.exports)) {
+  for (const [entry, target] of codeExports()) {
     const declared = declaredValues(target.types.replace(/^\.\//, ''));
     const runtime = await import(join(repo, target.default));
     assert.deepEqual(declared.names, Object.keys(runtime).sort(), `${entry}: ${target.types} vs ${target.default}`);
