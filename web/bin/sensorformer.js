@@ -262,13 +262,13 @@ function streamFilter(config) {
   };
 }
 
-// A model with an `rr` modality given an ECG stream and no RR (a WFDB record, a CSV of ECG): the
-// RR event stream from the package's QRS detector, as the AF model was trained (rrFromEcg). Said
-// on stderr (nothing is added when the ECG has fewer than two beats); a source with its own RR
-// keeps it.
+// A WFDB record (an ECG recording: no RR of its own) run by a model with an `rr` modality: the RR
+// event stream from the package's QRS detector, as the AF model was trained (rrFromEcg). Said on
+// stderr; nothing is added when the ECG's rate is outside the detector's 50-100000 Hz or it has
+// fewer than two beats. Only for WFDB records: a CSV or JSON input says itself what it holds.
 function addRrFromEcg(window, config) {
   if (!config.modalities.some((m) => m.name === 'rr') || window.streams.some((s) => s.modality === 'rr')) return window;
-  const ecg = window.streams.find((s) => s.modality === 'ecg' && Number.isFinite(s.rateHz));
+  const ecg = window.streams.find((s) => s.modality === 'ecg' && s.rateHz >= 50 && s.rateHz <= 1e5);
   if (!ecg) return window;
   const rr = rrFromEcg(ecg);
   if (!rr.timestamps.length) return window;
@@ -333,7 +333,7 @@ async function openInput(values, options) {
       kind,
       count: 1,
       single: true,
-      windows: (config) => [addRrFromEcg({ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }, config)],
+      windows: (config) => [{ streams: window.streams.map((s) => ({ ...s, placement: s.placement ?? config.placements[0] })) }],
       label: (j) => `CSV column "${columns[j]}"`,
     };
   }
