@@ -215,6 +215,17 @@ test('CLI: a .hea input (and --format wfdb) runs the record as one window, place
   assert.equal(named.stdout, r.stdout);
 });
 
+test('CLI: an ECG record below the detector\'s 50 Hz runs without an RR stream and without a note', async () => {
+  const dir = mkdtempSync(join(tmp, 'cli-slow-'));
+  const n = 400, adc = Array.from({ length: n }, (_, i) => Math.round(1000 * Math.exp(-(((i % 32) - 16) ** 2) / 2)));
+  writeFileSync(join(dir, 'S00001.hea'), `S00001 1 40 ${n}\nS00001.mat 16+24 1000/mV 16 0 ${adc[0]} 0 0 ECG\n`);
+  writeFileSync(join(dir, 'S00001.mat'), matFile(adc));
+  const r = await run('run', '--model', modelPath, '--input', join(dir, 'S00001.hea'));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  assert.ok(!JSON.parse(r.stdout).windows[0].tokens.modality.includes('rr'));
+});
+
 test('CLI: a bad record exits 1 with the file and field; a modality the model lacks names the signal', async () => {
   const dir = mkdtempSync(join(tmp, 'cli-bad-'));
   writeFileSync(join(dir, 'rec212.hea'), HEA_212);
