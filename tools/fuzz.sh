@@ -21,14 +21,18 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 mkdir -p build/fuzz/artifacts
 # Inputs per target in the fixed run: about 30 s each on the CI machine under ASan.
 declare -A runs=([fuzz_model_file]=25000 [fuzz_window]=60000 [fuzz_stream]=60000)
+# -rss_limit_mb / -malloc_limit_mb: an input that makes the core allocate past 2 GB is a bug
+# (WebAssembly's heap ends there); -timeout: one input may not take 10 s.
+bounds=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=2048)
+# The report of a failing run: the sanitizer's or the harness's lines.
+failure() { grep -E -A40 'ERROR: |runtime error|deadly signal|does not hold|==[0-9]+==' "$1" | head -80; }
 for target in fuzz_model_file fuzz_window fuzz_stream; do
   dict=()
   [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
   log=build/fuzz/$target.log
   if [ -d "fuzz/regressions/$target" ] && [ -n "$(ls -A "fuzz/regressions/$target")" ]; then
-    if ! "build/sanitize/$target" -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=2048 \
-         fuzz/regressions/$target/* >"$log" 2>&1; then
-      grep -E -A40 'ERROR: |runtime error|deadly signal|does not hold|==[0-9]+==' "$log" | head -80
+    if ! "build/sanitize/$target" "${bounds[@]}" fuzz/regressions/$target/* >"$log" 2>&1; then
+      failure "$log"
       echo "fuzz: $target fails on an input of fuzz/regressions/$target/ (log $log)" >&2
       exit 1
     fi
@@ -43,13 +47,10 @@ for target in fuzz_model_file fuzz_window fuzz_stream; do
     limit=(-runs="${runs[$target]}" -seed=1)
   fi
   mkdir -p "$corpus"
-  [ "$target" = fuzz_model_file ] && cp -n tests/fixtures/model/*.safetensors "$corpus/"
-  # -rss_limit_mb / -malloc_limit_mb: an input that makes the core allocate past 2 GB is a bug
-  # (WebAssembly's heap ends there); -timeout: one input may not take 10 s.
-  if ! "build/sanitize/$target" "${dict[@]}" "${limit[@]}" -timeout=10 -rss_limit_mb=2560 \
-       -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/ \
-       "$corpus" >"$log" 2>&1; then
-    grep -E -A40 'ERROR: |runtime error|deadly signal|does not hold|==[0-9]+==' "$log" | head -80
+  [ "$target" = fuzz_model_file ] && cp -n tests/fixtures/model/*.safetensors "$corpus/" || true
+  if ! "build/sanitize/$target" "${dict[@]}" "${limit[@]}" "${bounds[@]}" -print_final_stats=1 \
+       -artifact_prefix=build/fuzz/artifacts/ "$corpus" >"$log" 2>&1; then
+    failure "$log"
     echo "fuzz: $target found a failing input (build/fuzz/artifacts/, log $log)" >&2
     exit 1
   fi

@@ -117,20 +117,17 @@ def patches(values, P):
     return out.reshape(K, P)
 
 
-def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0, zeros_for_missing=False):
+def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0):
     """A record's tokens as numpy arrays, exactly the reference tokenizer's (sensorformer_ref.py
     tokenize) for streams [ecg (regular, `rate`, startTime `start`), rr (events at rr_times, absolute)]:
     vals_ecg (Ke, P), vals_rr (Kr, 4) normalised with missing as 0; present, time (float64,
-    absolute), modality per token (ECG tokens first). zeros_for_missing: a missing sample is sent
-    as a present 0 mV (the ablation "filling with zeros")."""
+    absolute), modality per token (ECG tokens first)."""
     frac = config["min_present_fraction"]
     mods = {m["name"]: m for m in config["modalities"]}
     out = {}
     for name, vals, times in (("ecg", np.asarray(ecg, dtype=np.float64), None),
                               ("rr", np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))):
         m = mods[name]
-        if name == "ecg" and zeros_for_missing:
-            vals = np.where(np.isnan(vals), 0.0, vals)
         p = patches(vals, m["patch_len"])
         ok = ~np.isnan(p)
         present = ok.sum(axis=1) / m["patch_len"] >= frac
@@ -277,6 +274,7 @@ def forward_batched(model, batch, dense=False):
     cfg = model.config
     dtype = model.tokenizer.mask_token.dtype
     W = cfg["attention_lookback_s"]
+    assert all(layer.norm_first for layer in model.encoder.layers)  # the layer math below is pre-norm
     x = embed(model, batch)
     B, T, d = x.shape
     gather = lambda u: torch.gather(u, 1, batch.order if u.dim() == 2 else batch.order[..., None].expand(-1, -1, u.shape[2]))
@@ -306,7 +304,6 @@ def forward_batched(model, batch, dense=False):
             x = x + local_attend(layer.self_attn, layer.norm1(x), mask)
             x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
         x = x.reshape(B, nb * S, d)
-    assert all(layer.norm_first for layer in model.encoder.layers)
     if cfg.get("final_norm"):
         x = model.encoder.norm(x)
     w = keep.to(dtype)[..., None]

@@ -41,18 +41,18 @@ CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros",
 
 
 def perturb(x, condition, record):
-    """(ecg, rate, zeros) of a record under a condition; seeded by the record's name."""
+    """(ecg, rate) of a record under a condition; seeded by the record's name. A "-zeros"
+    condition's losses are 0 mV samples, present: the tokenizer sees no missing sample."""
     rng = np.random.default_rng([zlib.crc32(record.encode()), zlib.crc32(condition.encode())])
     rate = A.FS
     if condition.startswith("r130"):
         x = A.resample(x, 130.0).astype(np.float64)
         rate = 130.0
-    zeros = condition.endswith("-zeros")
     if "drop" in condition:
         fraction = 0.05 if "drop5" in condition else 0.20
         missing = A.drop_notifications(len(x), rate, fraction, rng)
-        x = np.where(missing, 0.0 if zeros else np.nan, x)
-    return x, rate, zeros
+        x = np.where(missing, 0.0 if condition.endswith("-zeros") else np.nan, x)
+    return x, rate
 
 
 def condition_items(data, names, condition, workdir, variant):
@@ -60,7 +60,7 @@ def condition_items(data, names, condition, workdir, variant):
     signals, listing, offset = [], [], 0
     for n in names:
         rec = data.records[n]
-        x, rate, zeros = perturb(data.signal(rec), condition, n)
+        x, rate = perturb(data.signal(rec), condition, n)
         signals.append(x.astype(np.float32))
         listing.append({"record": n, "offset": offset, "length": len(x), "rateHz": rate, "startTime": rec["startTime"]})
         offset += len(x)

@@ -60,10 +60,10 @@ class Data:
         return np.array(self.ecg[rec["offset"]:rec["offset"] + rec["length"]], dtype=np.float64)
 
 
-def make_item(data, rec, rng, variant, augment, condition=None):
+def make_item(data, rec, rng, variant, augment):
     """One record as the model's input. augment: training's random crops, amplitude, rate,
-    dropouts, reference offset and placement. condition (evaluation only) is not used here; the
-    evaluation's perturbed inputs come with their own beats (evaluate_af.py)."""
+    dropouts, reference offset and placement (evaluate_af.py builds its perturbed test inputs
+    itself, with beats from the package's detector)."""
     x = data.signal(rec)
     beats = np.asarray(rec["beats"], dtype=np.int64)
     start = float(rec["startTime"])  # the header's base date and time, epoch seconds (as readWfdb)
