@@ -656,9 +656,17 @@ export interface FeederModelConfig {
   n_sensors: number;
 }
 
+/** A stream the feeder takes: StreamSpec plus a unit factor. */
+export interface FeederStreamSpec extends StreamSpec {
+  /** Every value is multiplied by it before the session gets it (default 1; finite, non-zero):
+   * a model trained in other units than the device sends (a Polar H10's ECG is in µV, the AF
+   * model takes mV: 1e-3). */
+  scale?: number;
+}
+
 export interface SessionFeederOptions {
   /** id -> stream, added up front. */
-  streams?: { [id: string]: StreamSpec };
+  streams?: { [id: string]: FeederStreamSpec };
   /** Seconds the event watermarks trail "now" and a hole waits for a late frame (default 1.5). */
   lateness?: number;
   /** Per stream id (default { rr: 4 }). */
@@ -674,8 +682,8 @@ export interface SessionFeederOptions {
 /** Samples and gap marks in, session chunks out (docs/bluetooth.md "feeder.js — feeding a streaming session"). */
 export class SessionFeeder {
   constructor(options?: SessionFeederOptions);
-  add(id: string, spec: StreamSpec): this;
-  push(id: string, times: ArrayLike<number>, values: ArrayLike<number | null>, spec?: StreamSpec, deviceTimes?: ArrayLike<number> | null): this;
+  add(id: string, spec: FeederStreamSpec): this;
+  push(id: string, times: ArrayLike<number>, values: ArrayLike<number | null>, spec?: FeederStreamSpec, deviceTimes?: ArrayLike<number> | null): this;
   markGap(t0: number, t1: number, ids?: string[] | null): this;
   /** The chunks to push, in order, for what arrived up to host time `now` ([] while holding). */
   flush(options: { now: number; final?: boolean; frontier?: number | null }): FeederChunk[];
@@ -683,7 +691,7 @@ export class SessionFeeder {
   /** Session stream index -> stream id. */
   readonly streamIds: string[];
   readonly stats: { [id: string]: FeederStreamStats };
-  readonly leftOut: { [id: string]: StreamSpec & { received: number } };
+  readonly leftOut: { [id: string]: FeederStreamSpec & { received: number } };
 }
 export const FEEDER_DEFAULTS: Readonly<{ lateness: number; streamLateness: Readonly<{ [id: string]: number }>; measureSeconds: number; rateMargin: number }>;
 
@@ -722,7 +730,7 @@ export function feedSession<U>(wearables: Wearable | Wearable[], session: Sessio
  * every watermark at the end of the recording when it ends. `between` runs after each step.
  */
 export function replayIntoSession<U>(text: string, session: SessionLike<U>, options?: SessionFeederOptions & {
-  streams?: { [id in WearableStreamId]?: StreamSpec };
+  streams?: { [id in WearableStreamId]?: FeederStreamSpec };
   onUpdate?: (update: U, chunk: FeederChunk) => void;
   between?: () => void | Promise<void>;
-}): Promise<{ stats: { [id: string]: FeederStreamStats }; leftOut: { [id: string]: StreamSpec & { received: number } }; devices: string[] }>;
+}): Promise<{ stats: { [id: string]: FeederStreamStats }; leftOut: { [id: string]: FeederStreamSpec & { received: number } }; devices: string[] }>;

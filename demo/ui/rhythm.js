@@ -13,10 +13,9 @@ import { ProbabilityBars, percent } from './prediction.js';
 // no such modality.
 export const AF_FEED = Object.freeze({
   streams: Object.freeze({
-    ecg: Object.freeze({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130 }),
+    ecg: Object.freeze({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, scale: 1e-3 }),
     rr: Object.freeze({ sensor: 0, modality: 'rr', placement: 'chest', rateHz: null }),
   }),
-  scale: Object.freeze({ ecg: 1e-3 }),
 });
 
 // The rhythm is pooled over the last 30 s: the challenge's recordings are 9-61 s (most 30 s), and

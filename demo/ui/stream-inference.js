@@ -57,20 +57,19 @@ export class StreamInference extends EventTarget {
 
   /**
    * streams: the feeder's stream specs by device-layer id (default every stream of the page); a
-   * stream the model does not know is left out by the feeder (its config). scale: id -> factor the
-   * device layer's values are multiplied by before the feeder gets them (units: the H10's ECG is in
-   * µV, a model may want mV). attention: the session's attention rows (the look-back strip). now:
+   * stream the model does not know is left out by the feeder (its config); a spec's `scale` is the
+   * unit factor the feeder applies (the H10's ECG is in µV, a model may want mV). attention: the
+   * session's attention rows (the look-back strip). now:
    * the host clock in seconds that the device layer stamps samples with (the simulator's virtual
    * clock in Node).
    */
-  constructor({ modelUrl, seconds = 10, historySeconds = 60, record = false, streams = ALL_STREAMS, scale = null, attention = true, now = hostNow }) {
+  constructor({ modelUrl, seconds = 10, historySeconds = 60, record = false, streams = ALL_STREAMS, attention = true, now = hostNow }) {
     super();
     this.modelUrl = modelUrl;
     this.seconds = seconds;
     this.historySeconds = historySeconds;
     this.record = record;
     this.streams = streams;
-    this.scale = scale;
     this.attention = attention;
     this.now = now;
     this.paused = false;
@@ -154,8 +153,6 @@ export class StreamInference extends EventTarget {
     const sink = {
       push: (id, times, values, spec, deviceTimes) => {
         if (run.closed || run.failed) return;
-        const k = this.scale?.[id];
-        if (k !== undefined) values = Array.from(values, (v) => (v === null ? null : v * k));
         run.feeder.push(id, times, values, spec, deviceTimes);
         if (run.record) (run.record.received[id] ??= []).push(...Array.from(values, (v) => v ?? NaN));
         this.#arrived(run);

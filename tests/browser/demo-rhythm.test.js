@@ -68,9 +68,16 @@ test('the AF session gets the strap\'s ECG in mV and its RR, and its probabiliti
   assert.deepEqual([first('ecg').sensor, first('ecg').modality, first('ecg').placement], [0, 'ecg', 'chest']);
   assert.ok(Math.abs(first('ecg').rateHz - 130) < 1.5, `the ECG declared at ${first('ecg').rateHz} Hz (the strap's measured rate)`);
   assert.deepEqual([first('rr').sensor, first('rr').modality, first('rr').placement], [0, 'rr', 'chest']);
-  // Units: the H10 sends whole µV; the model gets mV: every value x 1000 is a whole number within
-  // float32's rounding (|x| < 4 mV: 2.4e-7 mV, 2.4e-4 after x 1000), and an R wave is ~1 mV.
-  const ecg = rec.received.ecg.filter((v) => v !== null);
+  // Units: the H10 sends whole µV (what the feeder received); the session gets mV (the feeder's
+  // scale 1e-3): every chunk value x 1000 is a whole number within float32's rounding (|x| < 4 mV:
+  // 2.4e-7 mV, 2.4e-4 after x 1000), and an R wave is ~1 mV.
+  const received = rec.received.ecg.filter((v) => v !== null);
+  assert.ok(received.every((v) => Number.isInteger(v)) && Math.max(...received.map(Math.abs)) > 300, 'the device layer gives whole µV');
+  const ecg = rec.chunks.flatMap((c) => c.streams[rec.streamIds.indexOf('ecg')]?.samples ?? []).filter((v) => v !== null && !Number.isNaN(v));
+  // in arrival order, less what the feeder still holds: each the received µV x 1e-3 in float32
+  assert.ok(ecg.length <= received.length && ecg.length > received.length - 400, `${ecg.length} of ${received.length} ECG values in chunks`);
+  const wrong = ecg.findIndex((v, i) => v !== Math.fround(received[i] * 1e-3));
+  assert.equal(wrong, -1, `chunk ECG value ${wrong}: ${ecg[wrong]}, received ${received[wrong]} µV`);
   assert.ok(ecg.length > 1000, `${ecg.length} ECG samples`);
   for (const v of ecg) assert.ok(Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-3 && Math.abs(v) < 4, `ECG value ${v} is not a whole µV in mV`);
   const peak = Math.max(...ecg.map(Math.abs));

@@ -106,6 +106,25 @@ test('a stream that joins a running session starts at the frontier; what came be
   assert.equal(f.stats.x.received, f.stats.x.given + f.stats.x.pending + f.stats.x.beforeFrontier);
 });
 
+test('scale: a unit factor applied to every value of its stream (µV -> mV), missing values stay missing, the other streams untouched', () => {
+  const f = new SessionFeeder({ lateness: 1, measureSeconds: 0, rateMargin: 0, streams: {
+    ecg: { ...X, rateHz: 10, scale: 1e-3 },
+    rr: { ...X, modality: 'rr', rateHz: null },
+  } });
+  f.push('ecg', [100, 100.1, 100.2, 100.3], [1500, -250, null, 4]);
+  f.push('rr', [100.05], [0.8]);
+  assert.deepEqual(f.flush({ now: 100.35 }), []);  // start hold
+  const [chunk] = plain(f.flush({ now: 101.5 }));
+  // value x scale in float64, then the chunk's float32 (a session's samples are float32); null is NaN
+  assert.deepEqual(chunk.streams[0].samples, [1500 * 1e-3, -250 * 1e-3, NaN, 4 * 1e-3].map(Math.fround));
+  assert.deepEqual(chunk.streams[1].samples, [Math.fround(0.8)]);
+  assert.equal(f.leftOut.ecg, undefined);
+  // the same stream left out by a config keeps its scale in the report
+  const g = new SessionFeeder({ config: { modalities: [{ name: 'hr' }], placements: ['chest'], n_sensors: 1 }, streams: { ecg: { ...X, rateHz: 10, scale: 1e-3 } } });
+  g.push('ecg', [1, 1.1], [5, 6]);
+  assert.deepEqual(g.leftOut.ecg, { ...X, rateHz: 10, scale: 1e-3, received: 2 });
+});
+
 test('bad input: typed errors naming the field', () => {
   const cases = [
     [() => new SessionFeeder({ lateness: -1 }), /lateness must be a finite number >= 0/],
@@ -120,11 +139,18 @@ test('bad input: typed errors naming the field', () => {
     [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).markGap(2, 1), /need finite t0 < t1/],
     [() => { const f = new SessionFeeder(); f.flush({ now: 5 }); f.flush({ now: 4 }); }, /earlier than the previous flush/],
     [() => feedSession({}, { push() {} }), /wearables must be a Wearable/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: 0 } } }), /stream "x": scale must be a finite non-zero number/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: NaN } } }), /stream "x": scale must be a finite non-zero number/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: '1e-3' } } }), /stream "x": scale must be a finite non-zero number/],
   ];
   for (const [fn, message] of cases) {
     assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && message.test(e.message), String(message));
   }
   assert.throws(() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).push('x', [1], [Infinity]), (e) => e.code === 'NON_FINITE');
+  // a finite value whose scaled value overflows: refused whole, nothing of the push kept
+  const big = new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: 1e300 } } });
+  assert.throws(() => big.push('x', [1, 2], [1, 1e10]), (e) => e.code === 'NON_FINITE' && /values\[1\] = 10000000000 times the stream's scale 1e\+300/.test(e.message));
+  assert.equal(big.stats.x.received, 0);
 });
 
 // ---------------------------------------------------------------------------------------------

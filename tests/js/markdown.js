@@ -1,10 +1,11 @@
 // Fenced code blocks of a Markdown file and the test markers above them (the convention is
 // described at the top of readme.test.js). Shared by readme.test.js, which runs the node / ts / sh
-// blocks, and tests/package, which builds the README's browser app (marker `browser file=...`).
+// blocks, and tests/package, which builds the README's browser apps (marker `browser [app=NAME] file=...`).
 
 /**
  * The fenced blocks of a Markdown text: { file, line (1-based, of the fence), lang, code, marker }
- * with marker = { kind, files, id, reason, file } from the comment right above, or null.
+ * with marker = { kind, files, id, reason, file, app } from the comment right above, or null
+ * (app: a browser block's app, "main" unless app=NAME says).
  */
 export function parseBlocks(text, file) {
   const lines = text.split('\n');
@@ -30,7 +31,7 @@ function parseMarker(line, file, index) {
   if (skip) return { kind: 'skip', reason: skip[1], files: [], id: null };
   const [kind, ...attrs] = m[1].split(/\s+/);
   if (!['node', 'ts', 'sh', 'stdout', 'browser'].includes(kind)) throw new Error(`${file}:${index}: unknown marker "${m[1]}" (node, ts, sh, stdout, browser, skip (why))`);
-  const marker = { kind, files: [], id: null, reason: null, file: null };
+  const marker = { kind, files: [], id: null, reason: null, file: null, app: kind === 'browser' ? 'main' : null };
   for (const attr of attrs) {
     const [key, value] = attr.split('=');
     if (key === 'files') {
@@ -42,8 +43,10 @@ function parseMarker(line, file, index) {
       marker.id = value;
     } else if (key === 'file' && kind === 'browser') {
       marker.file = value;
+    } else if (key === 'app' && kind === 'browser' && /^[a-z][a-z0-9-]*$/.test(value ?? '')) {
+      marker.app = value;
     } else {
-      throw new Error(`${file}:${index}: unknown marker attribute "${attr}" (${kind === 'browser' ? 'file=' : 'files=, id='})`);
+      throw new Error(`${file}:${index}: unknown marker attribute "${attr}" (${kind === 'browser' ? 'file=, app=' : 'files=, id='})`);
     }
   }
   if (kind === 'browser' && !marker.file) throw new Error(`${file}:${index}: a browser block needs file=<path in the app>`);

@@ -13,9 +13,11 @@
 //                                          .wasm computes the same bits on every engine: no relaxed
 //                                          SIMD; snippets print rounded numbers and counts, never
 //                                          times of day)
-//   <!-- test: browser file=PATH -->       a file of the README's web-page app (```html, ```ts):
-//                                          tests/package writes them into a fresh Vite project,
-//                                          type-checks, builds and runs it in headless Chromium
+//   <!-- test: browser [app=NAME] file=PATH -->
+//                                          a file of one of the README's web-page apps (```html,
+//                                          ```ts; app "main" by default): tests/package writes
+//                                          each app into a fresh Vite project, type-checks,
+//                                          builds and runs it in headless Chromium
 //   <!-- test: skip (why) -->              not run, with the reason: a fragment, an install, a
 //                                          job that takes minutes or needs PyTorch
 // A js / ts / sh / python block without a marker fails this test, so a new snippet is either run
@@ -193,6 +195,11 @@ test('parseBlocks reads fences, their markers and their files; a bad marker is a
   assert.throws(() => parseBlocks('<!-- test: skip -->\n```sh\nx\n```', 'y.md'), /y\.md:1: unknown marker "skip"/);
   assert.throws(() => parseBlocks('<!-- test: node file=a -->\n```js\nx\n```', 'y.md'), /y\.md:1: unknown marker attribute "file=a"/);
   assert.throws(() => parseBlocks('```js\nx', 'y.md'), /y\.md:1: a fence that is never closed/);
+  // browser blocks: the app they belong to ("main" unless app= says), a name Vite can use as a folder
+  const apps = parseBlocks('<!-- test: browser file=index.html -->\n```html\n<p>\n```\n<!-- test: browser app=af file=src/main.ts -->\n```ts\nx\n```', 'z.md');
+  assert.deepEqual(apps.map((b) => [b.marker.app, b.marker.file]), [['main', 'index.html'], ['af', 'src/main.ts']]);
+  assert.throws(() => parseBlocks('<!-- test: browser app=../x file=a.ts -->\n```ts\nx\n```', 'y.md'), /y\.md:1: unknown marker attribute "app=..\/x" \(file=, app=\)/);
+  assert.throws(() => parseBlocks('<!-- test: node app=af -->\n```js\nx\n```', 'y.md'), /unknown marker attribute "app=af" \(files=, id=\)/);
 });
 
 test('every stdout block follows a runnable block', () => {

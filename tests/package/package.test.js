@@ -318,48 +318,73 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
     `requests: ${server.requests.join(', ')}; screenshot ${shot}; in ${seconds(t0)}`);
 });
 
-// (e) The README's web-page app, from the README alone: its `browser file=...` blocks (the
-// Markdown parser of tests/js/readme.test.js) are the whole app; the model is where its shell
-// block copies it from (the installed package). Done when the page shows a prediction: the
-// simulated strap streams in real time, so this waits for it (deadline below) rather than a count.
-const README_APP_DEADLINE_MS = 60_000;  // first prediction after ~1-3 s of data; generous for a loaded machine
-test('(e) the README\'s web page (Worker, simulated wearable, trace with axes, attention map) builds from the README alone and runs with no console error', async (t) => {
-  const installed = need('installed', 'npm install');
+// (e) The README's web-page apps, from the README alone: each app's `browser [app=NAME] file=...`
+// blocks (the Markdown parser of tests/js/readme.test.js) are the whole app; the model is where
+// its shell block copies it from (the installed package). Done when the page shows a prediction:
+// the simulated strap streams in real time, so this waits for it (deadline below) rather than a count.
+const README_APP_DEADLINE_MS = 60_000;  // first prediction after ~1-10 s of data; generous for a loaded machine
+const readmeApps = () => {
   const readme = readFileSync(join(repo, 'README.md'), 'utf8');
-  const blocks = parseBlocks(readme, 'README.md').filter((b) => b.marker?.kind === 'browser');
-  assert.deepEqual(blocks.map((b) => b.marker.file).sort(), ['index.html', 'src/main.ts'], 'the README\'s web-page app is index.html and src/main.ts');
-  const dir = join(project, 'readme-app');
+  const apps = new Map();
+  for (const b of parseBlocks(readme, 'README.md').filter((b) => b.marker?.kind === 'browser')) {
+    if (!apps.has(b.marker.app)) apps.set(b.marker.app, []);
+    apps.get(b.marker.app).push(b);
+  }
+  return { readme, apps };
+};
+
+/**
+ * Writes a README app into project/readme-<name>, copies `model` (a path in the installed package)
+ * to its public/<as> (the README's shell block must copy the same), type-checks it (strict, no
+ * escape hatch), builds it with Vite and opens it in Chromium; resolves once #statusId matches
+ * `ready` (or a page error / "failed"), with the page still open.
+ */
+async function runReadmeApp(t, name, { model, as, statusId, ready }) {
+  const installed = need('installed', 'npm install');
+  const { readme, apps } = readmeApps();
+  const blocks = apps.get(name) ?? [];
+  assert.deepEqual(blocks.map((b) => b.marker.file).sort(), ['index.html', 'src/main.ts'], `the README's "${name}" app is index.html and src/main.ts`);
+  const dir = join(project, `readme-${name}`);
   for (const b of blocks) {
     mkdirSync(dirname(join(dir, b.marker.file)), { recursive: true });
     writeFileSync(join(dir, b.marker.file), `${b.code}\n`);
   }
   // The README copies the model out of the installed package: that file must be there.
-  assert.match(readme, /cp node_modules\/sensorformer\/demo\/model\/demo\.safetensors public\/model\.safetensors/);
+  assert.ok(readme.includes(`cp node_modules/sensorformer/${model} public/${as}`), `the README copies ${model} to public/${as}`);
   mkdirSync(join(dir, 'public'), { recursive: true });
-  copyFileSync(join(installed, 'demo', 'model', 'demo.safetensors'), join(dir, 'public', 'model.safetensors'));
+  copyFileSync(join(installed, model), join(dir, 'public', as));
   const main = blocks.find((b) => b.marker.file === 'src/main.ts').code;
-  assert.deepEqual(escapes('README src/main.ts', main), [], 'the README\'s app must not cast, use `any` or non-null assertions');
+  assert.deepEqual(escapes(`README ${name} src/main.ts`, main), [], 'a README app must not cast, use `any` or non-null assertions');
   const tsc = await typeCheckBrowserApp(dir, ['src/main.ts']);
-  const build = await mustRun('vite build (README app)', bin('vite'), ['build', dir, '--logLevel', 'warn'], { cwd: dir });
-  const { page, problems, pageError, browser, server } = await openInChromium(join(dir, 'dist'), t);
+  const build = await mustRun(`vite build (README ${name} app)`, bin('vite'), ['build', dir, '--logLevel', 'warn'], { cwd: dir });
+  const opened = await openInChromium(join(dir, 'dist'), t);
+  const { page, problems, pageError, server } = opened;
   const t0 = performance.now();
   await page.goto(server.url);
-  const PREDICTION = /^(rest|walk|run) \d+ % \(\d+ tokens\)$/;
   const waited = await Promise.race([
-    page.waitForFunction((re) => new RegExp(re).test(document.getElementById('status')?.textContent ?? '') || /^failed/.test(document.getElementById('status')?.textContent ?? ''),
-      PREDICTION.source, { timeout: README_APP_DEADLINE_MS }),
+    page.waitForFunction(([id, re]) => new RegExp(re).test(document.getElementById(id)?.textContent ?? '') || /^(failed|stopped)/.test(document.getElementById(id)?.textContent ?? ''),
+      [statusId, ready.source], { timeout: README_APP_DEADLINE_MS }),
     pageError,
   ]).then(() => null, (e) => e);
-  const shot = join(repo, 'test-artifacts', 'package-readme-app.png');
+  const shot = join(repo, 'test-artifacts', `package-readme-${name}.png`);
   mkdirSync(dirname(shot), { recursive: true });
   await page.screenshot({ path: shot, fullPage: true });
-  const status = await page.$eval('#status', (e) => e.textContent);
+  const status = await page.$eval(`#${statusId}`, (e) => e.textContent);
   const context = `status: ${status}\nrequests:\n  ${server.requests.join('\n  ')}\nproblems:\n  ${problems.join('\n  ') || 'none'}\nscreenshot: ${shot}`;
   assert.equal(waited, null, `no prediction within ${README_APP_DEADLINE_MS / 1000} s: ${waited?.message}\n${context}`);
-  assert.match(status, PREDICTION, context);
+  assert.match(status, ready, context);
   assert.deepEqual(problems, [], `console errors or page errors:\n${context}`);
   // The model ran in a Worker: Vite emitted the package's worker entry and the page fetched it.
   assert.ok(server.requests.some((r) => /^200 GET \/assets\/worker-[^/]*\.js$/.test(r)), `no worker script was loaded:\n${context}`);
+  return { ...opened, status, shot, took: seconds(t0), tsc, build };
+}
+
+test('(e) the README\'s web page (Worker, simulated wearable, trace with axes, attention map) builds from the README alone and runs with no console error', async (t) => {
+  const { apps } = readmeApps();
+  assert.deepEqual([...apps.keys()].sort(), ['af', 'main'], 'the README\'s browser apps');
+  const { page, browser, status, shot, took, tsc, build } = await runReadmeApp(t, 'main', {
+    model: 'demo/model/demo.safetensors', as: 'model.safetensors', statusId: 'status', ready: /^(rest|walk|run) \d+ % \(\d+ tokens\)$/,
+  });
   // The trace has its axes and a line, the map its cells: counted against each canvas's own
   // background (its corner pixel), in the regions render's layout puts them in.
   const pixels = await page.evaluate(() => {
@@ -381,8 +406,24 @@ test('(e) the README\'s web page (Worker, simulated wearable, trace with axes, a
   assert.ok(pixels.plot.other > 300, `no ECG line drawn: ${JSON.stringify(pixels)}`);
   assert.ok(pixels.timeAxis.other > 20, `no time-axis labels under the ECG: ${JSON.stringify(pixels)}`);
   assert.ok(pixels.map.colours > 10, `the attention map is not drawn (${pixels.map.colours} colours): ${JSON.stringify(pixels)}`);
-  log('(e) README app', `tsc ${tsc.took}, vite build ${build.took}; ${browser.version()}: "${status}" after ${seconds(t0)}; ` +
+  log('(e) README app', `tsc ${tsc.took}, vite build ${build.took}; ${browser.version()}: "${status}" after ${took}; ` +
     `pixels ${JSON.stringify(pixels)}; screenshot ${shot}`);
+});
+
+// The README's AF app: the shipped AF model as a streaming session in a Worker, fed by the
+// simulated strap through the Bluetooth layer and feedSession. The simulated wearer is in sinus
+// rhythm for the first minute at rest (tools/af/simulated_accuracy.mjs: 84 / 96 such windows
+// "normal", none "af"), but the first rhythm shows after ~5-10 s of data, so any label is taken;
+// the label's probability must be the largest of a softmax over the model's four labels.
+test('(e) the README\'s heart-rhythm page (the AF model streaming in a Worker from a simulated strap) builds from the README alone and shows a rhythm', async (t) => {
+  const { browser, status, shot, took, tsc, build, server } = await runReadmeApp(t, 'af', {
+    model: 'models/af.safetensors', as: 'af.safetensors', statusId: 'rhythm', ready: /^(normal|af|other|noisy) \d+ % \(\d+ tokens of the last 30 s\)$/,
+  });
+  const [, , percent, tokens] = /^(\w+) (\d+) % \((\d+) tokens/.exec(status);
+  assert.ok(Number(percent) >= 25 && Number(percent) <= 100, `the shown label's probability ${percent} % (the largest of 4)`);
+  assert.ok(Number(tokens) > 0, status);
+  assert.ok(server.requests.some((r) => r === '200 GET /af.safetensors'), `the page did not fetch /af.safetensors:\n  ${server.requests.join('\n  ')}`);
+  log('(e) README AF app', `tsc ${tsc.took}, vite build ${build.took}; ${browser.version()}: "${status}" after ${took}; screenshot ${shot}`);
 });
 
 // (f) The README's runnable examples (its node, ts and sh blocks) as a reader who ran `npm install

@@ -15,9 +15,17 @@ fold). Conditions (each record perturbed with its own seeded generator, the same
                  the same losses filled with 0 mV and sent as present samples (what a pipeline
                  without a missing-sample notion does); the detector sees the zeros too
   r130-drop20    130 Hz and 20 % dropouts (the issue's goal: within 0.03 of clean)
-The RR stream of every condition comes from the package's detector (tools/af/beats.mjs runs
-rrFromEcg in Node on the perturbed ECG): one detector definition. Prints a table row per model and
-condition; --out writes them as JSON (committed under tools/af/results/).
+  strap-drop20, strap-r130-drop20
+                 the same ECG as drop20 / r130-drop20 (same losses), but the RR stream is a
+                 strap's own: a Polar H10 computes RR on the device from every sample and sends
+                 them in its 1 Hz Heart Rate Measurement notifications, so an ECG notification lost
+                 on the way costs no beat. Its stand-in: the package's detector on the clean 300 Hz
+                 record (the beats prepare.mjs stored), each 1 s notification's RR values lost with
+                 probability 20 % as well (the remaining events keep their beat times and values)
+The RR stream of every other condition comes from the package's detector (tools/af/beats.mjs runs
+rrFromEcg in Node on the perturbed ECG, as the CLI and the demo do for a source without RR): one
+detector definition. Prints a table row per model and condition; --out writes them as JSON
+(committed under tools/af/results/; rows already in the file for other runs or conditions are kept).
 """
 import argparse
 import json
@@ -37,7 +45,9 @@ import afmodel as A  # noqa: E402
 import train_af as T  # noqa: E402
 from export import load_safetensors  # noqa: E402
 
-CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros", "r130-drop20"]
+CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros", "r130-drop20",
+              "strap-drop20", "strap-r130-drop20"]
+HR_NOTIFICATION_S = 1.0  # a Heart Rate Measurement notification per second (Bluetooth HRS)
 
 
 def perturb(x, condition, record):
@@ -55,6 +65,19 @@ def perturb(x, condition, record):
     return x, rate
 
 
+def strap_rr(rec, condition):
+    """A strap's RR stream for a record: beats of the clean record (the device sees every sample),
+    the RR values of each lost 1 s notification never arriving (see the module's docstring)."""
+    t, v = A.rr_stream(np.asarray(rec["beats"], dtype=np.int64), A.FS, None, float(rec["startTime"]))
+    fraction = 0.05 if "drop5" in condition else 0.20
+    rng = np.random.default_rng([zlib.crc32(rec["record"].encode()), zlib.crc32(condition.encode())])
+    phase = rng.uniform(0.0, HR_NOTIFICATION_S)
+    notification = np.floor((t - t[0] + phase) / HR_NOTIFICATION_S).astype(np.int64) if len(t) else np.zeros(0, np.int64)
+    lost = rng.random(int(notification.max()) + 1 if len(t) else 0) < fraction
+    keep = ~lost[notification] if len(t) else np.zeros(0, bool)
+    return {"timestamps": t[keep].tolist(), "samples": v[keep].tolist()}
+
+
 def condition_items(data, names, condition, workdir, variant):
     workdir.mkdir(parents=True, exist_ok=True)
     signals, listing, offset = [], [], 0
@@ -66,9 +89,12 @@ def condition_items(data, names, condition, workdir, variant):
         offset += len(x)
     np.concatenate(signals).tofile(workdir / f"{condition}.f32")
     (workdir / f"{condition}.json").write_text(json.dumps(listing))
-    subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
-                    str(workdir / f"{condition}-rr.json")], check=True)
-    rr = json.loads((workdir / f"{condition}-rr.json").read_text())
+    if condition.startswith("strap-"):
+        rr = {n: strap_rr(data.records[n], condition) for n in names}
+    else:
+        subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
+                        str(workdir / f"{condition}-rr.json")], check=True)
+        rr = json.loads((workdir / f"{condition}-rr.json").read_text())
     items = []
     for n, x, entry in zip(names, signals, listing):
         rec = data.records[n]
@@ -114,8 +140,13 @@ def main():
             rows.append(row)
             print(f"{run.name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
     if args.out:
-        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+        # rows of other runs or conditions already in the file are kept (a condition added later
+        # is scored without redoing the rest); a row for the same run and condition is replaced
+        out = pathlib.Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        old = json.loads(out.read_text()) if out.exists() else []
+        fresh = {(r["run"], r["condition"]) for r in rows}
+        out.write_text(json.dumps([r for r in old if (r["run"], r["condition"]) not in fresh] + rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

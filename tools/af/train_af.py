@@ -16,8 +16,9 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
 Fold k tests on fold k of tools/af/split/ and stops early on the validation part carved from the
 other folds (make_split.validation_of); fold 0 is the split every reported score uses. Writes
 build/af/runs/<variant>-fold<k>/: model.safetensors (F16), log.txt, metrics.json (validation and
-test scores of the exported file) and test_logits.json. Deterministic for a seed on one machine
-(torch's CPU kernels, numpy's and Python's generators all seeded; 2 threads).
+test scores of the exported file), test_logits.json and checkpoint.pt (after every epoch; `--resume`
+continues a stopped run from it). Deterministic for a seed, a thread count and a machine (torch's
+CPU kernels, numpy's and Python's generators all seeded; a resumed run restores their states).
 """
 import argparse
 import copy
@@ -148,12 +149,17 @@ def score(logits, items):
 
 def check_twin(model, items, variant, count=12):
     """max |logit difference| of the batched twin against the reference module (the first `count`
-    items) and of its local attention against its dense attention (every item), float64."""
+    items) and of its local attention against its dense attention (every item), float64. The
+    index-time variant's encoding exists only in the twin (the reference module and the runtime
+    encode real times), so its twin is checked against the reference with real times, and its own
+    encoding by local against dense attention."""
     m = copy.deepcopy(model).double()  # (.float() afterwards would round the float64 time table)
     with torch.no_grad():
         local = predict(m, items, variant, dtype=torch.float64)
         dense = predict(m, items, variant, dtype=torch.float64, dense=True)
         bands = max(abs(a - b) for z, zd in zip(local, dense) for a, b in zip(z, zd))
+        if variant == "index-time":
+            dense = predict(m, items[:count], "main", dtype=torch.float64, dense=True)
         worst = 0.0
         for it, zd in zip(items[:count], dense):
             w = A.window_of(it)
@@ -176,6 +182,9 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="train on this many records (a smoke run)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--export-only", action="store_true", help="no training: export and score the run's best.pt")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the run from its checkpoint.pt (written after every epoch: weights, optimiser, "
+                         "schedule and every generator's state, so the run goes on as if never stopped)")
     ap.add_argument("--publish", action="store_true",
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
@@ -196,7 +205,9 @@ def main():
         val_names = val_names[:max(50, args.limit // 8)]
     out = pathlib.Path(args.out or ROOT / "build" / "af" / "runs" / f"{args.variant}-fold{args.fold}")
     out.mkdir(parents=True, exist_ok=True)
-    log_file = open(out / "log.txt", "a" if args.export_only else "w")
+    checkpoint = out / "checkpoint.pt"
+    resume = args.resume and checkpoint.exists()
+    log_file = open(out / "log.txt", "a" if args.export_only or resume else "w")
 
     def log(msg):
         print(msg, flush=True)
@@ -233,8 +244,19 @@ def main():
         done = json.loads((out / "metrics.json").read_text())
         best_epoch, epoch = done["best_epoch"], done["epochs_run"] - 1
         started -= done["train_seconds"]
-    step = 0
-    for epoch in range(args.epochs):
+    step, first = 0, 0
+    if resume:
+        state = torch.load(checkpoint)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        rng.bit_generator.state = state["numpy"]
+        random.setstate(state["python"])
+        torch.set_rng_state(state["torch"])
+        step, first, best, best_epoch = state["step"], state["epoch"], state["best"], state["best_epoch"]
+        started, epoch = time.time() - state["train_seconds"], first - 1
+        log(f"resumed after epoch {first} (best validation F1 {best:.4f} at epoch {best_epoch})")
+    for epoch in range(first, args.epochs):
         model.train()
         t0 = time.time()
         items = [make_item(data, data.records[n], rng, args.variant, True) for n in train_names]
@@ -263,6 +285,11 @@ def main():
         elif epoch + 1 - best_epoch >= args.patience:
             log(f"early stop: no better validation F1 for {args.patience} epochs")
             break
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                    "numpy": rng.bit_generator.state, "python": random.getstate(), "torch": torch.get_rng_state(),
+                    "step": step, "epoch": epoch + 1, "best": best, "best_epoch": best_epoch,
+                    "train_seconds": time.time() - started}, checkpoint.with_suffix(".tmp"))
+        checkpoint.with_suffix(".tmp").replace(checkpoint)  # a run killed while saving keeps the last whole one
     train_seconds = time.time() - started
     model.load_state_dict(torch.load(out / "best.pt"))
     path = out / "model.safetensors"

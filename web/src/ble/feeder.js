@@ -401,12 +401,20 @@ export class SessionFeeder {
     for (const [id, spec] of Object.entries(streams ?? {})) this.add(id, spec);
   }
 
-  /** Adds a stream: { sensor, modality, placement, rateHz (regular) | null (event-driven) }. */
+  /**
+   * Adds a stream: { sensor, modality, placement, rateHz (regular) | null (event-driven), scale? }.
+   * scale (default 1): every value is multiplied by it before the session gets it, for a model
+   * trained in other units than the device sends (a Polar H10's ECG is in µV; the AF model of
+   * models/af.safetensors takes mV: scale 1e-3).
+   */
   add(id, spec) {
     if (this.#tracks.has(id) || this.#ignored.has(id)) throw bad(`SessionFeeder.add: a stream ${JSON.stringify(id)} exists already`);
     // The same checks as the assembler's (sensor, names, rate).
     new StreamBuffer({ ...spec, capacitySeconds: 1, maxSamples: 1 });
-    const clean = { sensor: spec.sensor, modality: spec.modality, placement: spec.placement, rateHz: spec.rateHz ?? null };
+    const scale = spec.scale ?? 1;
+    if (typeof scale !== 'number' || !Number.isFinite(scale) || scale === 0)
+      throw bad(`SessionFeeder.add: stream ${JSON.stringify(id)}: scale must be a finite non-zero number (a unit factor, e.g. 1e-3 for µV -> mV), got ${scale}`);
+    const clean = { sensor: spec.sensor, modality: spec.modality, placement: spec.placement, rateHz: spec.rateHz ?? null, scale };
     const c = this.#config;
     if (c && !(c.modalities.some((m) => m.name === clean.modality) && c.placements.includes(clean.placement) && clean.sensor < c.n_sensors)) {
       // The session would refuse the stream (and so every chunk naming it): left out, counted.
@@ -452,8 +460,13 @@ export class SessionFeeder {
       if (v === Infinity || v === -Infinity) throw new SensorformerError('NON_FINITE', `SessionFeeder.push: values[${i}] is ${v}`);
     }
     const track = this.#tracks.get(id);
+    const { scale } = track.spec;
     for (let i = 0; i < times.length; i++) {
-      const s = [times[i], values[i] === null ? NaN : values[i]];
+      if (values[i] !== null && !Number.isFinite(values[i] * scale))
+        throw new SensorformerError('NON_FINITE', `SessionFeeder.push: values[${i}] = ${values[i]} times the stream's scale ${scale} is not finite`);
+    }
+    for (let i = 0; i < times.length; i++) {
+      const s = [times[i], values[i] === null ? NaN : values[i] * scale];
       const p = track.pending;
       let at = p.length;
       while (at > 0 && p[at - 1][0] > s[0]) at--;  // arrival order is nearly time order
