@@ -15,6 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
+import { documented, scores, table } from '../../tools/af/table.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const modelPath = join(root, 'models', 'af.safetensors');
@@ -33,6 +34,18 @@ test('the AF model file: <= 1 MB, causal with a look-back, the four classes, as 
   } finally {
     model.dispose();
   }
+});
+
+test('the model card\'s ablation table is the one the committed scores give (tools/af/results/*.json), and its main row the shipped model\'s metrics', () => {
+  const byKey = scores();
+  const main = byKey.get('main-fold0|clean');
+  assert.ok(main, 'tools/af/results/ has the main model\'s clean score');
+  // evaluate_af.py re-scores the run's exported file: the same numbers as train_af.py's metrics
+  assert.equal(main.f1.toFixed(6), metrics.test.f1.toFixed(6));
+  assert.deepEqual(main.confusion, metrics.test.confusion);
+  const rows = table(byKey).split('\n').slice(2);
+  assert.ok(rows.length >= 9, `${rows.length} rows`);
+  assert.equal(documented(), table(byKey), 'docs/models.md between the af-ablations markers: run `node tools/af/table.mjs` and paste its output');
 });
 
 const data = process.env.SF_CINC2017 ?? '';
