@@ -218,6 +218,82 @@ export type WfdbStream = Omit<RegularStream, 'placement'> & { placement?: string
 export function readWfdb(source: string | WfdbFiles, options: WfdbOptions & { placement: string }): Promise<SensorWindow>;
 export function readWfdb(source: string | WfdbFiles, options?: WfdbOptions | null): Promise<{ streams: WfdbStream[] }>;
 
+/** A Polar Sensor Logger file's kind, decided by its header line. */
+export type PolarLoggerKind = 'ACC' | 'GYRO' | 'MAGN' | 'PPG' | 'ECG' | 'HR' | 'RR' | 'PPI' | 'MARKER';
+
+/** Options of readPolarLogger. Other keys are INVALID_ARGUMENT. */
+export interface PolarLoggerOptions {
+  /** The phone's offset from UTC, minutes east (default 0: its local times read as UTC). */
+  utcOffsetMinutes?: number;
+  /** A row that does not parse: "error" (default, BAD_FORMAT naming file, line, column) or "skip" (listed in the report). */
+  badRows?: 'error' | 'skip';
+  /** Given to every stream (the device's placement, e.g. "upper_arm"); without it the streams have none. */
+  placement?: string;
+  /** Per stream id (acc_x, ppg_0, hr, ppi, ...): the model stream it feeds, overriding the defaults. */
+  streams?: { [id: string]: { sensor?: number; modality?: string; placement?: string } };
+}
+
+/** What one file held and how it was placed. */
+export interface PolarLoggerFileReport {
+  kind: PolarLoggerKind;
+  /** Data rows (the header not counted), and those that became samples (rows - skipped). */
+  rows: number;
+  samples: number;
+  skipped: { line: number; reason: string }[];
+  /** Columns after the known ones, not interpreted. */
+  extra: string[];
+  /** Streamed files: the median of phone time - sensor time, s. */
+  offset?: number;
+  /** Streamed files: the rate the sensor times give (least squares), the largest |slot time - sensor time| (s), lost stretches and their slots. */
+  rateHz?: number | null;
+  maxGridError?: number;
+  gaps?: number;
+  missingSlots?: number;
+  /** PPI: rows the sensor flags as unreliable (missing in the window). */
+  unreliable?: number;
+}
+
+/** One stream id's samples with both clocks, as the files gave them. */
+export interface PolarLoggerStream {
+  file: string;
+  /** Phone time, s (Unix scale after utcOffsetMinutes). */
+  hostTimes: Float64Array;
+  /** Streamed sensors: the sensor's timestamps, exact ns since 2000-01-01, and the same in s on the Unix scale; null for HR / RR / PPI. */
+  deviceNs: BigInt64Array | null;
+  deviceTimes: Float64Array | null;
+  /** The values as written (PPI and RR in ms). */
+  values: Float64Array;
+  /** HR / RR / PPI: every column of the file (PPI: its flags, "contact supported" for the second "contact"). */
+  columns?: Record<string, Float64Array>;
+}
+
+export interface PolarLoggerResult<W> {
+  /** The export as one window: streamed sensors as regular streams on the host clock, HR / RR / PPI as events at their phone times. */
+  window: W;
+  streams: Record<string, PolarLoggerStream>;
+  markers: { time: number; kind: 'start' | 'stop'; line: number; file: string }[];
+  /** Sensor -> host time offset of the export, s (the smallest of its streamed files' offsets). */
+  offset: number;
+  report: Record<string, PolarLoggerFileReport>;
+  /** Files of a folder that are not exports (Node). */
+  ignored: string[];
+}
+
+/** A file of an export given as content (a browser's file picker gives File objects). */
+export type PolarLoggerFile = { name: string; text: string } | { name: string; bytes: Uint8Array | ArrayBuffer } | { name: string; text(): Promise<string> };
+
+/** A stream of readPolarLogger without options.placement: set one before model.forward. */
+export type PolarLoggerWindowStream = (Omit<RegularStream, 'placement'> | Omit<EventStream, 'placement'>) & { placement?: string };
+
+/**
+ * A Polar Sensor Logger export (one ;-separated text file per stream: ACC, GYRO, MAGN, PPG, ECG,
+ * HR, RR, PPI, MARKER, told apart by their header lines) with both clocks per sample, and as a
+ * window. source: a folder, a file or a list of paths (Node), or files' contents. README "Polar
+ * Sensor Logger exports".
+ */
+export function readPolarLogger(source: string | string[] | PolarLoggerFile[], options: PolarLoggerOptions & { placement: string }): Promise<PolarLoggerResult<SensorWindow>>;
+export function readPolarLogger(source: string | string[] | PolarLoggerFile[], options?: PolarLoggerOptions | null): Promise<PolarLoggerResult<{ streams: PolarLoggerWindowStream[] }>>;
+
 // --- the model (docs/model.md) ---------------------------------------------------------------
 
 /** The typed arrays accepted wherever numbers go in (not DataView, BigInt64Array, BigUint64Array). */

@@ -6,3 +6,4 @@ export { loadCore } from './core.js';
 export { hasWasmSimd } from './loader.js';
 export { detectBeats, rrFromEcg } from './qrs.js';
 export { readWfdb } from './wfdb.js';
+export { readPolarLogger } from './polar-logger.js';
