@@ -263,7 +263,8 @@ test('file problems are one line and exit 1, never a stack trace', async () => {
   assert.equal(r.stderr, `sensorformer: IO: cannot read ${join(tmp, 'missing.json')}: no such file\n`);
   r = await run('run', '--model', modelPath, '--input', tmp);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `sensorformer: IO: cannot read ${tmp}: it is a folder\n`);
+  // a folder is read as a Polar Sensor Logger export: this one holds none
+  assert.equal(r.stderr, `sensorformer: BAD_FORMAT: no Polar Sensor Logger file in ${tmp} (a file whose first line starts with "Phone timestamp")\n`);
   r = await run('run', '--model', join(tmp, 'missing.safetensors'), '--input', input);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /^sensorformer: IO: could not read the model from .*missing\.safetensors: ENOENT[^\n]*\n$/);
@@ -387,7 +388,7 @@ test('--input - reads JSON, CSV or a recording from stdin, the same as from a fi
   // Content that is none of the three: exit 1 naming stdin and --format.
   let r = await runWithStdin('ecg,time\n1,2\n', 'run', '--model', modelPath, '--input', '-');
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: cannot tell what standard input is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv, sfrec or wfdb\n');
+  assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: cannot tell what standard input is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording, not a Polar Sensor Logger file; pass --format json, csv, sfrec, wfdb or polarlogger\n');
   // --format overrides the name and the content.
   const csvAsTxt = join(tmp, 'device.txt');
   writeFileSync(csvAsTxt, readFileSync(exampleCsv, 'utf8'));
@@ -398,7 +399,7 @@ test('--input - reads JSON, CSV or a recording from stdin, the same as from a fi
   assert.match(r.stderr, /^sensorformer: BAD_FORMAT: .*device\.csv is not valid JSON/);
   r = await run('run', '--model', modelPath, '--input', exampleCsv, '--format', 'xml');
   assert.equal(r.status, 2);
-  assert.ok(r.stderr.startsWith('sensorformer: --format must be json, csv, sfrec or wfdb, got "xml"\n'), r.stderr);
+  assert.ok(r.stderr.startsWith('sensorformer: --format must be json, csv, sfrec, wfdb or polarlogger, got "xml"\n'), r.stderr);
 });
 
 test('options an input kind has no use for are usage errors (exit 2), not silently ignored', async () => {
@@ -406,10 +407,10 @@ test('options an input kind has no use for are usage errors (exit 2), not silent
   writeFileSync(recording, await recordSession({ seed: 14, seconds: 12 }));
   const json = fixturePath('model/windows.json');
   const cases = [
-    [json, ['--window', '5'], `--window applies to recordings (.sfrec) only; ${json} is JSON windows`],
-    [json, ['--hop', '5', '--window', '5'], `--window, --hop apply to recordings (.sfrec) only; ${json} is JSON windows`],
-    [exampleCsv, ['--hop', '2'], `--hop applies to recordings (.sfrec) only; ${exampleCsv} is CSV input`],
-    [json, ['--placement', 'wrist'], `--placement applies to CSV input only; ${json} is JSON windows`],
+    [json, ['--window', '5'], `--window applies to recordings (.sfrec) and Polar Sensor Logger exports only; ${json} is JSON windows`],
+    [json, ['--hop', '5', '--window', '5'], `--window, --hop apply to recordings (.sfrec) and Polar Sensor Logger exports only; ${json} is JSON windows`],
+    [exampleCsv, ['--hop', '2'], `--hop applies to recordings (.sfrec) and Polar Sensor Logger exports only; ${exampleCsv} is CSV input`],
+    [json, ['--placement', 'wrist'], `--placement applies to CSV input and Polar Sensor Logger exports only; ${json} is JSON windows`],
     [recording, ['--sensor', '2'], `--sensor applies to CSV input only; ${recording} is recordings (.sfrec)`],
     [recording, ['--rate', 'ecg=130'], `--rate applies to CSV input only; ${recording} is recordings (.sfrec)`],
   ];
@@ -847,4 +848,63 @@ test('stream on sparse recordings: notifications 1000 s and 8 days apart, two to
   // The last notification's patches stay open: the replay's final watermark is 1 s after it.
   const expected = times.slice(0, -1).flatMap((t) => [`hr@${t - T0}:1`, `rr@${t - T0}:0`]);
   assert.deepEqual(tokens.slice().sort(), expected.slice().sort());
+});
+
+test('a Polar Sensor Logger export (a folder): windows of --window s every --hop, each the API\'s forward on the same streams; options and refusals', async () => {
+  // 12 s of ACC at 50 Hz (sensor time + 1 s = phone time) and HR once a second; the demo model
+  // (acc_x/y/z, hr; placements chest, wrist, finger) with --placement wrist.
+  const dir = mkdtempSync(join(tmp, 'polar-'));
+  const NS0 = 704201974000000000n, T0 = 946684800 + 704201974;  // 2022-04-25T11:39:34 as UTC
+  const phone = (s) => new Date((T0 + s) * 1000).toISOString().slice(0, 23);
+  const acc = ['Phone timestamp;sensor timestamp [ns];X [mg];Y [mg];Z [mg]'];
+  const value = (k, axis) => Math.round(1000 * Math.sin(k / 7 + axis) + 30 * axis);
+  for (let k = 0; k < 600; k++) acc.push(`${phone(1 + k / 50)};${NS0 + BigInt(k) * 20000000n};${value(k, 0)};${value(k, 1)};${value(k, 2)}`);
+  const hr = ['Phone timestamp;HR [bpm]'];
+  for (let k = 0; k < 12; k++) hr.push(`${phone(1.5 + k)};${60 + k}`);
+  writeFileSync(join(dir, 'Polar_Sense_ACC.txt'), acc.join('\n') + '\n');
+  writeFileSync(join(dir, 'Polar_Sense_HR.txt'), hr.join('\n') + '\n');
+  writeFileSync(join(dir, 'README.md'), 'not an export\n');
+  const demo = fileURLToPath(new URL('../../demo/model/demo.safetensors', import.meta.url));
+  const r = await run('run', '--model', demo, '--input', dir, '--placement', 'wrist', '--window', '10', '--hop', '5');
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  // first sample (ACC) at T0 + 1; last ACC sample at T0 + 1 + 599/50 = T0 + 12.98, last HR at
+  // T0 + 12.5: windows end at T0 + 11 and T0 + 16 (the second ends past the last sample)
+  assert.equal(out.windows.length, 2);
+  const model = await loadModel(demo);
+  try {
+    for (const [k, w] of out.windows.entries()) {
+      const from = T0 + 1 + 5 * k, to = from + 10;
+      const slots = Array.from({ length: 600 }, (_, i) => i).filter((i) => T0 + 1 + i / 50 >= from - 1e-9 && T0 + 1 + i / 50 < to - 1e-9);
+      const beats = Array.from({ length: 12 }, (_, i) => i).filter((i) => T0 + 1.5 + i >= from && T0 + 1.5 + i < to);
+      const window = { streams: [
+        ...['acc_x', 'acc_y', 'acc_z'].map((m, axis) => ({ sensor: 1, modality: m, placement: 'wrist', rateHz: 50, startTime: T0 + 1 + slots[0] / 50, samples: slots.map((i) => value(i, axis)) })),
+        { sensor: 2, modality: 'hr', placement: 'wrist', timestamps: beats.map((i) => T0 + 1.5 + i), samples: beats.map((i) => 60 + i) },
+      ] };
+      const api = model.forward(window);
+      assert.deepEqual(w.tokens.modality, api.tokens.modality, `window ${k} tokens`);
+      // the grid's rate and start come from a least-squares fit of exact ns: 50 Hz and T0 + 1 to
+      // float64 rounding, so the same float32 outputs within 1e-5 (a time off by 1e-7 s moves the
+      // encoding by that much)
+      assert.ok(allClose(w.pooled, api.pooled, 1e-5, 0).ok, `window ${k} pooled`);
+      assert.equal(w.label, api.label);
+    }
+  } finally {
+    model.dispose();
+  }
+  assert.match(r.stderr, /Polar_Sense_ACC\.txt ACC 600, Polar_Sense_HR\.txt HR 12 \(rows read\)/);
+  // --sensor is for CSV; a folder is only a Polar export; stdin cannot be one
+  const sensor = await run('run', '--model', demo, '--input', dir, '--sensor', '1');
+  assert.equal(sensor.status, 2);
+  assert.match(sensor.stderr, /--sensor applies to CSV input only; .* is Polar Sensor Logger exports/);
+  const format = await run('run', '--model', demo, '--input', dir, '--format', 'json');
+  assert.equal(format.status, 2);
+  assert.match(format.stderr, /--format json: .* is a folder \(only a Polar Sensor Logger export is read from a folder: --format polarlogger\)/);
+  const window = await run('run', '--model', demo, '--input', fixturePath('model/windows.json'), '--window', '5');
+  assert.match(window.stderr, /--window applies to recordings \(\.sfrec\) and Polar Sensor Logger exports only/);
+  // one file of the export, found by its header line, not its name
+  writeFileSync(join(dir, 'acc-only.log'), acc.join('\n') + '\n');
+  const one = await run('run', '--model', demo, '--input', join(dir, 'acc-only.log'), '--placement', 'wrist');
+  assert.equal(one.status, 0, one.stderr);
+  assert.equal(JSON.parse(one.stdout).windows.length, 2);  // 11.98 s of ACC: windows ending at +10 and +15 s
 });

@@ -10,9 +10,9 @@
 // so a long recording shows progress; neither its windows nor the output are ever held whole.
 // The windows are computed by a pool of worker threads (--workers) and written in input order.
 import { readFileSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { constants as bufferConstants } from 'node:buffer';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 
@@ -20,6 +20,8 @@ import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
 import { csvColumns, readCsv } from '../src/csv.js';
 import { readWfdb } from '../src/wfdb.js';
+import { readPolarLogger } from '../src/polar-logger.js';
+import { sliceWindow } from '../src/window.js';
 import { rrFromEcg } from '../src/qrs.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
@@ -37,14 +39,15 @@ setFlagsFromString('--no-concurrent-recompilation');
 const MIN_SECONDS = 0.001;
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-const FORMATS = ['json', 'csv', 'sfrec', 'wfdb'];
+const FORMATS = ['json', 'csv', 'sfrec', 'wfdb', 'polarlogger'];
 
 // Points only at files in the npm package: README.md (npm always packs it) and examples/.
-const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|record.hea|->
-                       [--format json|csv|sfrec|wfdb] [--output <out.json>] [--pretty]
+const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|record.hea|export/|->
+                       [--format json|csv|sfrec|wfdb|polarlogger] [--output <out.json>] [--pretty]
                        [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>]
-                       CSV only:        [--placement <name>] [--sensor <id>] [--rate <column>=<Hz|events>]...
-                       recordings only: [--window <seconds>] [--hop <seconds>]
+                       CSV, Polar exports:        [--placement <name>]
+                       CSV only:                  [--sensor <id>] [--rate <column>=<Hz|events>]...
+                       recordings, Polar exports: [--window <seconds>] [--hop <seconds>]
        sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|->
                        [--output <out.jsonl>] [--window <seconds>] [--embeddings] [--attention]
        sensorformer --help | --version
@@ -57,9 +60,13 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                .hea: a WFDB record's header (PhysioNet), its signal files (format 16 or 212 .dat,
                      MATLAB v4 .mat) next to it; one window of the whole record, each signal a
                      stream at its own rate in physical units, placement the model's first
+               a folder (or one of its .txt files): a Polar Sensor Logger export, one file per
+                     stream (README "Polar Sensor Logger exports"); windows of --window seconds
+                     every --hop, placement --placement or the model's first
                -: read standard input (not a WFDB record: its signal files need a folder).
                Examples: examples/window.json, examples/device.csv
-  --format     what the input is, when neither its name (.json, .csv, .sfrec, .hea) nor its start tells
+  --format     what the input is, when neither its name (.json, .csv, .sfrec, .hea, a folder) nor its
+               start tells
   --output     write the JSON there instead of stdout (the folder must exist; - is stdout)
   --pretty     indent the JSON (2 spaces)
   --embeddings include each window's token embeddings (tokens x d_model; large: left out by default)
@@ -69,7 +76,8 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
   --workers    threads computing windows in parallel, an integer from 1 to ${MAX_WORKERS} (default: one
                per core, at most 8); never more than the input has windows; 1 computes on the
                main thread. The output is the same, byte for byte, for any count
-  --placement  placement of columns that do not name one (default: the model's first)
+  --placement  placement of CSV columns that do not name one, or of a Polar export's streams
+               (default: the model's first)
   --sensor     sensor id of the first data column, an integer >= 0 (default 0; next columns count up)
   --rate       a column's rate in Hz (regular stream) or "events" (event-driven), overriding what
                its timestamps suggest; repeat for more columns. Otherwise each column is regular
@@ -287,12 +295,13 @@ function inputKind(text, name, format) {
   const start = text.replace(/^\uFEFF/, '').trimStart();
   if (start.startsWith('{')) return 'json';
   if (/^time\s*,/i.test(start)) return 'csv';
-  throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording; pass --format json, csv, sfrec or wfdb`);
+  if (start.startsWith('Phone timestamp;')) return 'polarlogger';
+  throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording, not a Polar Sensor Logger file; pass --format json, csv, sfrec, wfdb or polarlogger`);
 }
 
 // The options each input kind has a use for: any other is a usage error, not silently ignored.
-const ONLY = { window: 'sfrec', hop: 'sfrec', placement: 'csv', sensor: 'csv', rate: 'csv' };
-const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)', wfdb: 'a WFDB record' };
+const ONLY = { window: ['sfrec', 'polarlogger'], hop: ['sfrec', 'polarlogger'], placement: ['csv', 'polarlogger'], sensor: ['csv'], rate: ['csv'] };
+const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)', wfdb: 'a WFDB record', polarlogger: 'Polar Sensor Logger exports' };
 
 // --rate column=Hz or column=events, repeatable, checked against the CSV's header.
 function csvRates(list, text) {
@@ -319,12 +328,20 @@ async function openInput(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
   if (path === '-' && values.format === 'wfdb')
     throw new UsageError('a WFDB record cannot come from standard input: its signal files are read from the header\'s folder; pass the .hea path');
-  const text = await readInput(path);
-  const kind = inputKind(text, name, values.format);
-  const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && ONLY[o] !== kind);
-  const unused = misplaced.filter((o) => ONLY[o] === ONLY[misplaced[0]]);  // one kind per message
+  // A folder is a Polar Sensor Logger export (one file per stream); nothing else is a folder.
+  const folder = path !== '-' && (await stat(path).catch(() => null))?.isDirectory();
+  if (folder && values.format !== undefined && values.format !== 'polarlogger')
+    throw new UsageError(`--format ${values.format}: ${name} is a folder (only a Polar Sensor Logger export is read from a folder: --format polarlogger)`);
+  if (path === '-' && values.format === 'polarlogger')
+    throw new UsageError('a Polar Sensor Logger export cannot come from standard input: pass its folder or files');
+  const text = folder ? '' : await readInput(path);
+  const kind = folder ? 'polarlogger' : inputKind(text, name, values.format);
+  if (path === '-' && kind === 'polarlogger')
+    throw new UsageError('a Polar Sensor Logger export cannot come from standard input: pass its folder or files');
+  const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && !ONLY[o].includes(kind));
+  const unused = misplaced.filter((o) => ONLY[o].join() === ONLY[misplaced[0]].join());  // one kind per message
   if (unused.length)
-    throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${KIND_NAMES[ONLY[unused[0]]]} only; ${name} is ${KIND_NAMES[kind]}`);
+    throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${ONLY[unused[0]].map((k) => KIND_NAMES[k]).join(' and ')} only; ${name} is ${KIND_NAMES[kind]}`);
   if (kind === 'csv') {
     // Parsed before the model loads: a bad row or --rate fails fast, the warnings come first.
     // Columns that name no placement get --placement, else the model's first (known only then).
@@ -349,6 +366,7 @@ async function openInput(values, options) {
       label: (j) => `${name} signal ${j}`,
     };
   }
+  if (kind === 'polarlogger') return polarLoggerInput(path, values, options);
   if (kind === 'sfrec') {
     const recording = recordingWindows(text, { seconds: options.seconds, hop: options.hop });
     let filter;
@@ -379,6 +397,48 @@ async function openInput(values, options) {
   if (Array.isArray(json?.windows)) return { kind, count: json.windows.length, windows: () => json.windows, label };
   if (Array.isArray(json?.streams)) return { kind, count: 1, single: true, windows: () => [json], label };
   throw new SensorformerError('BAD_FORMAT', `${name}: expected {"streams": [...]} or {"windows": [...]}`);
+}
+
+// A Polar Sensor Logger export (a folder, or one of its files): read whole, then cut into windows
+// of --window seconds every --hop (window ends from the first sample's time + --window), as a
+// recording is; streams the model has no use for are left out and named on stderr, windows with no
+// sample at all are counted. The export's streams carry --placement, else the model's first.
+async function polarLoggerInput(path, values, options) {
+  const result = await readPolarLogger(path);
+  const skippedRows = Object.values(result.report).reduce((a, r) => a + r.skipped.length, 0);
+  const streams = result.window.streams;
+  const times = streams.flatMap((s) => (s.timestamps ? (s.timestamps.length ? [s.timestamps[0], s.timestamps[s.timestamps.length - 1]] : [])
+    : (s.samples.length ? [s.startTime, s.startTime + (s.samples.length - 1) / s.rateHz] : [])));
+  const first = Math.min(...times), last = Math.max(...times);
+  const { seconds, hop } = options;
+  // Window k covers [first + k hop, first + k hop + seconds); the last one ends past the last sample.
+  const count = times.length ? Math.max(1, Math.ceil((last - first - seconds) / hop + 1e-9) + 1) : 0;
+  if (count > MAX_WINDOWS)
+    throw new SensorformerError('RESOURCE_EXHAUSTED', `${path}: ${count.toLocaleString('en-US')} windows of ${seconds} s every ${hop} s, more than ${MAX_WINDOWS.toLocaleString('en-US')}; use a larger --hop`);
+  let filter, skipped = 0;
+  const counts = Object.entries(result.report).map(([f, r]) => `${basename(f)} ${r.kind} ${r.samples}`).join(', ');
+  note(`${path}: ${counts} (rows read); ${(last - first).toFixed(1)} s`);
+  return {
+    kind: 'polarlogger',
+    count,
+    windows: (config) => {
+      filter = streamFilter(config);
+      const placed = { ...result.window, streams: streams.map((s) => ({ ...s, placement: values.placement ?? config.placements[0] })) };
+      const out = [];
+      for (let k = 0; k < count; k++) {
+        const w = filter.apply(sliceWindow(placed, first + k * hop, first + k * hop + seconds));
+        if (!w.streams.some((s) => s.samples.length)) { skipped++; continue; }
+        out.push(w);
+      }
+      return out;
+    },
+    label: (j) => `window.streams[${j}]`,
+    finish() {
+      if (filter?.dropped.size) note(`the model has no use for ${[...filter.dropped].join(', ')}: left out`);
+      if (skipped) note(`${skipped.toLocaleString('en-US')} windows with no sample the model uses were left out`);
+      if (skippedRows) note(`${skippedRows} rows did not parse`);
+    },
+  };
 }
 
 // An unknown modality or placement named as the user wrote it (a CSV column, a JSON stream) with
@@ -474,7 +534,7 @@ function parseArguments() {
     if (unused.length) throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to "run" only`);
     return { values, command, options: { seconds: seconds(values.window, '--window', 10) } };
   }
-  if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv, sfrec or wfdb, got "${values.format}"`);
+  if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv, sfrec, wfdb or polarlogger, got "${values.format}"`);
   const options = {
     firstSensor: sensorId(values.sensor),
     seconds: seconds(values.window, '--window', 10),

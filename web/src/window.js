@@ -175,3 +175,35 @@ export function normalizeWindow(w, path = 'window') {
   const referenceTime = w.referenceTime == null ? null : finiteNumber(w.referenceTime, `${path}.referenceTime`, 'a time in seconds');
   return { referenceTime, streams: Array.from(w.streams, (s, i) => stream(s, `${path}.streams[${i}]`)) };
 }
+
+/**
+ * The part of a (checked or plain) window with times in [from, to): a regular stream's slots whose
+ * time startTime + k / rateHz falls in it (its startTime moved to the first; the samples shared,
+ * not copied, when they are a typed array), an event stream's events. Every stream stays, possibly
+ * empty. A long recording read as one window (a Polar Sensor Logger export) is cut into the
+ * windows a model was trained on this way; a slot exactly at `to` belongs to the next window.
+ */
+export function sliceWindow(window, from, to) {
+  const part = (a, i, j) => (ArrayBuffer.isView(a) ? a.subarray(i, j) : a.slice(i, j));
+  const streams = window.streams.map((s) => {
+    if (s.timestamps) {
+      const t = s.timestamps;
+      let i = 0, j = t.length;
+      while (i < t.length && t[i] < from) i++;
+      j = i;
+      while (j < t.length && t[j] < to) j++;
+      const out = { ...s, timestamps: part(t, i, j), samples: part(s.samples, i, j) };
+      if (s.present) out.present = part(s.present, i, j);
+      return out;
+    }
+    const n = s.samples.length;
+    // slot k is in [from, to) when from <= startTime + k / rate < to; 1e-9 of a slot absorbs the
+    // rounding of (time - startTime) * rate for a slot that is exactly at a bound
+    const first = Math.min(n, Math.max(0, Math.ceil((from - s.startTime) * s.rateHz - 1e-9)));
+    const end = Math.min(n, Math.max(first, Math.ceil((to - s.startTime) * s.rateHz - 1e-9)));
+    const out = { ...s, startTime: s.startTime + first / s.rateHz, samples: part(s.samples, first, end) };
+    if (s.present) out.present = part(s.present, first, end);
+    return out;
+  });
+  return { ...window, streams };
+}
