@@ -908,3 +908,34 @@ test('a Polar Sensor Logger export (a folder): windows of --window s every --hop
   assert.equal(one.status, 0, one.stderr);
   assert.equal(JSON.parse(one.stdout).windows.length, 2);  // 11.98 s of ACC: windows ending at +10 and +15 s
 });
+
+test('stream on a Polar Sensor Logger export: the session gets its ACC and HR with --placement, one line per push with final tokens, the rest named on stderr', async () => {
+  const dir = mkdtempSync(join(tmp, 'polar-stream-'));
+  const NS0 = 704201974000000000n, T0 = 946684800 + 704201974;
+  const phone = (s) => new Date((T0 + s) * 1000).toISOString().slice(0, 23);
+  const acc = ['Phone timestamp;sensor timestamp [ns];X [mg];Y [mg];Z [mg]'];
+  for (let k = 0; k < 1000; k++) acc.push(`${phone(1 + k / 50)};${NS0 + BigInt(k) * 20000000n};${k % 97};${k % 89};${k % 83}`);
+  const ppi = ['Phone timestamp;PP-interval [ms];error estimate [ms];blocker;contact;contact;hr [bpm]', `${phone(3)};1000;10;0;1;1;60`];
+  writeFileSync(join(dir, 'Polar_Sense_ACC.txt'), acc.join('\n') + '\n');
+  writeFileSync(join(dir, 'Polar_Sense_PPI.txt'), ppi.join('\n') + '\n');
+  const causal = fileURLToPath(new URL('../../demo/model/stream.safetensors', import.meta.url));
+  const r = await run('stream', '--model', causal, '--input', dir, '--placement', 'wrist');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(lines.length >= 10, `${lines.length} lines`);
+  const modalities = new Set(lines.flatMap((l) => l.modality));
+  assert.deepEqual([...modalities].sort(), ['acc_x', 'acc_y', 'acc_z']);
+  // 20 s of ACC: the last line's frontier is at or past the last sample, every token is final once
+  const last = lines[lines.length - 1];
+  assert.ok(last.frontier >= T0 + 1 + 999 / 50, `frontier ${last.frontier}`);
+  const times = lines.flatMap((l) => l.time.map((t, i) => `${l.modality[i]}@${t}`));
+  assert.equal(new Set(times).size, times.length, 'no token twice');
+  assert.equal(last.pooled.label, 'rest');  // an arm that barely moves (values of a few mG)
+  assert.match(r.stderr, /the model has no use for ppi@wrist#2: left out/);
+  // --placement is for exports; a recording refuses it
+  const recording = join(tmp, 'polar-stream.sfrec');
+  writeFileSync(recording, await recordSession({ seed: 15, seconds: 6 }));
+  const bad = await run('stream', '--model', causal, '--input', recording, '--placement', 'wrist');
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--placement applies to Polar Sensor Logger exports only/);
+});

@@ -207,3 +207,55 @@ test('a real export: every data row of every file is a sample or an event of the
     }
   }
 });
+
+// ------------------------------------------------------------------------------------------------
+// Into a streaming session through the feeder (the CLI's `stream` on an export).
+import { replayPolarLoggerIntoSession } from '../../web/src/ble/session.js';
+import { loadModel } from '../../web/src/index.js';
+
+const streamModel = new URL('../../demo/model/stream.safetensors', import.meta.url).pathname;
+
+async function intoSession(result, placement) {
+  const model = await loadModel(streamModel);
+  const session = model.stream({ historySeconds: 10 });
+  const chunks = [], finals = [];
+  try {
+    const out = await replayPolarLoggerIntoSession(result, session, {
+      config: model.config, placement, onUpdate: (u, chunk) => { chunks.push(chunk); finals.push(u.tokens.time.length); },
+    });
+    return { ...out, chunks, finals, frontier: session.frontier, config: model.config };
+  } finally {
+    session.dispose();
+    model.dispose();
+  }
+}
+
+test('an export into a session: every sample of the streams the model takes is given once (none late, none held), the rest left out by name', async () => {
+  const r = await readPolarLogger([{ name: 'ACC.txt', text: ACC }, { name: 'HR.txt', text: HR }, { name: 'PPI.txt', text: PPI }]);
+  const s = await intoSession(r, 'wrist');
+  // the demo's stream model takes acc_x/y/z and hr; it has no ppi modality
+  assert.deepEqual(Object.keys(s.stats).sort(), ['acc_x', 'acc_y', 'acc_z', 'hr']);
+  assert.deepEqual(Object.keys(s.leftOut), ['ppi']);
+  assert.equal(s.leftOut.ppi.received, 4);
+  for (const [id, st] of Object.entries(s.stats)) {
+    const rows = id === 'hr' ? 2 : 5;
+    assert.deepEqual([st.received, st.given, st.pending, st.beforeFrontier], [rows, rows, 0, 0], `${id}: ${JSON.stringify(st)}`);
+  }
+  // every chunk names the placement it was given
+  const declared = s.chunks.flatMap((c) => c.streams.filter((x) => x?.modality)).map((x) => x.placement);
+  assert.ok(declared.length >= 4 && declared.every((p) => p === 'wrist'), declared.join());
+});
+
+test('a real export into a session: every ACC and HR row given once, none late; the frontier reaches the last sample', { skip: skipReal }, async () => {
+  const r = await readPolarLogger(real);
+  const s = await intoSession(r, 'wrist');
+  for (const id of ['acc_x', 'acc_y', 'acc_z', 'hr']) {
+    const rows = r.streams[id].values.length;
+    const st = s.stats[id];
+    assert.deepEqual([st.received, st.given, st.pending, st.beforeFrontier], [rows, rows, 0, 0], `${id}: ${JSON.stringify(st)}`);
+  }
+  const taken = r.window.streams.filter((x) => ['acc_x', 'hr'].includes(x.modality));
+  const last = Math.max(...taken.map((x) => (x.timestamps ? x.timestamps[x.timestamps.length - 1] : x.startTime + (x.samples.length - 1) / x.rateHz)));
+  assert.ok(s.frontier >= last, `frontier ${s.frontier} before the last sample ${last}`);
+  assert.ok(s.finals.reduce((a, b) => a + b, 0) > 1000, 'tokens became final');
+});

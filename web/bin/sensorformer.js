@@ -25,7 +25,7 @@ import { sliceWindow } from '../src/window.js';
 import { rrFromEcg } from '../src/qrs.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
-import { MAX_WINDOWS, recordingWindows, replayIntoSession } from '../src/ble/session.js';
+import { MAX_WINDOWS, recordingWindows, replayIntoSession, replayPolarLoggerIntoSession } from '../src/ble/session.js';
 
 // Node 20 can deadlock at process exit when a background TurboFan compile waits for a main-thread
 // GC while the main thread waits for that compile (nodejs/node#54918): the CLI then never exits.
@@ -48,8 +48,9 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                        CSV, Polar exports:        [--placement <name>]
                        CSV only:                  [--sensor <id>] [--rate <column>=<Hz|events>]...
                        recordings, Polar exports: [--window <seconds>] [--hop <seconds>]
-       sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|->
+       sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|export/|->
                        [--output <out.jsonl>] [--window <seconds>] [--embeddings] [--attention]
+                       Polar exports: [--placement <name>]
        sensorformer --help | --version
 
   --input      JSON: one window {"streams": [...]} or a batch {"windows": [...]} (README "Input format")
@@ -93,7 +94,8 @@ Model outputs are float32, printed with the fewest digits that read back as the 
 A recording gives at most ${MAX_WINDOWS.toLocaleString('en-US')} windows (more: an error naming the count; use a larger --hop); windows
 with no sample at all (the recording was silent) are left out and counted on stderr.
 stream: the recording replays through the device layer into model.stream() (a causal model; one
-with attention_lookback_s keeps its memory bounded), as a live wearable would feed it; one JSON
+with attention_lookback_s keeps its memory bounded), as a live wearable would feed it (a Polar
+Sensor Logger export: each sample at its time through the same feeder, 1 s at a time); one JSON
 line per push that made tokens final: frontier (tokens before it are final), tokens (how many),
 index (session index of the first), stream, modality, time (s), present (one array each), and
 pooled over the final tokens of the last --window seconds (default 10): from, to, presentTokens,
@@ -530,7 +532,7 @@ function parseArguments() {
   if (!values.model || !values.input) throw new UsageError(`${command} needs ${!values.model ? '--model' : '--input'}`);
   if (command === 'stream') {
     // A stream is replayed from a recording only, into one session on this thread.
-    const unused = ['format', 'pretty', 'placement', 'sensor', 'rate', 'hop', 'max-gflop', 'workers'].filter((o) => values[o] !== undefined && values[o] !== false);
+    const unused = ['format', 'pretty', 'sensor', 'rate', 'hop', 'max-gflop', 'workers'].filter((o) => values[o] !== undefined && values[o] !== false);
     if (unused.length) throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to "run" only`);
     return { values, command, options: { seconds: seconds(values.window, '--window', 10) } };
   }
@@ -549,9 +551,16 @@ function parseArguments() {
 // that made tokens final (the usage text lists the fields), written as the replay goes.
 async function streamCommand(values, options) {
   const path = values.input, name = path === '-' ? 'standard input' : path;
-  const text = await readInput(path);
-  if (!text.startsWith(`{"format":"${RECORDING_FORMAT}"`))
-    throw new SensorformerError('BAD_FORMAT', `${name} is not a recording (.sfrec: its first line is {"format":"${RECORDING_FORMAT}", ...}); stream replays recordings only`);
+  // A folder, or a file starting "Phone timestamp;": a Polar Sensor Logger export (--placement for
+  // its streams, else the model's first); anything else must be a recording.
+  const folder = path !== '-' && (await stat(path).catch(() => null))?.isDirectory();
+  const text = folder ? '' : await readInput(path);
+  const polar = folder || text.startsWith('Phone timestamp;');
+  if (!polar && !text.startsWith(`{"format":"${RECORDING_FORMAT}"`))
+    throw new SensorformerError('BAD_FORMAT', `${name} is not a recording (.sfrec: its first line is {"format":"${RECORDING_FORMAT}", ...}) or a Polar Sensor Logger export; stream replays those only`);
+  if (!polar && values.placement !== undefined) throw new UsageError(`--placement applies to Polar Sensor Logger exports only; ${name} is recordings (.sfrec)`);
+  if (polar && path === '-') throw new UsageError('a Polar Sensor Logger export cannot come from standard input: pass its folder or files');
+  const exported = polar ? await readPolarLogger(path) : null;
   const model = await loadModel(values.model);
   // historySeconds: the pooling window is the only use of the history here.
   const session = model.stream({ historySeconds: options.seconds, attention: values.attention });
@@ -589,7 +598,9 @@ async function streamCommand(values, options) {
     for (const l of out) await sink.write(l);
   };
   try {
-    const { leftOut, stats } = await replayIntoSession(text, session, { config: model.config, onUpdate, between });
+    const { leftOut, stats } = exported
+      ? await replayPolarLoggerIntoSession(exported, session, { config: model.config, onUpdate, between, placement: values.placement ?? model.config.placements[0] })
+      : await replayIntoSession(text, session, { config: model.config, onUpdate, between });
     if (Object.keys(leftOut).length)
       note(`the model has no use for ${Object.values(leftOut).map((s) => `${s.modality}@${s.placement}#${s.sensor}`).sort().join(', ')}: left out`);
     const late = Object.entries(stats).filter(([, s]) => s.beforeFrontier > 0);
