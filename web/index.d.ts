@@ -251,6 +251,8 @@ export interface PolarLoggerFileReport {
   missingSlots?: number;
   /** PPI: rows the sensor flags as unreliable (missing in the window). */
   unreliable?: number;
+  /** HR / RR / PPI: rows whose phone time is earlier than the row before (put in time order in the window). */
+  outOfOrder?: number;
 }
 
 /** One stream id's samples with both clocks, as the files gave them. */

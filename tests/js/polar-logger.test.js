@@ -39,8 +39,8 @@ const PPI = [
   'Phone timestamp;PP-interval [ms];error estimate [ms];blocker;contact;contact;hr [bpm]',
   '2022-04-25T11:39:41.224;1117;882;1;1;1;0',  // blocker: unreliable
   '2022-04-25T11:39:42.341;1135;10;0;1;1;53',
-  '2022-04-25T11:39:43.300;958;12;0;0;1;53',   // contact supported, not in contact: unreliable
   '2022-04-25T11:39:44.300;1002;12;0;0;0;53',  // contact not supported: its flag says nothing
+  '2022-04-25T11:39:43.300;958;12;0;0;1;53',   // earlier than the row before (as real files have); contact supported, none: unreliable
 ].join('\n');
 const MARKER = ['Phone timestamp;Marker start/stop', '2022-04-25T11:40:02.383;MARKER_START ', '2022-04-25T11:48:03.398;MARKER_STOP '].join('\n');
 // H10 ECG at 130 Hz: phone times are the sensor's + 1 s rounded to ms (offsets 1, 1.000308,
@@ -95,12 +95,15 @@ test('an export as a window: host time line, one sensor->host offset (the smalle
   assert.deepEqual(Array.from(byId.hr.timestamps), [T0 - 32 + 0.323, T0 - 31 + 0.274]);
   assert.deepEqual(Array.from(byId.hr.samples), [66, 67]);
   assert.equal(byId.hr.sensor, 2);
+  // in time order in the window (the last row moved before the one above it)
+  assert.deepEqual(Array.from(byId.ppi.timestamps), [T0 + 7.224, T0 + 8.341, T0 + 9.3, T0 + 10.3]);
   assert.deepEqual(Array.from(byId.ppi.samples), [NaN, 1.135, NaN, 1.002]);
   assert.equal(r.report['Polar_Sense_PPI.txt'].unreliable, 2);
-  // the parsed PPI stream keeps every row with its flags
+  assert.equal(r.report['Polar_Sense_PPI.txt'].outOfOrder, 1);
+  // the parsed PPI stream keeps every row, in file order, with its flags
   assert.deepEqual(Array.from(r.streams.ppi.columns.blocker), [1, 0, 0, 0]);
   assert.deepEqual(Array.from(r.streams.ppi.columns['error estimate [ms]']), [882, 10, 12, 12]);
-  assert.deepEqual(Array.from(r.streams.ppi.columns['contact supported']), [1, 1, 1, 0]);
+  assert.deepEqual(Array.from(r.streams.ppi.columns['contact supported']), [1, 1, 0, 1]);
   assert.deepEqual(r.markers.map((m) => [m.kind, m.time]), [['start', T0 + 28.383], ['stop', T0 + 509.398]]);
 });
 
@@ -202,6 +205,7 @@ test('a real export: every data row of every file is a sample or an event of the
         near(worst, rep.maxGridError, 1e-5, `${s.modality}: largest slot - sensor time difference (float64 times near 1.65e9 s; 1e-5 s)`);
       } else {
         assert.equal(s.samples.length, rows, `${s.modality}: one event per row`);
+        assert.ok(s.timestamps.every((t, i) => i === 0 || t >= s.timestamps[i - 1]), `${s.modality}: times in order`);
         assert.equal(present + (rep.unreliable ?? 0), rows, `${s.modality}: present + unreliable`);
       }
     }

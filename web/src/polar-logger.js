@@ -37,7 +37,8 @@
 //   time; constant within a file) differs: 0.87 to 3.39 s between the files of one real export,
 //   the app's per-stream mapping including the delay of the stream's first notification. The
 //   smallest is taken (the stream whose mapping was least delayed; report.offset). HR / RR / PPI
-//   events keep their phone times.
+//   events keep their phone times, in time order (rows earlier than the row before them are
+//   counted in report[file].outOfOrder and moved to their place).
 // - PPI: every row is an event. A row the sensor flags as unreliable (blocker 1: movement, or
 //   contact supported and not in contact) is kept with its flags in the parsed stream, and its
 //   value is missing (NaN) in the window: the model sees that a pulse happened then, not its length.
@@ -312,7 +313,12 @@ export function polarLoggerWindow(parsed, { streams: overrides = {}, placement }
         r.unreliable = values.reduce((a, v) => a + (Number.isNaN(v) ? 1 : 0), 0);
       }
       all[id] = { file: p.file, hostTimes: p.hostTimes, deviceNs: null, deviceTimes: null, values: first, columns: p.columns };
-      out.push({ ...describeStream(id), timestamps: Float64Array.from(p.hostTimes), samples: Float64Array.from(values) });
+      // Rows earlier than the row before them (a real PPI file has two: 0.11 s and 3.1 s back)
+      // are counted and put in time order: an event stream's times never decrease.
+      const order = Array.from(p.hostTimes.keys());
+      r.outOfOrder = order.reduce((a, i) => a + (i && p.hostTimes[i] < p.hostTimes[i - 1] ? 1 : 0), 0);
+      if (r.outOfOrder) order.sort((a, b) => p.hostTimes[a] - p.hostTimes[b] || a - b);
+      out.push({ ...describeStream(id), timestamps: Float64Array.from(order, (i) => p.hostTimes[i]), samples: Float64Array.from(order, (i) => values[i]) });
     }
   }
   const markers = parsed.flatMap((p) => p.markers.map((m) => ({ ...m, file: p.file })));
