@@ -29,11 +29,6 @@ import { PmdTimeline } from '../web/src/ble/device.js';
 const NOMINAL_HZ = { ACC: 52, GYRO: 52, MAGN: 50, PPG: 55, ECG: 130 };
 const BURST_S = 0.05;
 
-const { values } = parseArgs({ options: { data: { type: 'string' }, json: { type: 'string' } } });
-if (!values.data) {
-  console.error('usage: node bench/polar_logger_timing.mjs --data <Polar Sensor Logger export folder> [--json out.json]');
-  process.exit(2);
-}
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(q * (sorted.length - 1))))];
 const fit = (x, y) => {  // least squares y = a + b x
@@ -47,7 +42,7 @@ const fit = (x, y) => {  // least squares y = a + b x
   return { a: my - b * mx, b };
 };
 
-function streamed(file, raw) {
+export function streamed(file, raw) {
   const ns = raw.deviceNs, n = ns.length;
   const t = Float64Array.from(ns, (v) => Number(v - ns[0]) / 1e9);  // exact to the ns
   const idx = Float64Array.from({ length: n }, (_, i) => i);
@@ -104,7 +99,7 @@ function streamed(file, raw) {
   };
 }
 
-function events(file, kind, hostTimes) {
+export function events(file, kind, hostTimes) {
   const d = Array.from({ length: hostTimes.length - 1 }, (_, i) => hostTimes[i + 1] - hostTimes[i]).sort((a, b) => a - b);
   return {
     file, kind, rows: hostTimes.length, seconds: hostTimes[hostTimes.length - 1] - hostTimes[0],
@@ -113,27 +108,40 @@ function events(file, kind, hostTimes) {
   };
 }
 
-const result = await readPolarLogger(values.data);
-const out = { data: values.data, offsetS: result.offset, streamed: [], events: [] };
-const seen = new Set();
-for (const [id, raw] of Object.entries(result.streams)) {
-  if (seen.has(raw.file)) continue;  // one row per file (the axes of ACC share their timestamps)
-  seen.add(raw.file);
-  const kind = result.report[raw.file].kind;
-  if (raw.deviceNs) out.streamed.push(streamed(raw.file, { ...raw, kind }));
-  else out.events.push(events(raw.file, kind, raw.hostTimes));
+/** The analysis of an export folder: { offsetS, streamed: [...], events: [...] } (see the header). */
+export async function analyse(folder) {
+  const result = await readPolarLogger(folder);
+  const out = { data: folder, offsetS: result.offset, streamed: [], events: [] };
+  const seen = new Set();
+  for (const raw of Object.values(result.streams)) {
+    if (seen.has(raw.file)) continue;  // one row per file (the axes of ACC share their timestamps)
+    seen.add(raw.file);
+    const kind = result.report[raw.file].kind;
+    if (raw.deviceNs) out.streamed.push(streamed(raw.file, { ...raw, kind }));
+    else out.events.push(events(raw.file, kind, raw.hostTimes));
+  }
+  return out;
 }
-const f = (x, d = 3) => x.toFixed(d);
-const base = (p) => p.split('/').pop();
-console.log(`export ${values.data}: sensor -> host offset ${f(out.offsetS, 4)} s (the smallest file offset)\n`);
-console.log('| file | samples | nominal Hz | true Hz | vs nominal | spacing ms (median, min-max) | wander from one rate | frames: samples (median, 5-95 %) | PmdTimeline vs the file\'s times | phone - sensor: offset, drift, residual |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
-for (const s of out.streamed) {
-  console.log(`| ${base(s.file)} | ${s.samples} | ${s.nominalHz} | ${f(s.rateHz, 4)} | ${s.ppmVsNominal >= 0 ? '+' : ''}${f(s.ppmVsNominal / 1e4, 2)} % | ${f(s.spacingMs.median)} (${f(s.spacingMs.min)}-${f(s.spacingMs.max)}) | ${f(s.wanderMs, 1)} ms | ${s.frames.count} frames: ${s.frames.median} (${s.frames.p5}-${s.frames.p95}) | max ${f(s.pmdTimeline.maxErrorUs, 1)} µs (${f(s.pmdTimeline.maxErrorAfterFirstFrameUs, 1)} after the first frame) | ${f(s.phoneMinusSensor.offsetS, 4)} s, ${f(s.phoneMinusSensor.driftPpm, 2)} ppm, ±${f(s.phoneMinusSensor.residualMs, 2)} ms |`);
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { data: { type: 'string' }, json: { type: 'string' } } });
+  if (!values.data) {
+    console.error('usage: node bench/polar_logger_timing.mjs --data <Polar Sensor Logger export folder> [--json out.json]');
+    process.exit(2);
+  }
+  const out = await analyse(values.data);
+  const f = (x, d = 3) => x.toFixed(d);
+  const base = (p) => p.split('/').pop();
+  console.log(`export ${values.data}: sensor -> host offset ${f(out.offsetS, 4)} s (the smallest file offset)\n`);
+  console.log('| file | samples | nominal Hz | true Hz | vs nominal | spacing ms (median, min-max) | wander from one rate | frames: samples (median, 5-95 %) | PmdTimeline vs the file\'s times | phone - sensor: offset, drift, residual |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const s of out.streamed) {
+    console.log(`| ${base(s.file)} | ${s.samples} | ${s.nominalHz} | ${f(s.rateHz, 4)} | ${s.ppmVsNominal >= 0 ? '+' : ''}${f(s.ppmVsNominal / 1e4, 2)} % | ${f(s.spacingMs.median)} (${f(s.spacingMs.min)}-${f(s.spacingMs.max)}) | ${f(s.wanderMs, 1)} ms | ${s.frames.count} frames: ${s.frames.median} (${s.frames.p5}-${s.frames.p95}) | max ${f(s.pmdTimeline.maxErrorUs, 1)} µs (${f(s.pmdTimeline.maxErrorAfterFirstFrameUs, 1)} after the first frame) | ${f(s.phoneMinusSensor.offsetS, 4)} s, ${f(s.phoneMinusSensor.driftPpm, 2)} ppm, ±${f(s.phoneMinusSensor.residualMs, 2)} ms |`);
+  }
+  console.log('\n| file | rows | interval ms: median (5-95 %, min-max) | rows within 50 ms of the previous |');
+  console.log('|---|---|---|---|');
+  for (const e of out.events) {
+    console.log(`| ${base(e.file)} | ${e.rows} | ${f(e.intervalMs.median, 0)} (${f(e.intervalMs.p5, 0)}-${f(e.intervalMs.p95, 0)}, ${f(e.intervalMs.min, 0)}-${f(e.intervalMs.max, 0)}) | ${e.burstRows} |`);
+  }
+  if (values.json) writeFileSync(values.json, `${JSON.stringify(out, null, 1)}\n`);
 }
-console.log('\n| file | rows | interval ms: median (5-95 %, min-max) | rows within 50 ms of the previous |');
-console.log('|---|---|---|---|');
-for (const e of out.events) {
-  console.log(`| ${base(e.file)} | ${e.rows} | ${f(e.intervalMs.median, 0)} (${f(e.intervalMs.p5, 0)}-${f(e.intervalMs.p95, 0)}, ${f(e.intervalMs.min, 0)}-${f(e.intervalMs.max, 0)}) | ${e.burstRows} |`);
-}
-if (values.json) writeFileSync(values.json, `${JSON.stringify(out, null, 1)}\n`);

@@ -263,3 +263,20 @@ test('a real export into a session: every ACC and HR row given once, none late; 
   assert.ok(s.frontier >= last, `frontier ${s.frontier} before the last sample ${last}`);
   assert.ok(s.finals.reduce((a, b) => a + b, 0) > 1000, 'tokens became final');
 });
+
+// BENCHMARKS.md "Real device timing" says the device layer's frame timing reproduces the export's
+// per-sample times: checked here on the real export (bench/polar_logger_timing.mjs's analysis).
+test('a real export: PmdTimeline, given each inferred frame\'s last time and count, is within 1 µs of the file\'s per-sample times after the first frame', { skip: skipReal }, async () => {
+  const { analyse } = await import('../../bench/polar_logger_timing.mjs');
+  const out = await analyse(real);
+  assert.ok(out.streamed.length >= 1);
+  for (const s of out.streamed) {
+    // the sensor times are integers of ns, interpolated inside a frame by the app: a float64
+    // spacing from the frame's last time reproduces them to well under 1 µs
+    assert.ok(s.pmdTimeline.maxErrorAfterFirstFrameUs < 1, `${s.kind}: ${s.pmdTimeline.maxErrorAfterFirstFrameUs} µs`);
+    assert.ok(s.frames.count > 10, `${s.kind}: ${s.frames.count} frames`);
+    // phone times are the sensor times + a constant printed in whole ms: residual 0.5 ms, plus up
+    // to 0.01 ms by which the least-squares line through the rounded values misses the constant
+    assert.ok(s.phoneMinusSensor.residualMs <= 0.51, `${s.kind}: residual ${s.phoneMinusSensor.residualMs} ms`);
+  }
+});
