@@ -26,6 +26,7 @@
 //   schedule=random    the simulator's own activity schedule instead of the rest/walk/run tour
 // A value out of range or not a number is ignored with a notice that says so; the default is used.
 import { bluetoothAvailability } from '../web/src/ble/index.js';
+import { readPolarLogger } from '../web/src/polar-logger.js';
 import { AttentionPanel } from './ui/attention-panel.js';
 import { $, clockTime, h, hostNow, relTime } from './ui/dom.js';
 import { InferenceLoop } from './ui/inference.js';
@@ -134,7 +135,7 @@ function renderDevices() {
   const bt = session?.source === 'bluetooth';
   $('#add-thermometer').hidden = !bt || session.devices.has('thermometer');
   $('#add-oximeter').hidden = !bt || session.devices.has('oximeter');
-  $('#use-simulator').hidden = !bt;
+  $('#use-simulator').hidden = session?.source === 'simulated' || !session;
   $('#connect').hidden = bt;
   const strap = session?.devices.get('strap');
   $('#disconnect').disabled = !(session?.canSimulateDisconnect && strap?.state === 'streaming');
@@ -214,6 +215,27 @@ for (const kind of ['thermometer', 'oximeter']) {
   });
 }
 $('#use-simulator').addEventListener('click', () => startSimulator());
+// A recording from disk: a Polar Sensor Logger export (its .txt files, one per stream), read by the
+// package's reader and played at its real pace through the same takers as a live device.
+$('#open-export').addEventListener('click', () => $('#export-files').click());
+$('#export-files').addEventListener('change', async (e) => {
+  const files = Array.from(e.target.files ?? []);
+  e.target.value = '';  // the same files again later are a new choice
+  if (!files.length) return;
+  let result;
+  try {
+    result = await readPolarLogger(files);
+  } catch (error) {
+    showNotice(`Could not read the recording: ${error.message}`, 'warn');
+    return;
+  }
+  notice.hidden = true;
+  const kinds = Object.values(result.report).map((r) => r.kind);
+  const next = adopt(Session.recording(result, `Recording: ${kinds.join(', ')}`));
+  addLog({ kind: 'source', text: `Polar Sensor Logger export (${files.length} files: ${kinds.join(', ')}), played from now at its real pace`, time: hostNow() });
+  await switchTo(next);
+  next.play();
+});
 $('#disconnect').addEventListener('click', () => {
   if (session?.simulateDisconnect(OUTAGE_SECONDS)) renderDevices();
 });

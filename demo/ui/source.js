@@ -8,6 +8,7 @@ import {
   createRealClock,
   DEVICE_FILTERS,
 } from '../../web/src/ble/index.js';
+import { playExport } from '../../web/src/ble/export-player.js';
 import { createSimulatedBluetooth } from '../../web/src/simulator/index.js';
 import { ALL_STREAMS, DEVICE_TITLES, streamsOf } from './streams.js';
 import { hostNow } from './dom.js';
@@ -34,7 +35,7 @@ export function demoSchedule(repeats = 40) {
 export class Session extends EventTarget {
   constructor({ source, bluetooth, sim = null, label, clock = null }) {
     super();
-    this.source = source;          // 'simulated' | 'bluetooth'
+    this.source = source;          // 'simulated' | 'bluetooth' | 'recording'
     this.label = label;
     this.bluetooth = bluetooth;
     this.sim = sim;
@@ -61,6 +62,39 @@ export class Session extends EventTarget {
       af,
     });
     return new Session({ source: 'simulated', bluetooth: sim, sim, label: 'Simulated wearable', clock });
+  }
+
+  /**
+   * A recorded export (readPolarLogger's result) played at its real pace from now on, through
+   * the same takers as a live device (the assembler, the stream sessions' feeders). Its streams
+   * keep the demo's specs where the page has them (ALL_STREAMS: the models know chest, wrist and
+   * finger, not the upper arm of a Verity Sense); the others (gyro, magnetometer, PPG, PPI) reach
+   * the feeders, which leave out what the models have no input for. Call play() after switching
+   * to it (its first samples are due 0.5 s later).
+   */
+  static recording(result, label) {
+    const session = new Session({ source: 'recording', bluetooth: null, label });
+    session.recording = result;
+    return session;
+  }
+
+  play() {
+    const result = this.recording;
+    // The placement the streams the page has no spec for are declared with (a feeder that meets
+    // them, like the AF session's, leaves them out by its model's config): the models know chest,
+    // wrist and finger; an arm-worn sensor is nearest the wrist.
+    const player = playExport(result, createRealClock(), { startAt: hostNow() + 0.5, assembler: this.assembler, name: this.label, placement: 'wrist' });
+    const entry = { kind: 'recording', name: this.label, state: 'streaming', wearable: player, battery: null, location: null };
+    this.devices.set('recording', entry);
+    this.player = player;
+    this.dispatchEvent(new CustomEvent('wearable', { detail: { kind: 'recording', wearable: player } }));
+    this.#log('connect', `${this.label}: playing ${Object.values(player.total).reduce((a, b) => a + b, 0).toLocaleString('en-US')} samples of ${Object.keys(player.total).length} streams at their real pace`);
+    player.addEventListener('end', () => {
+      entry.state = 'closed';
+      this.#log('info', `${this.label}: the recording ended (every sample delivered)`);
+      this.#changed();
+    });
+    this.#changed();
   }
 
   /** navigator.bluetooth (real, or whatever a test put there). */
@@ -181,12 +215,17 @@ export class Session extends EventTarget {
 
   /** Streams that feed the model and the devices they come from. */
   deviceOfStream(id) {
-    for (const [kind, entry] of this.devices) if (entry.wearable && streamsOf(kind)[id]) return entry;
+    for (const [kind, entry] of this.devices) {
+      // a recording's player delivers the streams its files hold
+      const has = kind === 'recording' ? entry.wearable?.total[id] !== undefined : streamsOf(kind)[id];
+      if (entry.wearable && has) return entry;
+    }
     return null;
   }
 
   async close() {
     this.closed = true;
+    this.player?.close();
     for (const entry of this.devices.values()) {
       entry.state = 'closed';
       await entry.wearable?.close().catch(() => {});

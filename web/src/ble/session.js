@@ -17,6 +17,7 @@ import { connectWearable, DEFAULT_STREAMS } from './device.js';
 import { feedSession } from './feeder.js';
 import { createVirtualClock } from './fake-gatt.js';
 import { parseRecording, replay } from './recording.js';
+import { playExport } from './export-player.js';
 
 /** Most windows one recording may give (a 24 h recording at a 1 s hop is 86,400). */
 export const MAX_WINDOWS = 100_000;
@@ -295,47 +296,24 @@ export async function replayIntoSession(text, session, { config = null, streams 
 
 /**
  * A Polar Sensor Logger export (readPolarLogger's result) fed into a session through the feeder,
- * as a live device's samples would be: each sample at its host time (a streamed sensor's: its
- * sensor time + the export's offset, with the sensor time as the device time the feeder measures
- * the rate from; HR / RR / PPI: their phone times), in steps of `step` seconds of recorded time
- * (all that falls in a step is delivered at its end, a notification's worth), on a virtual clock;
- * silences with nothing due are crossed in one step. Lost samples are never sent (as on a live
- * link): the feeder marks them missing. Stream ids are the window's modalities; every stream gets
- * `placement` (else keeps the export's). Returns the feeder's stats and what it left out.
+ * as a live device's samples would be: playExport's delivery (export-player.js: each sample at its
+ * host time, a streamed sensor's sensor time as its device time, lost samples never sent) in steps
+ * of `step` seconds of recorded time on a clock this function moves; silences with nothing due
+ * are crossed in one step. Every stream gets `placement` (else keeps the export's). Returns the
+ * feeder's stats and what it left out.
  */
 export async function replayPolarLoggerIntoSession(result, session, { config = null, placement, onUpdate, between, step = 1, ...feederOptions } = {}) {
   let now = -Infinity;
-  const feeding = feedSession([], session, { ...feederOptions, clock: { now: () => now }, config, onUpdate });
-  // Per stream: its samples in time order as [host time, value, device time].
-  const queues = [];
-  for (const s of result.window.streams) {
-    const raw = result.streams[s.modality];
-    if (!raw) continue;
-    const spec = { sensor: s.sensor, modality: s.modality, placement: placement ?? s.placement, rateHz: s.rateHz ?? null };
-    if (s.rateHz) {
-      const times = Float64Array.from(raw.deviceTimes, (d) => d + result.offset);
-      queues.push({ id: s.modality, spec, times, values: raw.values, device: raw.deviceTimes, next: 0 });
-    } else {
-      queues.push({ id: s.modality, spec, times: Float64Array.from(s.timestamps), values: Float64Array.from(s.samples), device: null, next: 0 });
-    }
-  }
-  const pending = () => queues.filter((q) => q.next < q.times.length);
-  const first = Math.min(...queues.map((q) => (q.times.length ? q.times[0] : Infinity)));
-  if (!Number.isFinite(first)) throw new SensorformerError('BAD_FORMAT', 'the export holds no sample');
-  now = first;
+  const clock = { now: () => now, setInterval: () => null, clearInterval: () => {} };  // time moves here only
+  const player = playExport(result, clock, { placement, stepSeconds: step });
+  const feeding = feedSession([], session, { ...feederOptions, clock, config, onUpdate });
+  player.addSink(feeding.sink);
+  now = player.start;
   try {
-    while (pending().length) {
-      const due = Math.min(...pending().map((q) => q.times[q.next]));
+    for (let due = player.nextDue(); due !== null; due = player.nextDue()) {
       // a silence with nothing due for more than two steps is crossed at once
       now = due - now > 2 * step ? due + step : now + step;
-      for (const q of pending()) {
-        let j = q.next;
-        while (j < q.times.length && q.times[j] < now) j++;
-        if (j === q.next) continue;
-        const values = Array.from(q.values.subarray(q.next, j), (v) => (Number.isNaN(v) ? null : v));
-        feeding.sink.push(q.id, q.times.subarray(q.next, j), values, q.spec, q.device ? q.device.subarray(q.next, j) : null);
-        q.next = j;
-      }
+      player.deliverUntil(now);
       await feeding.flush();
       if (feeding.error) throw feeding.error;
       await between?.();
@@ -345,6 +323,7 @@ export async function replayPolarLoggerIntoSession(result, session, { config = n
     await between?.();
     return { stats: feeding.stats, leftOut: feeding.feeder.leftOut };
   } finally {
+    player.close();
     await feeding.close();
   }
 }
