@@ -329,6 +329,7 @@ export function polarLoggerWindow(parsed, { streams: overrides = {}, placement }
 // the report's `ignored`) or one file or a list of files -> [{ name, text }].
 async function fromPaths(paths) {
   const { readFile, readdir, stat } = await import(/* @vite-ignore */ 'node:fs/promises');
+  const { join } = await import(/* @vite-ignore */ 'node:path');
   const io = (p, e) => new SensorformerError('IO', `cannot read ${p}: ${e.code === 'ENOENT' ? 'no such file or folder' : e.code === 'EACCES' ? 'permission denied' : e.message}`, { cause: e });
   const files = [];
   const ignored = [];
@@ -337,7 +338,7 @@ async function fromPaths(paths) {
     if (st.isDirectory()) {
       const names = (await readdir(path).catch((e) => { throw io(path, e); })).sort();
       for (const name of names) {
-        const full = `${path.replace(/[/\\]$/, '')}/${name}`;
+        const full = join(path, name);  // normalised: a/../b/x.txt is b/x.txt, as the user's own join gives
         if (!/\.(txt|csv)$/i.test(name)) { ignored.push(full); continue; }
         const text = await readFile(full, 'utf8').catch((e) => { throw io(full, e); });
         if (!text.startsWith(PHONE)) { ignored.push(full); continue; }
