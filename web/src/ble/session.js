@@ -242,6 +242,14 @@ export async function windowsFromRecording(text, options) {
   return { windows, ends, devices: source.devices };
 }
 
+// The end of a replay step (final: of the replay): the feeder's chunks pushed (final: every
+// watermark at "now"), a push that failed raised, the caller's hook run.
+async function endStep(feeding, between, final) {
+  await (final ? feeding.close() : feeding.flush());
+  if (feeding.error) throw feeding.error;
+  await between?.();
+}
+
 /**
  * A recording replayed into a streaming session (model.stream()), through the same path as live
  * wearables: replayed notifications -> device layer -> SessionFeeder (feeder.js) -> session.push.
@@ -279,13 +287,9 @@ export async function replayIntoSession(text, session, { config = null, streams 
       // so a replay costs its data, not its length (10,001 notifications 1000 s apart: one step
       // each, not 1000).
       await clock.advanceAsync(idle > SESSION_JUMP_STEPS && left > SESSION_JUMP_STEPS * step ? Math.min(idle * step, left) : Math.min(step, left));
-      await feeding.flush();
-      if (feeding.error) throw feeding.error;
-      await between?.();
+      await endStep(feeding, between, false);
     }
-    await feeding.close();
-    if (feeding.error) throw feeding.error;
-    await between?.();
+    await endStep(feeding, between, true);
     return { stats: feeding.stats, leftOut: feeding.feeder.leftOut, devices: names };
   } finally {
     await feeding.close();
@@ -314,13 +318,9 @@ export async function replayPolarLoggerIntoSession(result, session, { config = n
       // a silence with nothing due for more than two steps is crossed at once
       now = due - now > 2 * step ? due + step : now + step;
       player.deliverUntil(now);
-      await feeding.flush();
-      if (feeding.error) throw feeding.error;
-      await between?.();
+      await endStep(feeding, between, false);
     }
-    await feeding.close();
-    if (feeding.error) throw feeding.error;
-    await between?.();
+    await endStep(feeding, between, true);
     return { stats: feeding.stats, leftOut: feeding.feeder.leftOut };
   } finally {
     player.close();
