@@ -18,11 +18,15 @@
 //   residual around it (the phone times are printed in whole ms, so +-0.5 ms is rounding).
 // Per event file (HR, RR, PPI: phone arrival times only): the intervals between rows (median,
 // 5th-95th percentile, extremes) and the bursts (rows arriving within 50 ms of the previous).
+// Then the same figures for the simulator's armband (web/src/simulator/armband.js, seed 1, as
+// long as the export, at rest, on a virtual clock): its true rates, frame sizes and the arrival
+// intervals of its HR and PPI notifications at the device layer, beside the real device's.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { readPolarLogger } from '../web/src/polar-logger.js';
-import { PmdTimeline } from '../web/src/ble/device.js';
+import { PmdTimeline, connectWearable } from '../web/src/ble/device.js';
+import { createSimulatedBluetooth, createVirtualClock } from '../web/src/simulator/devices.js';
 
 // The nominal rates: the PMD settings a Verity Sense is started with by the Sensor Logger app
 // (ACC / GYRO 52 Hz, MAGN 50 Hz, PPG 55 Hz) and an H10's ECG (130 Hz).
@@ -123,6 +127,35 @@ export async function analyse(folder) {
   return out;
 }
 
+/**
+ * The simulated armband over `seconds` at rest (seed 1): per PMD stream its true rate and frame
+ * sizes (from the frames it sent), per event kind the arrival intervals at the device layer.
+ */
+export async function simulatedArmband(seconds) {
+  const T0 = 1764460800;
+  const clock = createVirtualClock(T0);
+  const sim = createSimulatedBluetooth({ seed: 1, devices: ['armband'], clock, activities: [{ activity: 'rest', duration: seconds + 60 }] });
+  let wearable = null;
+  const connecting = connectWearable({ bluetooth: sim, clock, pmd: { ppi: true } }).then((w) => { wearable = w; });
+  while (!wearable) await clock.advanceAsync(0.01);
+  await connecting;
+  const arrivals = { HR: [], PPI: [] };
+  for (const [kind, key] of [['hr', 'HR'], ['ppi', 'PPI']]) {
+    (async () => { for await (const b of wearable.samples(kind)) arrivals[key].push(clock.now()); })();
+  }
+  await clock.advanceAsync(seconds);
+  await wearable.close();
+  sim.close();
+  const byType = {};
+  for (const f of sim.truth.pmdFrames) (byType[f.type] ??= []).push(f);
+  const streamedRows = Object.entries(byType).map(([type, frames]) => {
+    const counts = frames.map((f) => f.count).sort((a, b) => a - b);
+    return { type, frames: frames.length, rateHz: 1 / frames[0].spacing, median: quantile(counts, 0.5), p5: quantile(counts, 0.05), p95: quantile(counts, 0.95) };
+  });
+  const eventRows = Object.entries(arrivals).map(([kind, times]) => events(`simulated ${kind}`, kind, times));
+  return { streamed: streamedRows, events: eventRows };
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: { data: { type: 'string' }, json: { type: 'string' } } });
   if (!values.data) {
@@ -142,6 +175,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log('|---|---|---|---|');
   for (const e of out.events) {
     console.log(`| ${base(e.file)} | ${e.rows} | ${f(e.intervalMs.median, 0)} (${f(e.intervalMs.p5, 0)}-${f(e.intervalMs.p95, 0)}, ${f(e.intervalMs.min, 0)}-${f(e.intervalMs.max, 0)}) | ${e.burstRows} |`);
+  }
+  const seconds = Math.round(Math.max(...out.events.map((e) => e.seconds)));
+  out.simulated = await simulatedArmband(seconds);
+  console.log(`\nThe simulated armband (sensorformer/simulator, devices: ['armband'], seed 1, ${seconds} s at rest):\n`);
+  console.log('| stream | true Hz | frames: samples (median, 5-95 %) |');
+  console.log('|---|---|---|');
+  for (const s of out.simulated.streamed) console.log(`| ${s.type} | ${f(s.rateHz, 4)} | ${s.frames} frames: ${s.median} (${s.p5}-${s.p95}) |`);
+  console.log('\n| notifications | rows | interval ms: median (5-95 %, min-max) | rows within 50 ms of the previous |');
+  console.log('|---|---|---|---|');
+  for (const e of out.simulated.events) {
+    console.log(`| ${e.file} | ${e.rows} | ${f(e.intervalMs.median, 0)} (${f(e.intervalMs.p5, 0)}-${f(e.intervalMs.p95, 0)}, ${f(e.intervalMs.min, 0)}-${f(e.intervalMs.max, 0)}) | ${e.burstRows} |`);
   }
   if (values.json) writeFileSync(values.json, `${JSON.stringify(out, null, 1)}\n`);
 }

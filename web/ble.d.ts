@@ -162,10 +162,18 @@ export interface SampleValues {
   temperature: Float32Array;
   /** %; NaN while the finger is off. */
   spo2: Float32Array;
+  /** Raw photodiode counts of an optical sensor (Polar PMD PPG: Verity Sense, OH1). */
+  ppg: { ppg0: Float32Array; ppg1: Float32Array; ppg2: Float32Array; ambient: Float32Array };
+  /** dps per axis (Polar PMD gyroscope, scaled by the factor the device answers). */
+  gyro: AccValues;
+  /** G per axis (Polar PMD magnetometer, scaled by the factor the device answers). */
+  magn: AccValues;
+  /** Pulse-to-pulse intervals in s (Polar PMD PPI); NaN where the device flags one unreliable. */
+  ppi: Float32Array;
 }
 export type SampleKind = keyof SampleValues;
 /** PMD streams carry the device clock's times too. */
-type PmdKind = 'ecg' | 'acc';
+type PmdKind = 'ecg' | 'acc' | 'ppg' | 'gyro' | 'magn';
 
 type SampleBatchOf<K extends SampleKind> = {
   kind: K;
@@ -176,7 +184,15 @@ type SampleBatchOf<K extends SampleKind> = {
   device: string;
 } & (K extends PmdKind
   ? { /** The device clock's seconds (Unix epoch), one per sample. */ deviceTimes: Float64Array }
-  : { deviceTimes?: undefined });
+  : { deviceTimes?: undefined }) & (K extends 'ppi'
+  ? {
+    /** The device's own fields per pulse: interval and error estimate in ms, heart rate bpm, flags 0 / 1. */
+    ppiMs: Uint16Array; hr: Uint16Array; errorEstimate: Uint16Array;
+    blocker: Uint8Array; skinContact: Uint8Array; skinContactSupported: Uint8Array;
+    /** Pulses of 0 ms in the frame: not placeable in time, left out. */
+    skipped: number;
+  }
+  : unknown);
 /** One batch of samples; SampleBatch<'ecg'> for one kind, SampleBatch for any (narrow on `kind`). */
 export type SampleBatch<K extends SampleKind = SampleKind> = { [P in K]: SampleBatchOf<P> }[K];
 
@@ -250,7 +266,16 @@ export interface ConnectOptions {
   /** Share one assembler across devices (default: a new one). */
   assembler?: WindowAssembler;
   /** PMD streams to start when the device has them (default: ECG, and ACC at 50 Hz, 16 bit, ± 8 G). */
-  pmd?: { ecg?: boolean; acc?: false | PmdAccSettings };
+  /**
+   * PMD streams to start when the device offers them. Each: false (off), true (the defaults) or
+   * settings (asked as given; a refusal is BLUETOOTH_PMD). Defaults: ECG on; ACC 50 Hz 16 bit 8 G;
+   * PPG 55 Hz 22 bit 4 channels; gyroscope 52 Hz 16 bit 2000 dps; magnetometer 50 Hz 16 bit 50 G
+   * (a refused default is retried with the device's offer); PPI off.
+   */
+  pmd?: {
+    ecg?: boolean; acc?: boolean | PmdAccSettings; ppg?: boolean | PmdStartSettings; gyro?: boolean | PmdStartSettings;
+    magnetometer?: boolean | PmdStartSettings; ppi?: boolean;
+  };
   /** Attempt k waits initialDelayMs x factor^(k-1) (defaults: 6 retries, 2000 ms, factor 2). */
   reconnect?: { retries?: number; initialDelayMs?: number; factor?: number };
   /** Takers of samples and gap marks from the first notification on (feedSession's `sink`). */
@@ -447,6 +472,10 @@ export interface PmdControlResponse {
   ok: boolean;
   /** Successful get-settings responses only; every setting an array (empty when absent). */
   settings: { sampleRate: number[]; resolution: number[]; range: number[]; rangeMilliunit: number[]; channels: number[]; factor: number[] } | null;
+  /** Successful start responses only: the bytes after the "more" byte. */
+  parameters?: Uint8Array;
+  /** Successful start responses only: a float32 scale factor when 4+ parameter bytes came, else null. */
+  factor?: number | null;
 }
 interface PmdFrameBase {
   /** u64 ns since 2000-01-01 on the device clock, of the frame's last sample. */
@@ -463,9 +492,23 @@ export interface PmdAccFrame extends PmdFrameBase {
   samples: { x: Int16Array | Int32Array | Float64Array; y: Int16Array | Int32Array | Float64Array; z: Int16Array | Int32Array | Float64Array };
   payload?: undefined;
 }
+/** Gyroscope (dps with the factor) or magnetometer (G with the factor): raw counts without one. */
+export interface PmdMotionFrame extends PmdFrameBase {
+  type: 'gyro' | 'magnetometer';
+  samples: { x: Int16Array | Int32Array | Float64Array; y: Int16Array | Int32Array | Float64Array; z: Int16Array | Int32Array | Float64Array };
+  payload?: undefined;
+}
+/** PPG: raw photodiode counts of three channels and the ambient light. */
+export interface PmdPpgFrame extends PmdFrameBase { type: 'ppg'; samples: { ppg0: Int32Array; ppg1: Int32Array; ppg2: Int32Array; ambient: Int32Array }; payload?: undefined }
+/** PPI: one entry per pulse; hr bpm, ppi and errorEstimate ms, flags 0 / 1 (blocker: unreliable). */
+export interface PmdPpiFrame extends PmdFrameBase {
+  type: 'ppi';
+  samples: { hr: Uint16Array; ppi: Uint16Array; errorEstimate: Uint16Array; blocker: Uint8Array; skinContact: Uint8Array; skinContactSupported: Uint8Array };
+  payload?: undefined;
+}
 /** A measurement type or sample format this decoder does not decode: the payload, undecoded. */
-export interface PmdRawFrame extends PmdFrameBase { type: 'ecg' | 'ppg' | 'acc' | 'ppi' | number; samples: null; payload: Uint8Array }
-export type PmdFrame = PmdEcgFrame | PmdAccFrame | PmdRawFrame;
+export interface PmdRawFrame extends PmdFrameBase { type: PmdMeasurementType | number; samples: null; payload: Uint8Array }
+export type PmdFrame = PmdEcgFrame | PmdAccFrame | PmdMotionFrame | PmdPpgFrame | PmdPpiFrame | PmdRawFrame;
 
 /**
  * Pure decoders of GATT characteristic values and the Polar PMD commands. Malformed bytes throw
@@ -500,9 +543,10 @@ export namespace decoders {
   export function decodePmdControlResponse(input: BytesInput): PmdControlResponse;
   /**
    * A PMD data frame. resolution: the stream's resolution setting in bits (1-32), needed for
-   * delta-compressed frames (default ECG 14, ACC 16); accFactor: scales ACC values.
+   * delta-compressed frames (default ECG 14, PPG 22, ACC / gyro / magnetometer 16); factor (or its
+   * older name accFactor): scales ACC, gyro and magnetometer counts to physical units.
    */
-  export function decodePmdData(input: BytesInput, options?: { resolution?: number | null; accFactor?: number | null }): PmdFrame;
+  export function decodePmdData(input: BytesInput, options?: { resolution?: number | null; factor?: number | null; accFactor?: number | null }): PmdFrame;
 }
 
 // --- recording and replay (recording.js, session.js) -------------------------------------------

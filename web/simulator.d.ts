@@ -1,15 +1,16 @@
-// Types for sensorformer/simulator: a simulated navigator.bluetooth whose chest strap, thermometer
-// and oximeter send the bytes real devices send. Hand-written; keep in step with
+// Types for sensorformer/simulator: a simulated navigator.bluetooth whose chest strap, thermometer,
+// oximeter and optical armband send the bytes real devices send. Hand-written; keep in step with
 // web/src/simulator/devices.js (whose header documents every option) and web/src/simulator/index.js.
 import type { Clock, FakeBluetooth, FakeDevice, RequestDeviceOptions } from './ble.js';
 
 export { createRealClock, createVirtualClock } from './ble.js';
 export type { Clock, RealClock, VirtualClock } from './ble.js';
 
-export type SimulatedDeviceKey = 'strap' | 'thermometer' | 'oximeter';
+/** 'armband' (an optical Verity Sense-like sensor: web/src/simulator/armband.js) only when asked for in `devices`. */
+export type SimulatedDeviceKey = 'strap' | 'thermometer' | 'oximeter' | 'armband';
 export const DEVICE_KEYS: readonly SimulatedDeviceKey[];
 /** One value for every device, or per device (the others keep their defaults). */
-export type PerDevice<T> = T | { strap?: T; thermometer?: T; oximeter?: T };
+export type PerDevice<T> = T | { strap?: T; thermometer?: T; oximeter?: T; armband?: T };
 /** A device by key, id or name. */
 export type SimulatedDeviceRef = SimulatedDeviceKey | string;
 export type Activity = 'rest' | 'walk' | 'run';
@@ -28,13 +29,13 @@ export interface SimulatedBluetoothOptions {
   clock?: Clock;
   /** Host time of t = 0 (default clock.now()). */
   start?: number;
-  /** Which devices exist (default all three). */
+  /** Which devices exist (default strap, thermometer, oximeter). */
   devices?: SimulatedDeviceKey[];
   /** Device names (defaults 'Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'). */
-  names?: { strap?: string; thermometer?: string; oximeter?: string };
-  /** Crystal drift in ppm (defaults strap 20, thermometer -15, oximeter 8). */
+  names?: { strap?: string; thermometer?: string; oximeter?: string; armband?: string };
+  /** Crystal drift in ppm (defaults strap 20, thermometer -15, oximeter 8, armband -12). */
   driftPpm?: PerDevice<number>;
-  /** Device time - true time, s (defaults strap 0.35, thermometer -1.2, oximeter 0.6). */
+  /** Device time - true time, s (defaults strap 0.35, thermometer -1.2, oximeter 0.6, armband 1.7). */
   clockOffset?: PerDevice<number>;
   /** BLE connection interval, 7.5-4000 ms (default 15). */
   connectionIntervalMs?: PerDevice<number>;
@@ -88,7 +89,7 @@ export interface SimulatedBluetoothOptions {
   pmdMaxFrameBytes?: number;
   /** Thermometer: indication interval (default 5 s), FLOAT exponent, Date Time field (default true), type byte. */
   thermometer?: { intervalSeconds?: number; exponent?: -1 | -2; timeField?: boolean; type?: number | null };
-  /** Battery level, % (defaults strap 87, oximeter 64). */
+  /** Battery level, % (defaults strap 87, oximeter 64, armband 72). */
   battery?: PerDevice<number>;
   /** Time connect() takes (default 0). */
   connectLatencyMs?: number;
@@ -116,7 +117,7 @@ export interface SimulatedClockTruth {
   jumps: Array<{ at: number; delta: number }>;
 }
 export interface SimulatedPmdFrame {
-  type: 'ecg' | 'acc';
+  type: 'ecg' | 'acc' | 'ppg' | 'gyro' | 'magnetometer';
   count: number;
   /** ns since 2000-01-01 as sent. */
   timestamp: bigint;
@@ -130,6 +131,8 @@ export interface SimulatedPmdFrame {
   /** Host s. */
   lastSampleTime: number;
   ready: number;
+  /** 'armband' for the armband's frames (the strap's have none). */
+  device?: 'armband';
 }
 /** What really happened, for tests (host times). */
 export interface SimulationTruth {
@@ -151,7 +154,23 @@ export interface SimulationTruth {
   rhythmAt(t: number): 'af' | 'sinus';
   /** AF episodes overlapping [t0, t1), host time. */
   afEpisodes(t0: number, t1: number): Array<{ start: number; end: number }>;
-  clocks: { strap?: SimulatedClockTruth; thermometer?: SimulatedClockTruth; oximeter?: SimulatedClockTruth };
+  clocks: { strap?: SimulatedClockTruth; thermometer?: SimulatedClockTruth; oximeter?: SimulatedClockTruth; armband?: SimulatedClockTruth };
+  /** The armband's signals (host time t), when it exists. */
+  armband?: {
+    accAt(t: number): number[];
+    /** dps */
+    gyroAt(t: number): number[];
+    /** G */
+    magnetometerAt(t: number): number[];
+    /** [ppg0, ppg1, ppg2, ambient] counts */
+    ppgAt(t: number): number[];
+    /** The exact host times the samples of one of its pmdFrames were taken at. */
+    sampleHostTimes(frame: SimulatedPmdFrame): Float64Array;
+    /** Pulse arrival host times in [t0, t1). */
+    pulseTimes(t0: number, t1: number): number[];
+    /** True rates (Hz) per requested rate. */
+    rates: { acc: Record<number, number>; gyro: Record<number, number>; magnetometer: Record<number, number>; ppg: Record<number, number> };
+  };
   /** Unix seconds on a device's clock at host time t (decodePmdData's deviceTime scale). */
   deviceTime(key: SimulatedDeviceKey, t: number): number;
   /** Host time at which a device's clock read `deviceTime` (Unix s). */
@@ -199,7 +218,7 @@ export interface SimulatedBluetooth extends FakeBluetooth {
   readonly seed: number | string;
   /** Host time of t = 0. */
   readonly start: number;
-  readonly devicesByKey: { strap?: FakeDevice; thermometer?: FakeDevice; oximeter?: FakeDevice };
+  readonly devicesByKey: { strap?: FakeDevice; thermometer?: FakeDevice; oximeter?: FakeDevice; armband?: FakeDevice };
   readonly truth: SimulationTruth;
   /**
    * Starts an atrial fibrillation episode of `duration` seconds (default 60) about `after` seconds

@@ -337,7 +337,14 @@ test('PMD commands', () => {
 
 test('PMD control responses', () => {
   const c = (s) => decodePmdControlResponse(h(s));
-  assert.deepEqual(c('F0 02 00 00 00'), { opCode: 2, type: 0, status: 0, ok: true, settings: null });
+  assert.deepEqual(c('F0 02 00 00 00'), { opCode: 2, type: 0, status: 0, ok: true, settings: null, parameters: new Uint8Array(0), factor: null });
+  // An H10's ACC start answer ends in one byte (01): kept as a parameter, no factor.
+  assert.deepEqual(c('F0 02 02 00 00 01'), { opCode: 2, type: 2, status: 0, ok: true, settings: null, parameters: Uint8Array.of(1), factor: null });
+  // A start answer with 4 bytes after "more": a float32 LE factor, here 0.07 (0x3D8F5C29, the
+  // gyroscope count of a Verity Sense in dps).
+  const gyro = c('F0 02 05 00 00 29 5C 8F 3D');
+  assert.equal(gyro.factor, Math.fround(0.07));
+  assert.deepEqual(Array.from(gyro.parameters), [0x29, 0x5C, 0x8F, 0x3D]);
   assert.deepEqual(c('F0 03 02 00'), { opCode: 3, type: 2, status: 0, ok: true, settings: null });
   // errors: start ACC -> 5 (invalid parameter); get settings of an unsupported type -> 3
   assert.deepEqual(c('F0 02 02 05 00'), { opCode: 2, type: 2, status: 5, ok: false, settings: null });
@@ -424,14 +431,75 @@ test('PMD ACC uncompressed frames', () => {
 });
 
 test('PMD frames that are not decoded keep their payload', () => {
-  const f = decodePmdData(h(`01 ${TS} 00 01 02 03`));  // PPG
+  const f = decodePmdData(h(`01 ${TS} 05 01 02 03`));  // PPG, a format not in Polar's table
   assert.equal(f.type, 'ppg');
   assert.equal(f.samples, null);
   assert.deepEqual(Array.from(f.payload), [1, 2, 3]);
-  const g = decodePmdData(h(`05 ${TS} 00`));  // gyro: type stays a number
-  assert.equal(g.type, 5);
+  const g = decodePmdData(h(`04 ${TS} 00`));  // type 4 (reserved): the type stays a number
+  assert.equal(g.type, 4);
+  assert.equal(decodePmdData(h(`05 ${TS} 01 00 00`)).samples, null);  // gyro format 1: not decoded
   assert.equal(decodePmdData(h(`00 ${TS} 05 01 02 03`)).samples, null);  // unknown ECG format
   assertDecodeError(() => decodePmdData(h(`00 ${TS}`)), 'pmd-data', 'no frame type');
+});
+
+// PPG, PPI, gyroscope and magnetometer frames (Polar Measurement Data Specification for 3rd
+// Party: "Frame types PPG / PPI / Gyroscope / Magnetometer"), bytes computed by hand below.
+test('PMD PPG frames: raw (OH1, 4 x int24) and delta (Verity Sense, 22-bit reference in 3 bytes)', () => {
+  // ppg0 200000 = 0x030D40 -> 40 0D 03; ppg1 -5 -> FB FF FF; ppg2 1000 -> E8 03 00; ambient -700 =
+  // 0xFFFD44 -> 44 FD FF.
+  const ref = '40 0D 03 FB FF FF E8 03 00 44 FD FF';
+  const raw = decodePmdData(h(`01 ${TS} 00 ${ref} 00 00 80 FF FF 7F 01 00 00 00 00 00`));
+  assert.equal(raw.type, 'ppg');
+  assert.ok(raw.samples.ppg0 instanceof Int32Array);
+  assert.deepEqual(['ppg0', 'ppg1', 'ppg2', 'ambient'].map((k) => Array.from(raw.samples[k])),
+    [[200000, -8388608], [-5, 8388607], [1000, 1], [-700, 0]]);
+  assertDecodeError(() => decodePmdData(h(`01 ${TS} 00 ${ref} 00`)), 'pmd-data', 'partial PPG sample');
+  // Delta: width 8, 2 samples: (+10, -3, +127, -128) = 0A FD 7F 80, (-1, 0, +1, +2) = FF 00 01 02;
+  // then width 4, 1 sample: (+1, -2, +7, -8): nibbles LSB first -> E1 87.
+  const delta = decodePmdData(h(`01 ${TS} 80 ${ref} 08 02 0A FD 7F 80 FF 00 01 02 04 01 E1 87`));
+  assert.equal(delta.compressed, true);
+  assert.deepEqual(['ppg0', 'ppg1', 'ppg2', 'ambient'].map((k) => Array.from(delta.samples[k])), [
+    [200000, 200010, 200009, 200010],
+    [-5, -8, -8, -10],
+    [1000, 1127, 1128, 1135],
+    [-700, -828, -826, -834],
+  ]);
+  // A 2-byte reference (resolution 16 given) is read as such: 4 x 2 bytes, then the blocks.
+  const narrow = decodePmdData(h(`01 ${TS} 80 10 00 20 00 30 00 40 00 08 01 01 02 03 04`), { resolution: 16 });
+  assert.deepEqual(['ppg0', 'ppg1', 'ppg2', 'ambient'].map((k) => Array.from(narrow.samples[k])), [[16, 17], [32, 34], [48, 51], [64, 68]]);
+});
+
+test('PMD PPI frames: 6 bytes per pulse, flags kept', () => {
+  // pulse 1: hr 66 (42), interval 1117 ms (5D 04), error 30 ms (1E 00), flags 06: contact, supported
+  // pulse 2: hr 0, interval 900 ms (84 03), error 500 ms (F4 01), flags 07: + blocker
+  const f = decodePmdData(h(`03 ${TS} 00 42 5D 04 1E 00 06 00 84 03 F4 01 07`));
+  assert.equal(f.type, 'ppi');
+  assert.deepEqual(Object.fromEntries(Object.entries(f.samples).map(([k, v]) => [k, Array.from(v)])), {
+    hr: [66, 0], ppi: [1117, 900], errorEstimate: [30, 500], blocker: [0, 1], skinContact: [1, 1], skinContactSupported: [1, 1],
+  });
+  assertDecodeError(() => decodePmdData(h(`03 ${TS} 00 42 5D 04 1E 00`)), 'pmd-data', 'partial pulse');
+  assertDecodeError(() => decodePmdData(h(`03 ${TS} 00`)), 'pmd-data', 'no pulse');
+  assert.equal(decodePmdData(h(`03 ${TS} 80 42 5D 04 1E 00 06`)).samples, null);  // no delta PPI frames
+});
+
+test('PMD gyroscope and magnetometer frames: int16 counts, times the factor', () => {
+  // gyro (5, 2, 17) counts = 05 00 02 00 11 00; x 0.07 dps -> (0.35, 0.14, 1.19)
+  const g = decodePmdData(h(`05 ${TS} 00 05 00 02 00 11 00`));
+  assert.equal(g.type, 'gyro');
+  assert.ok(g.samples.x instanceof Int16Array);
+  assert.deepEqual([g.samples.x[0], g.samples.y[0], g.samples.z[0]], [5, 2, 17]);
+  const gs = decodePmdData(h(`05 ${TS} 00 05 00 02 00 11 00`), { factor: 0.07 });
+  assert.ok(gs.samples.x instanceof Float64Array);
+  assert.deepEqual([gs.samples.x[0], gs.samples.y[0], gs.samples.z[0]], [5 * 0.07, 2 * 0.07, 17 * 0.07]);
+  // magnetometer delta: reference (-833, -275, 165) = BF FC ED FE A5 00; width 2, 1 sample
+  // (+1, -1, 0): bits 01 | 11 << 2 | 00 << 4 = 0x0D.
+  const m = decodePmdData(h(`06 ${TS} 80 BF FC ED FE A5 00 02 01 0D`), { factor: 0.0015 });
+  assert.equal(m.type, 'magnetometer');
+  assert.deepEqual([m.samples.x, m.samples.y, m.samples.z].map((a) => Array.from(a)),
+    [[-833 * 0.0015, -832 * 0.0015], [-275 * 0.0015, -276 * 0.0015], [165 * 0.0015, 165 * 0.0015]]);
+  assert.throws(() => decodePmdData(h(`06 ${TS} 00 05 00 02 00 11 00`), { factor: Infinity }),
+    (e) => e.code === 'INVALID_ARGUMENT' && /factor/.test(e.message));
+  assertDecodeError(() => decodePmdData(h(`06 ${TS} 00 05 00 02 00 11`)), 'pmd-data', 'partial magnetometer sample');
 });
 
 // Delta frames: the reference sample takes ceil(resolution / 8) bytes per channel, resolution being
@@ -451,7 +519,7 @@ test('PMD data: the measurement type is byte 0 & 0x3F; the upper two bits do not
     const a = decodePmdData(h(`${byte(2)} ${acc}`));
     assert.equal(a.type, 'acc', `byte 0 = ${byte(2)}`);
     assert.deepEqual([a.samples.x, a.samples.y, a.samples.z].map((c) => Array.from(c)), [[10, -1000], [-20, 32767], [1000, -32768]]);
-    assert.equal(decodePmdData(h(`${byte(5)} ${TS} 00`)).type, 5);  // gyro, undecoded: its type number
+    assert.equal(decodePmdData(h(`${byte(4)} ${TS} 00`)).type, 4);  // reserved, undecoded: its type number
   }
 });
 // .pdf, "Delta frame sample example from Polar Verity Sense"). Defaults: ECG 14 bits, ACC 16 bits.
@@ -680,20 +748,22 @@ const isU = (v, max) => Number.isInteger(v) && v >= 0 && v <= max;
 const withPrefix = (...prefixes) => fc.tuple(fc.constantFrom(...prefixes.map(h)), fc.uint8Array({ maxLength: 290 }))
   .map(([p, rest]) => Uint8Array.from([...p, ...rest]));
 const shortTail = (arb) => fc.tuple(arb, fc.uint8Array({ maxLength: 12 })).map(([a, b]) => Uint8Array.from([...a, ...b]));
-const pmdHeader = fc.tuple(fc.constantFrom(0, 1, 2, 3, 5, 255), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+const pmdHeader = fc.tuple(fc.constantFrom(0, 1, 2, 3, 4, 5, 6, 255), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
   fc.constantFrom(0, 1, 2, 3, 0x80, 0x81, 0x82, 0x83, 0xFF))
   .map(([type, ts, ft]) => frameHeader(type, ts, ft));
 const pmdFrames = fc.oneof(
   anyBytes,
   fc.tuple(pmdHeader, fc.uint8Array({ maxLength: 290 })).map(([hd, p]) => Uint8Array.from([...hd, ...p])),
   // delta frames with small, plausible block headers
-  fc.tuple(pmdHeader.map((hd) => { hd[0] = hd[0] % 3; hd[9] |= 0x80; return hd; }), fc.uint8Array({ minLength: 3, maxLength: 9 }),
+  fc.tuple(pmdHeader.map((hd) => { hd[0] = hd[0] % 7; hd[9] |= 0x80; return hd; }), fc.uint8Array({ minLength: 3, maxLength: 12 }),
     fc.array(fc.tuple(fc.integer({ min: 0, max: 34 }), fc.integer({ min: 0, max: 40 }), fc.uint8Array({ maxLength: 40 })), { maxLength: 6 }))
     .map(([hd, ref, blocks]) => Uint8Array.from([...hd, ...ref, ...blocks.flatMap(([w, n, d]) => [w, n, ...d])])),
   // well-formed delta frames with random delta bits (which may still overflow the sample range)
-  // (reference widths of the default resolutions: ECG 14 bits -> 2 bytes, ACC 16 bits -> 2 bytes)
-  fc.tuple(fc.constantFrom([0, 0x80, 1, 2], [2, 0x80, 3, 2], [2, 0x81, 3, 2], [2, 0x82, 3, 2]), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
-    fc.uint8Array({ minLength: 9, maxLength: 9 }), fc.array(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 30 })), { maxLength: 5 }),
+  // (reference widths of the default resolutions: ECG 14 bits -> 2 bytes, PPG 22 -> 3, ACC, gyro
+  // and magnetometer 16 -> 2)
+  fc.tuple(fc.constantFrom([0, 0x80, 1, 2], [1, 0x80, 4, 3], [2, 0x80, 3, 2], [2, 0x81, 3, 2], [2, 0x82, 3, 2], [5, 0x80, 3, 2], [6, 0x80, 3, 2]),
+    fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+    fc.uint8Array({ minLength: 12, maxLength: 12 }), fc.array(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 30 })), { maxLength: 5 }),
     fc.uint8Array({ minLength: 300, maxLength: 300 }))
     .map(([[type, ft, ch, w], ts, ref, blocks, noise]) => {
       const out = [...frameHeader(type, ts, ft), ...ref.slice(0, ch * w)];
@@ -726,7 +796,8 @@ const FUZZ_TARGETS = [
   ['PMD data', decodePmdData, pmdFrames,
     (v) => (v.compressed && v.samples && pmdDeltaDecoded++, true) && typeof v.timestamp === 'bigint' && Number.isFinite(v.deviceTime) &&
       (v.samples === null || v.samples instanceof Int32Array ||
-        ['x', 'y', 'z'].every((k) => v.samples[k].length === v.samples.x.length && v.samples.x.length > 0))],
+        // {x, y, z}, the PPG channels or the PPI fields: columns of one length >= 1
+        Object.values(v.samples).every((c, _, all) => ArrayBuffer.isView(c) && c.length === all[0].length && c.length > 0))],
 ];
 
 for (const [name, decode, arb, sane] of FUZZ_TARGETS) {

@@ -408,7 +408,7 @@ test('PMD control point: get-settings, start and errors answered as an H10 answe
   assert.deepEqual(await ask([0x03, 0x00]), [0xF0, 0x03, 0x00, 0x00, 0x00]);
   assert.deepEqual(await ask([0x03, 0x02]), [0xF0, 0x03, 0x02, 0x00, 0x00]);
   if (shared) {  // every form decodes, with its status
-    assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.of(0xF0, 0x02, 0x02, 0x00, 0x00, 0x01)), { opCode: 2, type: 2, status: 0, ok: true, settings: null });
+    assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.of(0xF0, 0x02, 0x02, 0x00, 0x00, 0x01)), { opCode: 2, type: 2, status: 0, ok: true, settings: null, parameters: Uint8Array.of(1), factor: null });
     assert.deepEqual(dec.decodePmdControlResponse(Uint8Array.of(0xF0, 0x02, 0x00, 0x06)), { opCode: 2, type: 0, status: 6, ok: false, settings: null });
   }
   bt.close();
@@ -735,8 +735,8 @@ test('bad simulator options are INVALID_ARGUMENT naming the option and its valid
     // Battery Level is a percentage in one byte: 150 would be sent as is, 300 as 44
     [{ battery: { strap: 150 } }, /battery\.strap must be an integer 0-100 \(%\), got 150/],
     [{ battery: 300 }, /battery\.strap must be an integer 0-100/],
-    [{ devices: ['strap', 'watch'] }, /devices: unknown simulated device 'watch' \(the devices are strap, thermometer, oximeter\)/],
-    [{ devices: 'strap' }, /devices must be an array of strap, thermometer, oximeter, got 'strap'/],
+    [{ devices: ['strap', 'watch'] }, /devices: unknown simulated device 'watch' \(the devices are strap, thermometer, oximeter, armband\)/],
+    [{ devices: 'strap' }, /devices must be an array of strap, thermometer, oximeter, armband, got 'strap'/],
     [{ disconnects: [{ device: 'watch', at: 1, duration: 1 }] }, /disconnects: unknown device 'watch' \(expected strap, thermometer, oximeter/],
     [{ disconnects: { ratePerHour: 1, devices: ['watch'] } }, /disconnects\.devices: unknown device 'watch'/],
     [{ faults: { clockJumps: [{ device: 'watch', at: 1, by: 1 }] } }, /faults\.clockJumps: unknown device 'watch'/],

@@ -280,3 +280,23 @@ test('a real export: PmdTimeline, given each inferred frame\'s last time and cou
     assert.ok(s.phoneMinusSensor.residualMs <= 0.51, `${s.kind}: residual ${s.phoneMinusSensor.residualMs} ms`);
   }
 });
+
+// Issue 21's goal: the simulator's rates, frame sizes and notification delivery match what the
+// real recording shows. The simulated armband (two minutes at rest, seed 1) against the export:
+// true rates within 100 ppm (the export's rates are least-squares fits over 9 minutes; the
+// armband's are set from them to 5 digits), the median frame size inside the real frames'
+// 5-95 % range, and the heart-rate notifications' median interval within 30 ms of the real one.
+test('a real export: the simulated armband runs at its rates, fills frames as it does and delivers heart rate as it does', { skip: skipReal }, async () => {
+  const { analyse, simulatedArmband } = await import('../../bench/polar_logger_timing.mjs');
+  const exported = await analyse(real);
+  const sim = await simulatedArmband(120);
+  const kinds = { ACC: 'acc', GYRO: 'gyro', MAGN: 'magnetometer', PPG: 'ppg' };
+  for (const r of exported.streamed) {
+    const s = sim.streamed.find((x) => x.type === kinds[r.kind]);
+    assert.ok(s, `${r.kind}: the armband sends it`);
+    assert.ok(Math.abs(s.rateHz / r.rateHz - 1) < 1e-4, `${r.kind}: simulated ${s.rateHz} Hz, real ${r.rateHz} Hz`);
+    assert.ok(s.median >= r.frames.p5 && s.median <= r.frames.p95, `${r.kind}: simulated frames of ${s.median} samples, real ${r.frames.p5}-${r.frames.p95}`);
+  }
+  const hr = (rows) => rows.find((e) => /HR/.test(e.file) || e.kind === 'HR');
+  assert.ok(Math.abs(hr(sim.events).intervalMs.median - hr(exported.events).intervalMs.median) < 30);
+});

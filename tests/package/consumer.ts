@@ -305,10 +305,23 @@ export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSigna
     break;
   }
   const some: SampleBatch = await strap.samples('rr').next().then((r) => r.value);
-  if (some.kind === 'acc') void some.values.z;
+  if (some.kind === 'acc' || some.kind === 'gyro' || some.kind === 'magn') void some.values.z;
+  else if (some.kind === 'ppg') void some.values.ambient;
   else void some.values.length;
-  // @ts-expect-error 'ppg' is not a kind of samples
-  strap.samples('ppg');
+  // PPI batches carry the device's own fields; PPG batches the device clock's times.
+  for await (const batch of strap.samples('ppi')) {
+    const blocker: Uint8Array = batch.blocker;
+    const seconds: Float32Array = batch.values;
+    void blocker, seconds;
+    break;
+  }
+  for await (const batch of strap.samples('ppg')) {
+    const device: Float64Array = batch.deviceTimes;
+    void device, batch.values.ppg2;
+    break;
+  }
+  // @ts-expect-error 'emg' is not a kind of samples
+  strap.samples('emg');
 
   const hr = decoders.decodeHeartRate(new Uint8Array([0x10, 62, 0x00, 0x04]));
   const rrSeconds: number[] = hr.rrIntervals;
@@ -406,7 +419,7 @@ export function drawing(ctx: CanvasRenderingContext2D, map: AttentionMap, stream
   const clock = createRealClock();
   const filters = DEFAULT_FILTERS.length + UUIDS.pmdData.length + RECORDING_FORMAT.length;
   const accRate: number = H10_ACC_RATES_HZ[50];
-  const keys: readonly ('strap' | 'thermometer' | 'oximeter')[] = DEVICE_KEYS;
+  const keys: readonly ('strap' | 'thermometer' | 'oximeter' | 'armband')[] = DEVICE_KEYS;
   void timing, slice, residual, jumped, hosts, beats.times, clock.now(), filters, accRate, keys;
   return drawn.points;
 }

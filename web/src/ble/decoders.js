@@ -345,7 +345,7 @@ export function decodeRsc(input) {
 export const PMD_MEASUREMENT_TYPES = Object.freeze({
   ecg: 0, ppg: 1, acc: 2, ppi: 3, gyro: 5, magnetometer: 6,
 });
-const PMD_TYPE_NAMES = ['ecg', 'ppg', 'acc', 'ppi'];
+const PMD_TYPE_NAMES = ['ecg', 'ppg', 'acc', 'ppi', undefined, 'gyro', 'magnetometer'];
 
 // Reading the control point answers 0x0F followed by the feature bitmask (and more bytes, which
 // are not interpreted).
@@ -420,6 +420,10 @@ export function encodePmdStart(type, settings = {}) {
 // 1 resolution u16, 2 range u16, 3 range in milliunits u32, 4 channels u8, 5 factor float32, all
 // little-endian. Every setting is reported as an array (empty when absent); an unknown setting
 // type is a decode error (its width, and so everything after it, is unknown).
+// Successful start (op 0x02) responses: the bytes after the "more" byte are returned as
+// `parameters`; when there are 4 or more, the first 4 are a float32 LE scale factor (`factor`: the
+// physical value of one count of the stream's samples, e.g. dps for a gyroscope), else factor is
+// null (an H10 answers one extra byte, 00 or 01, which is no factor).
 const RESPONSE_SETTINGS = new Map([
   [0x00, ['sampleRate', 'u16']], [0x01, ['resolution', 'u16']], [0x02, ['range', 'u16']],
   [0x03, ['rangeMilliunit', 'u32']], [0x04, ['channels', 'u8']], [0x05, ['factor', 'f32']],
@@ -439,6 +443,12 @@ export function decodePmdControlResponse(input) {
   const status = r.u8('the status');
   const ok = status === 0;
   let settings = null;
+  if (opCode === 0x02 && ok) {
+    if (r.remaining > 0) r.u8('the "more" byte');
+    const parameters = r.bytes.slice(r.offset);
+    const factor = parameters.length >= 4 ? r.f32('the scale factor') : null;
+    return { opCode, type, status, ok, settings, parameters, factor };
+  }
   if (opCode === 0x01 && ok) {
     settings = { sampleRate: [], resolution: [], range: [], rangeMilliunit: [], channels: [], factor: [] };
     if (r.remaining > 0) r.u8('the "more" byte');
@@ -468,14 +478,29 @@ export function decodePmdControlResponse(input) {
 // time of 2000-01-01T00:00:00Z). It is only an epoch shift: the device clock drifts (~20 ppm) and
 // was set by whoever set it; map it onto the host clock with clock.js.
 //
-// Decoded frames (others return `samples: null` with a copy of the undecoded `payload`):
+// Decoded frames (others return `samples: null` with a copy of the undecoded `payload`). Polar
+// Measurement Data Specification for 3rd Party ("Frame types ACC / Magnetometer / Gyroscope / PPG
+// / ECG / PPI") and polar-ble-sdk technical_documentation/online_measurement.pdf:
 //   ECG (type 0), format 0: signed 24-bit LE µV, one channel                    -> Int32Array
+//   PPG (type 1), format 0: signed 24-bit LE ppg0, ppg1, ppg2, ambient (OH1)     -> { ppg0, ppg1,
+//     ppg2, ambient } of Int32Array (raw photodiode counts, no unit)
 //   ACC (type 2), format 0 / 1 / 2: signed 8 / 16 / 24-bit LE x, y, z in mG    -> {x, y, z} of
-//     Int16Array (formats 0 and 1) or Int32Array (format 2); with options.accFactor (a finite
-//     number other than 1, e.g. the factor setting of a get-settings response) the raw values are
-//     multiplied by it and the arrays are Float64Array.
+//     Int16Array (formats 0 and 1) or Int32Array (format 2)
+//   PPI (type 3), format 0: 6 bytes per pulse: heart rate u8 (bpm), pulse-to-pulse interval u16
+//     (ms), its error estimate u16 (ms), flags u8 (bit0 blocker: the interval is unreliable, e.g.
+//     movement; bit1 skin contact; bit2 skin contact supported)               -> { hr, ppi,
+//     errorEstimate } of Uint16Array and { blocker, skinContact, skinContactSupported } of
+//     Uint8Array (0 / 1). The frame's timestamp is not used by the device layer (device.js).
+//   GYRO (type 5) / MAGNETOMETER (type 6), format 0: signed 16-bit LE x, y, z  -> {x, y, z}
+//     Int16Array of raw counts.
+// ACC, GYRO and MAGNETOMETER values become physical units with options.factor (a finite number
+// other than 1: the factor a start response or get-settings answers, e.g. a Verity Sense's gyro
+// 0.07 dps and magnetometer 0.0015 G per count, as its exported values are multiples of them):
+// the raw values are multiplied by it and the arrays are Float64Array. `accFactor` is the older
+// name of the same option.
 //
-// Delta-compressed frames (bit7 set; ECG with format 0, ACC with format 0, 1 or 2): Polar's public
+// Delta-compressed frames (bit7 set; ECG with format 0, PPG, ACC, GYRO and MAGNETOMETER with one
+// of their formats above): Polar's public
 // PMD documentation (polar-ble-sdk, technical_documentation/online_measurement.pdf, sections 3 and
 // 4.3.2-4.3.3; Polar_Measurement_Data_Specification.pdf, "Frame types ACC" and "Delta frame sample
 // example from Polar Verity Sense") gives the layout:
@@ -488,14 +513,16 @@ export function decodePmdControlResponse(input) {
 //     sample channel by channel.
 // Each block starts on a byte; padding bits of its last byte are ignored. Each delta is added to
 // the previous value of its channel; samples = the reference followed by every reconstructed
-// sample. Channels: ECG 1, ACC 3. `options.resolution` (bits, 1-32) defaults to the H10's: ECG 14
-// (2-byte reference), ACC 16 (3 x int16 reference: the spec's Verity Sense example, frame type
-// 0x80, reference D0 FF 65 01 E4 0F = (-48, 357, 4068)). Polar's frame-type table lists delta
-// frames for ACC (0x80) but none for ECG (types 1-255 are RFU there): ECG delta frames follow the
-// general rule above. A reconstructed value outside the signed range of the reference width (e.g.
-// int16 at resolution 16) is a decode error, as are a width of 0 or above 32, a count of 0, and a
-// block cut short. Output arrays: ECG Int32Array; ACC Int16Array up to 2-byte references, else
-// Int32Array (Float64Array with accFactor).
+// sample. Channels: ECG 1, PPG 4 (3 + ambient), ACC / GYRO / MAGNETOMETER 3. `options.resolution`
+// (bits, 1-32) defaults to ECG 14 (the H10's), PPG 22 (a Verity Sense's get-settings answer:
+// 3-byte reference values), ACC / GYRO / MAGNETOMETER 16 (3 x int16 reference: the spec's Verity
+// Sense example, frame type 0x80, reference D0 FF 65 01 E4 0F = (-48, 357, 4068)). Polar's
+// frame-type table lists delta frames for ACC (0x80) but none for ECG (types 1-255 are RFU there):
+// ECG delta frames follow the general rule above. A reconstructed value outside the signed range
+// of the reference width (e.g. int16 at resolution 16) is a decode error, as are a width of 0 or
+// above 32, a count of 0, and a block cut short. Output arrays: ECG and PPG Int32Array; ACC /
+// GYRO / MAGNETOMETER Int16Array up to 2-byte references, else Int32Array (Float64Array with a
+// factor).
 
 const PMD_HEADER = 10;
 
@@ -503,8 +530,13 @@ const PMD_HEADER = 10;
 // a delta frame is decoded when its low bits are one of these formats.
 const PMD_FORMATS = {
   0: { 0: [1, 3] },
+  1: { 0: [4, 3] },
   2: { 0: [3, 1], 1: [3, 2], 2: [3, 3] },
+  5: { 0: [3, 2] },
+  6: { 0: [3, 2] },
 };
+const PMD_PPI = 3;
+const PPI_RECORD = 6;  // hr u8, interval u16, error estimate u16, flags u8
 
 function signExtend(value, bits) {
   const half = 2 ** (bits - 1);
@@ -512,14 +544,21 @@ function signExtend(value, bits) {
 }
 
 // Delta-frame channels and default resolution (bits) by measurement type.
-const PMD_DELTA = { 0: { channels: 1, resolution: 14 }, 2: { channels: 3, resolution: 16 } };
+const PMD_DELTA = {
+  0: { channels: 1, resolution: 14 },
+  1: { channels: 4, resolution: 22 },
+  2: { channels: 3, resolution: 16 },
+  5: { channels: 3, resolution: 16 },
+  6: { channels: 3, resolution: 16 },
+};
 
 export function decodePmdData(input, options = {}) {
   const P = 'pmd-data';
   const bytes = toBytes(input, P);
-  const accFactor = options?.accFactor;
-  if (accFactor !== undefined && accFactor !== null && !Number.isFinite(accFactor)) {
-    throw new SensorformerError('INVALID_ARGUMENT', `accFactor must be a finite number, got ${describe(accFactor)}`);
+  const factorName = options?.factor !== undefined && options?.factor !== null ? 'factor' : 'accFactor';
+  const factor = options?.[factorName];
+  if (factor !== undefined && factor !== null && !Number.isFinite(factor)) {
+    throw new SensorformerError('INVALID_ARGUMENT', `${factorName} must be a finite number, got ${describe(factor)}`);
   }
   const resolution = options?.resolution;
   if (resolution !== undefined && resolution !== null && !(Number.isInteger(resolution) && resolution >= 1 && resolution <= 32)) {
@@ -543,6 +582,10 @@ export function decodePmdData(input, options = {}) {
   const type = PMD_TYPE_NAMES[typeCode] ?? typeCode;
   const result = { type, timestamp, deviceTime, compressed, frameType, samples: null };
 
+  if (typeCode === PMD_PPI && !compressed && format === 0) {
+    result.samples = decodePpi(bytes, P, frameType);
+    return result;
+  }
   const layout = PMD_FORMATS[typeCode]?.[format];
   if (!layout) {
     result.payload = bytes.slice(PMD_HEADER);
@@ -562,13 +605,39 @@ export function decodePmdData(input, options = {}) {
 
   if (typeCode === 0) {
     result.samples = Int32Array.from(columns[0]);
+  } else if (typeCode === 1) {
+    const [ppg0, ppg1, ppg2, ambient] = columns.map((c) => Int32Array.from(c));
+    result.samples = { ppg0, ppg1, ppg2, ambient };
   } else {
-    const scaled = accFactor !== undefined && accFactor !== null && accFactor !== 1;
+    const scaled = factor !== undefined && factor !== null && factor !== 1;
     const Ctor = scaled ? Float64Array : bits <= 16 ? Int16Array : Int32Array;
-    const [x, y, z] = columns.map((c) => (scaled ? Ctor.from(c, (v) => v * accFactor) : Ctor.from(c)));
+    const [x, y, z] = columns.map((c) => (scaled ? Ctor.from(c, (v) => v * factor) : Ctor.from(c)));
     result.samples = { x, y, z };
   }
   return result;
+}
+
+function decodePpi(bytes, P, frameType) {
+  const n = bytes.length - PMD_HEADER;
+  if (n === 0 || n % PPI_RECORD !== 0) {
+    fail(P, PMD_HEADER + n - (n % PPI_RECORD),
+      `PPI frame type ${hex(frameType)} expects a whole number (>= 1) of ${PPI_RECORD}-byte pulses after offset ${PMD_HEADER} but ${remainWord(n)}`);
+  }
+  const count = n / PPI_RECORD;
+  const out = {
+    hr: new Uint16Array(count), ppi: new Uint16Array(count), errorEstimate: new Uint16Array(count),
+    blocker: new Uint8Array(count), skinContact: new Uint8Array(count), skinContactSupported: new Uint8Array(count),
+  };
+  for (let i = 0, o = PMD_HEADER; i < count; i++, o += PPI_RECORD) {
+    out.hr[i] = bytes[o];
+    out.ppi[i] = bytes[o + 1] | (bytes[o + 2] << 8);
+    out.errorEstimate[i] = bytes[o + 3] | (bytes[o + 4] << 8);
+    const flags = bytes[o + 5];
+    out.blocker[i] = flags & 1;
+    out.skinContact[i] = (flags >> 1) & 1;
+    out.skinContactSupported[i] = (flags >> 2) & 1;
+  }
+  return out;
 }
 
 function decodeRaw(bytes, channels, width, P, frameType) {

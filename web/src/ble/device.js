@@ -28,6 +28,7 @@ import {
   decodePmdData,
   decodePmdFeatures,
   decodeTemperature,
+  encodePmdGetSettings,
   encodePmdStart,
 } from './decoders.js';
 import { BluetoothUnavailableError } from './errors.js';
@@ -75,9 +76,47 @@ export const DEFAULT_STREAMS = {
   spo2: { sensor: 4, modality: 'spo2', placement: 'finger', rateHz: null },
 };
 
-const PMD_ECG = 0, PMD_ACC = 2;
+const PMD_ECG = 0, PMD_PPG = 1, PMD_ACC = 2, PMD_PPI = 3, PMD_GYRO = 5, PMD_MAGN = 6;
 const ECG_NOMINAL_HZ = 130;  // H10: nominal 130 Hz, measured ~130.35 (the device clock decides)
 const ECG_RESOLUTION = 14;   // bits: the only ECG resolution an H10 offers
+
+// The PMD streams besides ECG: the sample kind they give, the settings asked for by default
+// (options.pmd.<name> replaces them; false leaves the stream off) and the columns of a decoded
+// frame -> the stream ids of the assembler (the ids the Polar Sensor Logger reader gives the same
+// signals: polar-logger.js). The defaults are what a Polar Verity Sense streams (its public
+// feature list: ACC 52 Hz 8 G, gyroscope 52 Hz, magnetometer 50 Hz, PPG 55 Hz with 3 channels and
+// ambient at 22 bits), except ACC, which asks an H10's 50 Hz. A start the device refuses (a Verity
+// offers ACC at 52 Hz only) is retried once with settings chosen from the device's get-settings
+// answer: the offered rate closest to the one asked, the highest resolution, the range asked if
+// offered else the largest. PPI is off by default: on a Verity Sense it switches the heart-rate
+// algorithm (heart rate then updates every 5 s, Polar's SDK documentation) and its first
+// intervals come ~25 s after the start.
+const PMD_STREAMS = {
+  acc: { type: PMD_ACC, kind: 'acc', defaults: { sampleRate: 50, resolution: 16, range: 8 },
+    columns: [['x', 'acc_x'], ['y', 'acc_y'], ['z', 'acc_z']] },
+  ppg: { type: PMD_PPG, kind: 'ppg', defaults: { sampleRate: 55, resolution: 22, channels: 4 },
+    columns: [['ppg0', 'ppg_0'], ['ppg1', 'ppg_1'], ['ppg2', 'ppg_2'], ['ambient', 'ppg_ambient']] },
+  gyro: { type: PMD_GYRO, kind: 'gyro', defaults: { sampleRate: 52, resolution: 16, range: 2000 },
+    columns: [['x', 'gyro_x'], ['y', 'gyro_y'], ['z', 'gyro_z']] },
+  magnetometer: { type: PMD_MAGN, kind: 'magn', defaults: { sampleRate: 50, resolution: 16, range: 50 },
+    columns: [['x', 'magn_x'], ['y', 'magn_y'], ['z', 'magn_z']] },
+  ppi: { type: PMD_PPI, kind: 'ppi', defaults: false, columns: [] },
+};
+const PMD_BY_TYPE = new Map(Object.values(PMD_STREAMS).map((d) => [d.type, d]));
+
+// Settings for a restart after a refused start, from a get-settings answer (see PMD_STREAMS).
+function chooseSettings(asked, offered) {
+  const out = {};
+  const pick = (key, list, rule) => {
+    if (asked[key] === undefined || asked[key] === null) return;
+    out[key] = list?.length ? rule(list, asked[key]) : asked[key];
+  };
+  pick('sampleRate', offered.sampleRate, (l, a) => l.reduce((b, v) => (Math.abs(v - a) < Math.abs(b - a) ? v : b)));
+  pick('resolution', offered.resolution, (l) => Math.max(...l));
+  pick('range', offered.range, (l, a) => (l.includes(a) ? a : Math.max(...l)));
+  pick('channels', offered.channels, (l, a) => (l.includes(a) ? a : Math.max(...l)));
+  return out;
+}
 
 const realClock = {
   now: () => (performance.timeOrigin + performance.now()) / 1000,
@@ -215,7 +254,9 @@ export class Wearable extends EventTarget {
   #lastSampleTime = -Infinity;
   #aligner = new ClockAligner();
   #beats = new BeatTimeline();
-  #pmd = { ecg: new PmdTimeline(ECG_NOMINAL_HZ), acc: null, accResolution: undefined };
+  // Per PMD measurement type: { timeline, resolution, factor } of the stream started last.
+  #pmd = new Map([[PMD_ECG, { timeline: new PmdTimeline(ECG_NOMINAL_HZ), resolution: ECG_RESOLUTION, factor: null }]]);
+  #pulses = new BeatTimeline();  // PPI: pulse times from arrival, as RR intervals (no device time used)
   #listeners = [];
   #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
   #sinks = new Set();  // more takers of samples and gap marks (a SessionFeeder: feeder.js)
@@ -268,10 +309,14 @@ export class Wearable extends EventTarget {
   }
 
   /**
-   * Async iterator over batches of one kind ('ecg', 'acc', 'hr', 'rr', 'temperature', 'spo2'):
-   * { kind, times: Float64Array (host seconds), values: Float32Array } ({ x, y, z } for 'acc';
-   * PMD batches also carry deviceTimes, the device clock's seconds). Ends when the signal
-   * aborts or the wearable is closed.
+   * Async iterator over batches of one kind ('ecg', 'acc', 'ppg', 'gyro', 'magn', 'ppi', 'hr',
+   * 'rr', 'temperature', 'spo2'): { kind, times: Float64Array (host seconds), values: Float32Array }
+   * ({ x, y, z } for 'acc' (mG), 'gyro' (dps) and 'magn' (G); { ppg0, ppg1, ppg2, ambient } for
+   * 'ppg'; PMD batches also carry deviceTimes, the device clock's seconds). 'ppi' batches: values
+   * are the intervals in s, NaN where the device flags one unreliable (blocker set, or contact
+   * supported and absent; the model sees that a pulse happened, not its length), and the device's
+   * own fields ride along: ppiMs, hr, errorEstimate (ms), blocker, skinContact,
+   * skinContactSupported. Ends when the signal aborts or the wearable is closed.
    */
   samples(kind, { signal } = {}) {
     const queue = new SampleQueue();
@@ -304,17 +349,19 @@ export class Wearable extends EventTarget {
     if (this.device.gatt?.connected) this.device.gatt.disconnect();
   }
 
-  #emit(kind, times, values, deviceTimes = null) {
+  #emit(kind, times, values, deviceTimes = null, extra = null) {
     if (times.length === 0) return;
     this.#lastSampleTime = Math.max(this.#lastSampleTime, times[times.length - 1]);
     this.kinds.add(kind);
     const spec = this.#options.streams;
-    if (kind === 'acc') {
-      for (const axis of ['x', 'y', 'z']) if (spec[`acc_${axis}`]) this.#push(`acc_${axis}`, times, values[axis], deviceTimes);
+    const columns = Object.values(PMD_STREAMS).find((d) => d.kind === kind)?.columns;
+    if (columns?.length) {
+      for (const [column, id] of columns) if (spec[id]) this.#push(id, times, values[column], deviceTimes);
     } else if (spec[kind]) {
       this.#push(kind, times, values, deviceTimes);
     }
     const batch = deviceTimes ? { kind, times, values, deviceTimes, device: this.name } : { kind, times, values, device: this.name };
+    if (extra) Object.assign(batch, extra);
     for (const q of this.#queues.get(kind) ?? []) q.push(batch);
   }
 
@@ -400,40 +447,88 @@ export class Wearable extends EventTarget {
     });
     await control.startNotifications();
     await this.#subscribe(service, UUIDS.pmdData, (bytes, hostTime) => this.#onPmdFrame(bytes, hostTime));
-    const { ecg = true, acc = { sampleRate: 50, resolution: 16, range: 8 } } = this.#options.pmd ?? {};
-    const start = async (type, settings) => {
+    const options = this.#options.pmd ?? {};
+    const command = async (bytes, what) => {
       const answered = response();
-      await control.writeValueWithResponse(encodePmdStart(type, settings));
+      await control.writeValueWithResponse(bytes);
       const r = await answered;
-      if (!r) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type}: no response within 3 s`);
-      if (!r.ok) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${type} failed with status ${r.status}`);
+      if (!r) throw new SensorformerError('BLUETOOTH_PMD', `PMD ${what}: no response within 3 s`);
+      return r;
     };
-    if (ecg && features.ecg) {
-      this.#pmd.ecg.restart();
-      await start(PMD_ECG, { sampleRate: ECG_NOMINAL_HZ, resolution: ECG_RESOLUTION });
+    if ((options.ecg ?? true) && features.ecg) {
+      this.#pmd.get(PMD_ECG).timeline.restart();
+      const r = await command(encodePmdStart(PMD_ECG, { sampleRate: ECG_NOMINAL_HZ, resolution: ECG_RESOLUTION }), `start of stream type ${PMD_ECG}`);
+      if (!r.ok) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${PMD_ECG} failed with status ${r.status}`);
     }
-    if (acc && features.acc) {
-      this.#pmd.acc = this.#pmd.acc ?? new PmdTimeline(acc.sampleRate);
-      this.#pmd.acc.restart();
-      this.#pmd.accResolution = acc.resolution;
-      await start(PMD_ACC, acc);
+    for (const [name, d] of Object.entries(PMD_STREAMS)) {
+      const asked = options[name] ?? d.defaults;
+      if (!asked || !features[name]) continue;
+      // Settings the caller gave are asked as given (a refusal is an error); the defaults are
+      // retried with the device's offer.
+      const given = typeof asked === 'object';
+      let settings = given ? asked : (d.defaults || {});
+      let r = await command(encodePmdStart(d.type, settings), `start of stream type ${d.type}`);
+      let offered = null;
+      if (!r.ok && d.type !== PMD_PPI && (!given || asked === d.defaults)) {
+        const got = await command(encodePmdGetSettings(d.type), `get-settings of stream type ${d.type}`);
+        if (got.ok && got.settings) {
+          offered = got.settings;
+          settings = chooseSettings(settings, offered);
+          r = await command(encodePmdStart(d.type, settings), `start of stream type ${d.type}`);
+        }
+      }
+      if (!r.ok) throw new SensorformerError('BLUETOOTH_PMD', `PMD start of stream type ${d.type} failed with status ${r.status}`);
+      const previous = this.#pmd.get(d.type);
+      // Same crystal after a reconnect: the measured spacing is kept when the rate is the same.
+      const timeline = !settings.sampleRate ? null
+        : previous?.timeline?.nominalHz === settings.sampleRate ? previous.timeline : new PmdTimeline(settings.sampleRate);
+      timeline?.restart();
+      this.#pmd.set(d.type, { timeline, resolution: settings.resolution, factor: r.factor ?? offered?.factor?.[0] ?? null });
     }
   }
 
   #onPmdFrame(bytes, hostTime) {
-    // Delta frames need the stream's resolution setting (the reference sample's width). The type
-    // is byte 0's low six bits, as decodePmdData reads it.
-    const resolution = (bytes[0] & 0x3F) === PMD_ACC ? this.#pmd.accResolution : ECG_RESOLUTION;
-    const frame = decodePmdData(bytes, { resolution });
-    const count = frame.type === 'ecg' ? frame.samples.length : frame.type === 'acc' ? frame.samples.x.length : 0;
-    const timeline = frame.type === 'ecg' ? this.#pmd.ecg : frame.type === 'acc' ? this.#pmd.acc : null;
+    // Delta frames need the stream's resolution setting (the reference sample's width); counts
+    // become units with the factor the start answered. The type is byte 0's low six bits, as
+    // decodePmdData reads it.
+    const stream = this.#pmd.get(bytes[0] & 0x3F);
+    if (!stream) return;  // a type this session did not start
+    const frame = decodePmdData(bytes, { resolution: stream.resolution, factor: stream.factor });
+    if (!frame.samples) return;
+    if (frame.type === 'ppi') return this.#onPulses(frame.samples, hostTime);
+    const first = frame.type === 'ecg' ? frame.samples : Object.values(frame.samples)[0];
+    const count = first.length;
+    const timeline = stream.timeline;
     if (!timeline || count === 0) return;
     const deviceTimes = timeline.times(frame.deviceTime, count);
     if (!deviceTimes) return;  // duplicate frame: already delivered
     this.#aligner.observe(frame.deviceTime, hostTime);
     const times = deviceTimes.map((d) => this.#aligner.toHost(d));
-    if (frame.type === 'ecg') this.#emit('ecg', times, Float32Array.from(frame.samples), deviceTimes);
-    else this.#emit('acc', times, { x: Float32Array.from(frame.samples.x), y: Float32Array.from(frame.samples.y), z: Float32Array.from(frame.samples.z) }, deviceTimes);
+    if (frame.type === 'ecg') {
+      this.#emit('ecg', times, Float32Array.from(frame.samples), deviceTimes);
+      return;
+    }
+    const values = Object.fromEntries(Object.entries(frame.samples).map(([k, v]) => [k, Float32Array.from(v)]));
+    this.#emit(PMD_BY_TYPE.get(bytes[0] & 0x3F).kind, times, values, deviceTimes);
+  }
+
+  // PPI frames: the pulses are timed like a heart-rate notification's RR intervals, the last one
+  // ending at the frame's arrival (BeatTimeline; the frame's device timestamp is not used: which
+  // pulse it belongs to is not documented). An interval of 0 ms cannot be placed in time: it is
+  // left out and counted in the batch's `skipped`.
+  #onPulses(p, hostTime) {
+    const keep = [];
+    for (let i = 0; i < p.ppi.length; i++) if (p.ppi[i] > 0) keep.push(i);
+    const beats = this.#pulses.push(hostTime, keep.map((i) => p.ppi[i] / 1000));
+    if (!beats.times.length) return;  // a duplicate frame, or nothing to place
+    const pick = (a) => Uint16Array.from(keep, (i) => a[i]);
+    const unreliable = (i) => p.blocker[i] === 1 || (p.skinContactSupported[i] === 1 && p.skinContact[i] === 0);
+    const values = Float32Array.from(keep, (i) => (unreliable(i) ? NaN : p.ppi[i] / 1000));
+    this.#emit('ppi', beats.times, values, null, {
+      ppiMs: pick(p.ppi), hr: pick(p.hr), errorEstimate: pick(p.errorEstimate), blocker: Uint8Array.from(keep, (i) => p.blocker[i]),
+      skinContact: Uint8Array.from(keep, (i) => p.skinContact[i]), skinContactSupported: Uint8Array.from(keep, (i) => p.skinContactSupported[i]),
+      skipped: p.ppi.length - keep.length,
+    });
   }
 
   async #onDisconnect() {
@@ -465,6 +560,7 @@ export class Wearable extends EventTarget {
       if (this.#closed) return;
       try {
         this.#beats = new BeatTimeline();  // RR chains do not continue across a gap
+        this.#pulses = new BeatTimeline();
         await this.#connectOnce();
         const back = this.now();
         this.#markGap(from, back, ids);

@@ -1,4 +1,5 @@
-// A simulated navigator.bluetooth with three wearables that send the bytes real devices send:
+// A simulated navigator.bluetooth with wearables that send the bytes real devices send (the fourth,
+// an optical armband, is in armband.js):
 //
 //   chest strap "Polar H10 SIM"  0x180D Heart Rate: 0x2A37 notify once a second (flags 0x10: u8 HR
 //                                and the RR intervals of the beats since the last notification in
@@ -40,7 +41,8 @@
 //   seed (1)                       every random choice; same seed and options -> same bytes
 //   clock (real clock)             { now(), setTimeout, clearTimeout }: createVirtualClock() in tests
 //   start (clock.now())            host time of t = 0
-//   devices (all three)            subset of 'strap', 'thermometer', 'oximeter'
+//   devices (the first three)      subset of 'strap', 'thermometer', 'oximeter', 'armband' (an optical
+//                                  Verity Sense-like sensor: armband.js, asked for by name)
 //   names                          { strap, thermometer, oximeter } device names
 //   driftPpm ({ strap: 20, thermometer: -15, oximeter: 8 })  number (all) or per device
 //   clockOffset ({ strap: 0.35, thermometer: -1.2, oximeter: 0.6 })  device time - true time, s
@@ -79,16 +81,20 @@
 import { SensorformerError } from '../errors.js';
 import { FakeBluetooth, FakeDevice, PMD_UUIDS, createRealClock, createVirtualClock } from '../ble/fake-gatt.js';
 import { createPhysiology, createRng } from './physiology.js';
+import { buildArmband } from './armband.js';
 
 export { createVirtualClock, createRealClock };
 
 /** Unix time of 2000-01-01T00:00:00Z, the epoch of PMD timestamps. */
 export const UNIX_2000 = 946684800;
-export const DEVICE_KEYS = Object.freeze(['strap', 'thermometer', 'oximeter']);
+export const DEVICE_KEYS = Object.freeze(['strap', 'thermometer', 'oximeter', 'armband']);
+// The devices a simulation has unless options.devices says otherwise: the armband (an optical
+// Verity Sense-like sensor, armband.js) is asked for by name.
+const DEFAULT_DEVICES = Object.freeze(['strap', 'thermometer', 'oximeter']);
 
-const DEFAULT_NAMES = { strap: 'Polar H10 SIM', thermometer: 'Thermo SIM', oximeter: 'Oxi SIM' };
-const DEFAULT_DRIFT = { strap: 20, thermometer: -15, oximeter: 8 };
-const DEFAULT_OFFSET = { strap: 0.35, thermometer: -1.2, oximeter: 0.6 };
+const DEFAULT_NAMES = { strap: 'Polar H10 SIM', thermometer: 'Thermo SIM', oximeter: 'Oxi SIM', armband: 'Polar Sense SIM' };
+const DEFAULT_DRIFT = { strap: 20, thermometer: -15, oximeter: 8, armband: -12 };
+const DEFAULT_OFFSET = { strap: 0.35, thermometer: -1.2, oximeter: 0.6, armband: 1.7 };
 const ECG_SAMPLES_PER_FRAME = 73;
 const PMD_LATENCY = 0.002;       // s from a frame's last sample to the frame being ready
 const PMD_STARTUP = 0.05;        // s from a start command to the first sample
@@ -177,7 +183,7 @@ function perDevice(option, defaults, name) {
   if (option === undefined || option === null) return { ...defaults };
   if (typeof option === 'number') return Object.fromEntries(DEVICE_KEYS.map((k) => [k, option]));
   if (typeof option === 'object') return { ...defaults, ...option };
-  throw invalid(`${name} must be a number or { strap, thermometer, oximeter }, got ${describe(option)}`);
+  throw invalid(`${name} must be a number or { strap, thermometer, oximeter, armband }, got ${describe(option)}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,7 +233,7 @@ export function encodePlxContinuous(spo2, pulseRate) {
   return Uint8Array.of(0x00, s & 0xFF, s >> 8, p & 0xFF, p >> 8);
 }
 
-function pmdFrame(type, timestampNs, frameType, payloadLength) {
+export function pmdFrame(type, timestampNs, frameType, payloadLength) {
   const out = new Uint8Array(10 + payloadLength);
   out[0] = type;
   let ts = BigInt.asUintN(64, timestampNs);
@@ -269,47 +275,49 @@ function bitsFor(v) {  // smallest two's complement width holding v
 
 // Blocks of up to `blockSamples` deltas, each with the smallest width its deltas need.
 function deltaBlocks(samples, n, blockSamples) {
+  const channels = samples[0].length;
   const blocks = [];
   for (let i = 1; i < n; i += blockSamples) {
     const end = Math.min(n, i + blockSamples);
     let width = 1;
-    for (let j = i; j < end; j++) for (let a = 0; a < 3; a++) width = Math.max(width, bitsFor(samples[j][a] - samples[j - 1][a]));
+    for (let j = i; j < end; j++) for (let a = 0; a < channels; a++) width = Math.max(width, bitsFor(samples[j][a] - samples[j - 1][a]));
     blocks.push({ from: i, to: end, width });
   }
   return blocks;
 }
 
-function deltaSize(blocks) {
-  return 16 + blocks.reduce((s, b) => s + 2 + Math.ceil((b.width * (b.to - b.from) * 3) / 8), 0);
+function deltaSize(blocks, channels, width) {
+  return 10 + channels * width + blocks.reduce((s, b) => s + 2 + Math.ceil((b.width * (b.to - b.from) * channels) / 8), 0);
 }
 
 /**
- * A delta-compressed PMD ACC frame in the layout of Polar's public PMD documentation (frame type
+ * A delta-compressed PMD frame in the layout of Polar's public PMD documentation (frame type
  * 0x80 = delta frame; Polar Measurement Data Specification, "Frame types ACC" and the Verity Sense
- * delta example): a reference sample of 3 x ceil(resolution / 8) = 3 x 2 bytes (int16 LE, the
- * 16-bit resolution an H10 offers), then blocks [bit width][count][count x 3 signed deltas,
- * LSB-first packed]. Takes as many leading samples as fit in maxBytes: -> { bytes, count }.
- * `frameType` 0x81 gives the same layout with the low bits of an int16 raw frame (what some
- * parsers emit and accept).
+ * delta example): a reference sample of channels x `width` bytes (signed LE; width =
+ * ceil(resolution / 8): 2 for the 16-bit ACC, gyroscope and magnetometer, 3 for 22-bit PPG), then
+ * blocks [bit width][count][count x channels signed deltas, LSB-first packed]. `samples`: one array
+ * of channel values per sample. Takes as many leading samples as fit in maxBytes (a device fills
+ * its notification): -> { bytes, count }. `timestampNsOfLast` may be a function of that count.
  */
-export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, blockSamples = 16, frameType = 0x80 } = {}) {
+export function encodePmdDelta(type, timestampNsOfLast, samples, { width = 2, maxBytes = 229, blockSamples = 16, frameType = 0x80 } = {}) {
+  const channels = samples[0].length;
   let n = samples.length, blocks = deltaBlocks(samples, n, blockSamples);
-  while (n > 1 && deltaSize(blocks) > maxBytes) blocks = deltaBlocks(samples, --n, blockSamples);
+  while (n > 1 && deltaSize(blocks, channels, width) > maxBytes) blocks = deltaBlocks(samples, --n, blockSamples);
   const ts = typeof timestampNsOfLast === 'function' ? timestampNsOfLast(n) : timestampNsOfLast;
-  const out = pmdFrame(0x02, ts, frameType, deltaSize(blocks) - 10);
-  for (let a = 0; a < 3; a++) {
-    const v = samples[0][a] & 0xFFFF;
-    out[10 + 2 * a] = v & 0xFF;
-    out[11 + 2 * a] = v >> 8;
+  const out = pmdFrame(type, ts, frameType, deltaSize(blocks, channels, width) - 10);
+  const mask = 2 ** (8 * width);
+  for (let a = 0; a < channels; a++) {
+    let v = ((samples[0][a] % mask) + mask) % mask;
+    for (let k = 0; k < width; k++, v = Math.floor(v / 256)) out[10 + width * a + k] = v & 0xFF;
   }
-  let o = 16;
+  let o = 10 + channels * width;
   for (const b of blocks) {
     out[o] = b.width;
     out[o + 1] = b.to - b.from;
     const start = o + 2;
     let bit = 0;
     for (let j = b.from; j < b.to; j++) {
-      for (let a = 0; a < 3; a++) {
+      for (let a = 0; a < channels; a++) {
         const d = samples[j][a] - samples[j - 1][a];
         for (let k = 0; k < b.width; k++, bit++) {
           if (Math.floor(d / 2 ** k) & 1) out[start + (bit >> 3)] |= 1 << (bit & 7);
@@ -319,6 +327,15 @@ export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, 
     o = start + Math.ceil(bit / 8);
   }
   return { bytes: out, count: n };
+}
+
+/**
+ * A delta-compressed PMD ACC frame (type 2, 3 x int16 reference: the 16-bit resolution an H10
+ * offers): encodePmdDelta. `frameType` 0x81 gives the same layout with the low bits of an int16
+ * raw frame (what some parsers emit and accept).
+ */
+export function encodePmdAccDelta(timestampNsOfLast, samples, { maxBytes = 229, blockSamples = 16, frameType = 0x80 } = {}) {
+  return encodePmdDelta(0x02, timestampNsOfLast, samples, { width: 2, maxBytes, blockSamples, frameType });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -493,13 +510,13 @@ export class SimulatedBluetooth extends FakeBluetooth {
     this.dropoutProbability = options.dropoutProbability ?? 0;
     this.delayProbability = options.delayProbability ?? 0.02;
     this.maxDelayIntervals = Math.max(1, options.maxDelayIntervals ?? 4);
-    const keys = options.devices ?? DEVICE_KEYS;
+    const keys = options.devices ?? DEFAULT_DEVICES;
     if (!Array.isArray(keys)) throw invalid(`devices must be an array of ${DEVICE_KEYS.join(', ')}, got ${describe(keys)}`);
     for (const k of keys) if (!DEVICE_KEYS.includes(k)) throw invalid(`devices: unknown simulated device ${describe(k)} (the devices are ${DEVICE_KEYS.join(', ')})`);
     const names = { ...DEFAULT_NAMES, ...(options.names ?? {}) };
     const drift = perDevice(options.driftPpm, DEFAULT_DRIFT, 'driftPpm');
     const offset = perDevice(options.clockOffset, DEFAULT_OFFSET, 'clockOffset');
-    const ci = perDevice(options.connectionIntervalMs, { strap: 15, thermometer: 15, oximeter: 15 }, 'connectionIntervalMs');
+    const ci = perDevice(options.connectionIntervalMs, { strap: 15, thermometer: 15, oximeter: 15, armband: 15 }, 'connectionIntervalMs');
     // 7.5 ms to 4 s: the range of a Bluetooth LE connection interval (Core Specification, Vol 6, Part B, 4.5.1).
     for (const k of DEVICE_KEYS) {
       if (!(typeof ci[k] === 'number' && ci[k] >= 7.5 && ci[k] <= 4000)) throw invalid(`connectionIntervalMs.${k} must be 7.5-4000 ms, got ${describe(ci[k])}`);
@@ -511,8 +528,8 @@ export class SimulatedBluetooth extends FakeBluetooth {
       }
     }
     // A percentage in one byte (Battery Level 0x2A19: 0-100 %).
-    const battery = perDevice(options.battery, { strap: 87, oximeter: 64 }, 'battery');
-    for (const k of ['strap', 'oximeter']) {
+    const battery = perDevice(options.battery, { strap: 87, oximeter: 64, armband: 72 }, 'battery');
+    for (const k of ['strap', 'oximeter', 'armband']) {
       if (!(Number.isInteger(battery[k]) && battery[k] >= 0 && battery[k] <= 100)) throw invalid(`battery.${k} must be an integer 0-100 (%), got ${describe(battery[k])}`);
     }
 
@@ -525,7 +542,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
     });
     this.truth = this.#makeTruth();
     this.devicesByKey = {};
-    const advertised = { strap: ['heart_rate'], thermometer: ['health_thermometer'], oximeter: ['pulse_oximeter'] };
+    const advertised = { strap: ['heart_rate'], thermometer: ['health_thermometer'], oximeter: ['pulse_oximeter'], armband: ['heart_rate'] };
     for (const key of keys) {
       const fake = new FakeDevice({ id: randomId(this.seed, key), name: names[key], advertisedServices: advertised[key] });
       this.addDevice(fake);
@@ -543,6 +560,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
     if (this.#sims.strap) this.#buildStrap(this.#sims.strap);
     if (this.#sims.thermometer) this.#buildThermometer(this.#sims.thermometer);
     if (this.#sims.oximeter) this.#buildOximeter(this.#sims.oximeter);
+    if (this.#sims.armband) buildArmband(this, this.#sims.armband, { battery: battery.armband });
     this.#scheduleOutages();
   }
 
@@ -957,7 +975,7 @@ export class SimulatedBluetooth extends FakeBluetooth {
 }
 
 // Settings TLVs of a start command -> { settings } or { status }.
-function parseSettings(b) {
+export function parseSettings(b) {
   const widths = { 0: 2, 1: 2, 2: 2, 3: 4, 4: 1, 5: 4 };
   const names = { 0: 'sampleRate', 1: 'resolution', 2: 'range', 3: 'rangeMilliunit', 4: 'channels', 5: 'factor' };
   const settings = {};

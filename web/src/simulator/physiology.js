@@ -98,7 +98,7 @@ export function createRng(seed, label = '') {
 }
 
 // A standard normal that is a pure function of (key, channel, t) on a 10 µs grid.
-function noiseAt(key, channel, t) {
+export function noiseAt(key, channel, t) {
   const idx = Math.round(t * 1e5);
   const lo = idx >>> 0, hi = Math.floor(idx / 4294967296) | 0;
   const u1 = (hash4(key, channel, lo, hi) + 1) / 4294967297;
