@@ -63,6 +63,40 @@ test('ECG sample times are aligned to the host clock within 5 ms after 60 s (20 
   }
 });
 
+// Issue 21 item 5, bounded: at a 30 ms connection interval the fastest delivery among recent
+// frames is a sawtooth up to 10 ms high (the ECG frame period is nearly 56/3 intervals) whose
+// minima take up to ~150 s to be seen (web/src/ble/clock.js); until then the error can exceed
+// 5 ms (bench/clock_alignment.mjs: up to 7.2 ms at +20 ppm, 9.1 ms at +50 ppm). The bound held
+// here for all 20 seeds at 15 and 30 ms, +20 and +50 ppm: 10 ms from 60 s on, 5 ms from 150 s
+// on (measured worst: 9.14 and 3.28 ms).
+test('ECG alignment, 20 seeds, 15 and 30 ms intervals, +20 and +50 ppm: within 10 ms after 60 s and 5 ms after 150 s', async () => {
+  let worst60 = 0, worst150 = 0;
+  for (const driftPpm of [20, 50]) {
+    for (const connectionIntervalMs of [15, 30]) {
+      for (let seed = 1; seed <= 20; seed++) {
+        const clock = createVirtualClock(T0);
+        const sim = createSimulatedBluetooth({ seed, clock, devices: ['strap'], connectionIntervalMs, driftPpm });
+        const strap = await settle(clock, connectWearable({ bluetooth: sim, clock }));
+        const ecg = collect(strap, 'ecg');
+        await clock.advanceAsync(240);
+        for (const b of ecg) {
+          const truth = trueHostTimes(sim, b, 'ecg');
+          for (let i = 0; i < b.times.length; i++) {
+            const e = Math.abs(b.times[i] - truth[i]), t = b.times[i] - T0;
+            if (t >= 60) worst60 = Math.max(worst60, e);
+            if (t >= 150) worst150 = Math.max(worst150, e);
+          }
+        }
+        await strap.close();
+        sim.close();
+      }
+    }
+  }
+  console.log(`ECG alignment over 80 runs: max error after 60 s ${(worst60 * 1000).toFixed(2)} ms, after 150 s ${(worst150 * 1000).toFixed(2)} ms`);
+  assert.ok(worst60 < 0.010, `after 60 s: ${worst60 * 1000} ms`);
+  assert.ok(worst150 < 0.005, `after 150 s: ${worst150 * 1000} ms`);
+});
+
 test('RR intervals rebuild beat times close to the true beats', async () => {
   const { clock, sim, strap } = await session();
   const rr = collect(strap, 'rr');
