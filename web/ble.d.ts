@@ -1,7 +1,7 @@
 // Types for sensorformer/ble (docs/bluetooth.md). Hand-written; keep in step with web/src/ble/.
 // The simulated wearable is sensorformer/simulator (web/simulator.d.ts).
 /// <reference lib="esnext.disposable" />
-import type { SensorformerError, SensorWindow, Stream } from './index.js';
+import type { PolarLoggerResult, SensorformerError, SensorWindow, Stream } from './index.js';
 
 // --- clocks ----------------------------------------------------------------------------------
 
@@ -550,6 +550,14 @@ export namespace decoders {
 }
 
 // --- recording and replay (recording.js, session.js) -------------------------------------------
+
+/**
+ * A Polar Sensor Logger export (readPolarLogger's result, from 'sensorformer') as the text of a
+ * recording (.sfrec): the notifications a live device would have sent for its samples (PMD delta
+ * frames timestamped with the sensor times, heart rate, PPI), for replay() and the device layer.
+ * A GYRO / MAGN file whose values are not multiples of one step is BAD_FORMAT.
+ */
+export function exportToRecording(result: PolarLoggerResult<unknown>, options?: { name?: string; id?: string }): string;
 
 export const RECORDING_FORMAT: 'sensorformer-recording-1';
 

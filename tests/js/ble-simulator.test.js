@@ -729,7 +729,7 @@ test('bad simulator options are INVALID_ARGUMENT naming the option and its valid
     [{ connectionIntervalMs: 5 }, /connectionIntervalMs\.strap must be 7\.5-4000 ms, got 5/],
     [{ connectionIntervalMs: { oximeter: 4001 } }, /connectionIntervalMs\.oximeter must be 7\.5-4000 ms, got 4001/],
     [{ connectionIntervalMs: { strap: '15' } }, /connectionIntervalMs\.strap must be 7\.5-4000 ms, got '15'/],
-    [{ driftPpm: 'fast' }, /driftPpm must be a number or \{ strap, thermometer, oximeter \}, got 'fast'/],
+    [{ driftPpm: 'fast' }, /driftPpm must be a number or \{ strap, thermometer, oximeter, armband \}, got 'fast'/],
     [{ driftPpm: NaN }, /driftPpm\.strap must be a finite number, got NaN/],
     [{ clockOffset: { thermometer: Infinity } }, /clockOffset\.thermometer must be a finite number, got Infinity/],
     // Battery Level is a percentage in one byte: 150 would be sent as is, 300 as 44

@@ -26,6 +26,7 @@ import {
   type StreamUpdate,
   StreamSession,
   WorkerStreamSession,
+  readPolarLogger,
 } from 'sensorformer';
 
 const ecg: RegularStream = {
@@ -221,6 +222,7 @@ import {
   decoders,
   DEFAULT_STREAMS,
   DEVICE_FILTERS,
+  exportToRecording,
   parseRecording,
   record,
   replay,
@@ -334,6 +336,9 @@ export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSigna
   void rrSeconds, contact, start, names, truthHr;
 
   const text = recorder.stop();
+  // a Polar Sensor Logger export as a recording, replayable like one
+  const exported: string = exportToRecording(await readPolarLogger([{ name: 'HR.txt', text: 'Phone timestamp;HR [bpm]\n2022-04-25T11:39:02.323;66\n' }]));
+  void replay(exported, { speed: Infinity, clock });
   const { header, events } = parseRecording(text);
   for (const e of events) if (e.kind === 'notification') void e.bytes.length;
   const replayed = replay(text, { speed: 4, clock });

@@ -4,6 +4,12 @@
 //   node tools/demo/make_dataset.mjs build/demo-dataset.json [--sessions 5] [--minutes 38]
 //   /usr/bin/python3 tools/demo/train_demo_model.py build/demo-dataset.json
 //   node tools/demo/make_dataset.mjs build/stream-dataset.json --context 12     (streaming model)
+//   node tools/demo/make_dataset.mjs build/armband-dataset.json --device armband (the armband model)
+//
+// --device armband: the simulated optical armband alone (web/src/simulator/armband.js, a Polar
+// Verity Sense's streams and rates) instead of strap + thermometer + oximeter, its streams as
+// ARMBAND_STREAMS below (PPG channel 0 at ~55 Hz, ACC at ~52 Hz, heart rate at 1 Hz, PPI events;
+// placement upper_arm; the sensor numbers readPolarLogger gives a Verity Sense export), PPI started.
 //
 // --context C (seconds, default 0) makes every window C seconds longer at its start: the label
 // still covers only the last 10 s (the span the streaming demo pools, session.pooled({ seconds:
@@ -46,19 +52,32 @@ const SIM_OPTIONS = {
   disconnects: { ratePerHour: 4, duration: [3, 15] },
 };
 
+// The armband model's streams: what a Verity Sense sends, by the ids and sensor numbers the Polar
+// Sensor Logger reader gives them (web/src/polar-logger.js), so that a real export feeds the same
+// rows of the model without overrides.
+export const ARMBAND_STREAMS = Object.freeze({
+  ppg_0: { sensor: 7, modality: 'ppg_0', placement: 'upper_arm', rateHz: 55 },
+  acc_x: { sensor: 1, modality: 'acc_x', placement: 'upper_arm', rateHz: 52 },
+  acc_y: { sensor: 1, modality: 'acc_y', placement: 'upper_arm', rateHz: 52 },
+  acc_z: { sensor: 1, modality: 'acc_z', placement: 'upper_arm', rateHz: 52 },
+  hr: { sensor: 2, modality: 'hr', placement: 'upper_arm', rateHz: null },
+  ppi: { sensor: 2, modality: 'ppi', placement: 'upper_arm', rateHz: null },
+});
+
 function parseArgs(argv) {
-  const args = { out: null, sessions: 5, minutes: 38, context: 0 };
+  const args = { out: null, sessions: 5, minutes: 38, context: 0, device: 'strap' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--sessions') args.sessions = Number(argv[++i]);
     else if (a === '--minutes') args.minutes = Number(argv[++i]);
     else if (a === '--context') args.context = Number(argv[++i]);
+    else if (a === '--device') args.device = argv[++i];
     else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
     else args.out = a;
   }
   if (!args.out || !(Number.isInteger(args.sessions) && args.sessions > 0) || !(args.minutes > 0) ||
-      !(Number.isFinite(args.context) && args.context >= 0 && args.context <= 100))
-    throw new Error('usage: node tools/demo/make_dataset.mjs OUT.json [--sessions N] [--minutes M] [--context 0..100 s]');
+      !(Number.isFinite(args.context) && args.context >= 0 && args.context <= 100) || !['strap', 'armband'].includes(args.device))
+    throw new Error('usage: node tools/demo/make_dataset.mjs OUT.json [--sessions N] [--minutes M] [--context 0..100 s] [--device strap|armband]');
   return args;
 }
 
@@ -89,13 +108,16 @@ function makeSchedule(seed, seconds) {
   return schedule;
 }
 
-async function runSession(seed, minutes, context) {
+async function runSession(seed, minutes, context, device) {
   const clock = createVirtualClock(T0 + seed * 86400);
   const activities = makeSchedule(seed, minutes * 60);
-  const sim = createSimulatedBluetooth({ seed, clock, ...SIM_OPTIONS, activities });
+  const armband = device === 'armband';
+  const sim = createSimulatedBluetooth({ seed, clock, ...SIM_OPTIONS, activities, ...(armband ? { devices: ['armband'] } : {}) });
   const assembler = new WindowAssembler();
   const connect = (filters) => connectWearable({ bluetooth: sim, clock, filters, assembler });
-  const pending = Promise.all([connect(DEVICE_FILTERS.strap), connect(DEVICE_FILTERS.thermometer), connect(DEVICE_FILTERS.oximeter)]);
+  const pending = armband
+    ? Promise.all([connectWearable({ bluetooth: sim, clock, assembler, streams: ARMBAND_STREAMS, pmd: { ppi: true } })])
+    : Promise.all([connect(DEVICE_FILTERS.strap), connect(DEVICE_FILTERS.thermometer), connect(DEVICE_FILTERS.oximeter)]);
   await clock.advanceAsync(2);
   const wearables = await pending;
 
@@ -129,7 +151,7 @@ async function main() {
   const windows = [];
   const sessions = [];
   for (let seed = 1; seed <= args.sessions; seed++) {
-    const r = await runSession(seed, args.minutes, args.context);
+    const r = await runSession(seed, args.minutes, args.context, args.device);
     windows.push(...r.windows);
     const counts = Object.fromEntries(LABELS.map((l) => [l, r.windows.filter((w) => w.label === l).length]));
     sessions.push({ session: seed, windows: r.windows.length, counts, ...r.stats, schedule: r.activities });
@@ -150,8 +172,8 @@ async function main() {
     labelling: args.context > 0
       ? `true activity over the last ${WINDOW_SECONDS} s (after ${args.context} s of context); windows whose last ${WINDOW_SECONDS} s cross an activity change are skipped`
       : 'true activity over the whole window; windows crossing an activity change are skipped',
-    simulator: SIM_OPTIONS,
-    streams: DEFAULT_STREAMS,
+    simulator: args.device === 'armband' ? { ...SIM_OPTIONS, devices: ['armband'] } : SIM_OPTIONS,
+    streams: args.device === 'armband' ? ARMBAND_STREAMS : DEFAULT_STREAMS,
     windows: windows.length,
     counts,
     perSession: sessions.map(({ schedule, ...rest }) => rest),
@@ -163,4 +185,4 @@ async function main() {
   console.log(`wrote ${path} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-await main();
+if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -9,6 +9,17 @@ bytes -> decoders -> clock alignment -> assembler), with dropouts, disconnects a
 the model sees at training time what the page feeds it. Sessions are split by seed: the last
 session is held out and its accuracy is written to demo/model/metrics.json (and the README).
 Writes demo/model/demo.safetensors (F16) with the config in its metadata.
+
+The armband model (`--model armband`): the same task and training from the simulated optical
+armband's streams (a Polar Verity Sense's: PPG channel 0 at ~55 Hz, ACC at ~52 Hz, heart rate at
+1 Hz and PPI events, on the upper arm), so that a real Verity Sense recording (a Polar Sensor
+Logger export, readPolarLogger) runs through a committed model that accepts its streams. Trained on
+simulated data only; a real recording has no labels and is never trained on.
+
+    node tools/demo/make_dataset.mjs build/armband-dataset.json --device armband
+    /usr/bin/python3 tools/demo/train_demo_model.py build/armband-dataset.json --model armband
+
+Writes demo/model/armband.safetensors and demo/model/armband-metrics.json.
 """
 import argparse
 import json
@@ -52,6 +63,27 @@ CONFIG = {
 }
 
 
+# The armband model: sensors numbered as readPolarLogger numbers a Verity Sense's (ACC 1, HR and
+# PPI 2, PPG 7; n_sensors 8), one placement. PPG is raw photodiode counts: normalised around the
+# simulated (and a real Verity's) DC level of ~262,000 counts with a scale at which a pulse
+# (~600 counts) is visible; a sensor whose DC sits elsewhere is offset, not out of range.
+ARMBAND_CONFIG = dict(
+    CONFIG,
+    n_sensors=8,
+    modalities=[
+        {"name": "ppg_0", "patch_len": 27, "mean": 262000.0, "std": 2000.0},  # ~0.5 s at 55 Hz
+        {"name": "acc_x", "patch_len": 26, "mean": 0.0, "std": 500.0},       # ~0.5 s at 52 Hz, mG
+        {"name": "acc_y", "patch_len": 26, "mean": 0.0, "std": 500.0},
+        {"name": "acc_z", "patch_len": 26, "mean": 0.0, "std": 500.0},
+        {"name": "hr", "patch_len": 2, "mean": 100.0, "std": 35.0},
+        {"name": "ppi", "patch_len": 4, "mean": 0.65, "std": 0.2},           # pulses, s
+    ],
+    placements=["upper_arm"],
+)
+MODELS = {"demo": (CONFIG, "demo.safetensors", "metrics.json"),
+          "armband": (ARMBAND_CONFIG, "armband.safetensors", "armband-metrics.json")}
+
+
 def predict(model, items):
     """Head outputs (logits) of every item, as lists of floats."""
     model.eval()
@@ -86,9 +118,14 @@ def main(argv):
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--out", default=str(ROOT / "demo" / "model"))
-    ap.add_argument("--predictions", default=str(ROOT / "build" / "demo-heldout-predictions.json"),
-                    help="where to write the exported model's held-out logits ('' to skip)")
+    ap.add_argument("--predictions", default=None,
+                    help="where to write the exported model's held-out logits ('' to skip; default "
+                         "build/demo-heldout-predictions.json, build/armband-heldout-predictions.json)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="demo")
     args = ap.parse_args(argv)
+    config, weights_name, metrics_name = MODELS[args.model]
+    if args.predictions is None:
+        args.predictions = str(ROOT / "build" / f"{args.model}-heldout-predictions.json")
 
     data = json.loads(pathlib.Path(args.dataset).read_text())
     items = [{"window": w["window"], "label": LABELS.index(w["label"]), "session": w["session"]}
@@ -101,7 +138,7 @@ def main(argv):
 
     torch.manual_seed(0)
     random.seed(0)
-    model = SensorformerRef(CONFIG)
+    model = SensorformerRef(config)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     started = time.time()
     for epoch in range(args.epochs):
@@ -127,8 +164,8 @@ def main(argv):
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "demo.safetensors"
-    export_safetensors(model, CONFIG, path, dtype="F16")
+    path = out / weights_name
+    export_safetensors(model, config, path, dtype="F16")
     # The shipped numbers are those of the exported F16 file, read back as the JS package reads it.
     f32_accuracy = evaluate(model, test)
     _, exported = load_safetensors(path)
@@ -142,10 +179,10 @@ def main(argv):
                "accuracy_f32_before_export": f32_accuracy,
                "epochs": args.epochs, "batch": args.batch, "lr": args.lr,
                "training_seconds": round(training_seconds, 1),
-               "model_file": {"path": "demo/model/demo.safetensors", "dtype": "F16",
+               "model_file": {"path": f"demo/model/{weights_name}", "dtype": "F16",
                               "bytes": path.stat().st_size},
                "dataset": meta}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (out / metrics_name).write_text(json.dumps(metrics, indent=2) + "\n")
     print(json.dumps({k: v for k, v in metrics.items() if k != "dataset"}, indent=2))
     if args.predictions:
         # held-out logits of the exported file, for tools/demo/check_demo_model.mjs

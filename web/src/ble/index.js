@@ -8,5 +8,6 @@ export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
 // point, sensorformer/simulator (web/src/simulator/index.js), so that this one does not pull it in.
 export { createVirtualClock, createRealClock } from './fake-gatt.js';
 export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
+export { exportToRecording } from './export-recording.js';
 export { windowsFromRecording, replayIntoSession } from './session.js';
 export { SessionFeeder, feedSession, FEEDER_DEFAULTS } from './feeder.js';

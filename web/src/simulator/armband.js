@@ -42,7 +42,10 @@
 //   PPG: per channel a DC level (262000, 279000, 293000 counts) minus a pulse (a systolic and a
 //        dicrotic bump per pulse arrival, ~600 counts) with respiratory baseline wander and noise;
 //        ambient -640 counts with slow drift and noise.
-import { encodeHeartRate, encodePmdDelta, parseSettings, pmdFrame, PMD_STATUS, UNIX_2000 } from './devices.js';
+import { encodeHeartRate, encodePmdDelta, encodePmdPpi } from '../ble/encoders.js';
+import { parseSettings, PMD_STATUS, UNIX_2000 } from './devices.js';
+
+export { encodePmdPpi };
 import { createRng, hashSeed, noiseAt } from './physiology.js';
 
 const PTT = 0.22;                    // s from a beat (R peak) to its pulse at the arm
@@ -82,19 +85,6 @@ function settingsAnswer(offer) {
   const out = [0x00, offer.sampleRate.length, ...offer.sampleRate.flatMap(u16le), 0x01, 1, ...u16le(offer.resolution[0])];
   if (offer.range) out.push(0x02, offer.range.length, ...offer.range.flatMap(u16le));
   out.push(0x04, 1, offer.channels);
-  return out;
-}
-
-/** A PMD PPI frame (type 3, frame type 0): [{ hr, ppi, error, flags }] -> bytes. */
-export function encodePmdPpi(timestampNs, pulses) {
-  const out = pmdFrame(0x03, timestampNs, 0x00, 6 * pulses.length);
-  pulses.forEach((p, i) => {
-    const o = 10 + 6 * i;
-    out[o] = Math.max(0, Math.min(255, Math.round(p.hr)));
-    [out[o + 1], out[o + 2]] = u16le(Math.max(0, Math.min(0xFFFF, Math.round(p.ppi))));
-    [out[o + 3], out[o + 4]] = u16le(Math.max(0, Math.min(0xFFFF, Math.round(p.error))));
-    out[o + 5] = p.flags;
-  });
   return out;
 }
 
