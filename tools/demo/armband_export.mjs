@@ -113,9 +113,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log('|---|---|---|---|');
   console.log(`| windows (CLI run, ${r.windowSeconds} s every ${r.hopSeconds} s; ${r.windows.total} in the export) | ${line(r.windows.marked)} |`);
   console.log(`| streaming session (pooled last ${r.windowSeconds} s, after every 1 s step) | ${line(r.stream.marked)} |`);
-  console.log('\n| stream | received | given | pending | before the frontier |');
-  console.log('|---|---|---|---|---|');
-  for (const [id, s] of Object.entries(r.stream.stats)) console.log(`| ${id} | ${s.received} | ${s.given} | ${s.pending} | ${s.beforeFrontier} |`);
-  for (const [id, s] of Object.entries(r.stream.leftOut)) console.log(`| ${id} | ${s.received} | left out: the model has no ${id} modality | | |`);
+  console.log('\n| stream | received | given | given as missing (events without a value) | pending | before the frontier |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [id, s] of Object.entries(r.stream.stats)) console.log(`| ${id} | ${s.received} | ${s.given} | ${s.kind === 'event' ? s.missing : '–'} | ${s.pending} | ${s.beforeFrontier} |`);
+  for (const [id, s] of Object.entries(r.stream.leftOut)) console.log(`| ${id} | ${s.received} | left out: the model has no ${id} modality | | | |`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify(r, null, 1)}\n`);
 }

@@ -7,6 +7,7 @@
 //   /usr/bin/python3 tools/demo/train_demo_model.py build/demo-dataset.json
 //   node tools/demo/check_demo_model.mjs build/demo-dataset.json [build/demo-heldout-predictions.json]
 //   node tools/demo/check_demo_model.mjs --stream build/stream-dataset.json
+//   node tools/demo/check_demo_model.mjs --armband build/armband-dataset.json   (the armband model)
 //
 // Exit code 1 when the accuracy differs from metrics.json or a prediction differs from PyTorch's.
 // With --stream first, the streaming model instead (see checkStream below).
@@ -19,19 +20,21 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const argmax = (z) => z.reduce((best, v, i) => (v > z[best] ? i : best), 0);
 if (process.argv[2] === '--stream') {
   await checkStream(process.argv[3] ?? `${root}build/stream-dataset.json`);
+} else if (process.argv[2] === '--armband') {
+  await checkWindowed('armband', process.argv.slice(3));
 } else {
-  await checkWindowed();
+  await checkWindowed('demo', process.argv.slice(2));
 }
 
-async function checkWindowed() {
-const datasetPath = process.argv[2] ?? `${root}build/demo-dataset.json`;
-const predictionsPath = process.argv[3] ?? `${root}build/demo-heldout-predictions.json`;
+async function checkWindowed(name, args) {
+const datasetPath = args[0] ?? `${root}build/${name}-dataset.json`;
+const predictionsPath = args[1] ?? `${root}build/${name}-heldout-predictions.json`;
 
-const metrics = JSON.parse(readFileSync(`${root}demo/model/metrics.json`, 'utf8'));
+const metrics = JSON.parse(readFileSync(`${root}demo/model/${name === 'demo' ? 'metrics' : `${name}-metrics`}.json`, 'utf8'));
 const data = JSON.parse(readFileSync(datasetPath, 'utf8'));
 const reference = existsSync(predictionsPath) ? JSON.parse(readFileSync(predictionsPath, 'utf8')) : null;
 
-const model = await loadModel(`${root}demo/model/demo.safetensors`);
+const model = await loadModel(`${root}demo/model/${name}.safetensors`);
 const labels = model.config.labels ?? ['rest', 'walk', 'run'];
 const heldOut = data.windows.filter((w) => w.session === metrics.held_out_session);
 
@@ -54,7 +57,7 @@ model.dispose();
 
 const accuracy = correct / heldOut.length;
 console.log(`held-out session ${metrics.held_out_session}: ${heldOut.length} windows, ${ms.toFixed(1)} ms per window (WASM)`);
-console.log(`accuracy (JS, demo.safetensors): ${(100 * accuracy).toFixed(2)} %   metrics.json: ${(100 * metrics.accuracy).toFixed(2)} %`);
+console.log(`accuracy (JS, ${name}.safetensors): ${(100 * accuracy).toFixed(2)} %   ${name === "demo" ? "metrics" : `${name}-metrics`}.json: ${(100 * metrics.accuracy).toFixed(2)} %`);
 labels.forEach((name, i) => {
   const n = confusion[i].reduce((a, b) => a + b, 0);
   console.log(`  ${name.padEnd(5)} ${(100 * confusion[i][i] / Math.max(1, n)).toFixed(2)} % of ${n}   predicted: ${confusion[i].join(' / ')}`);
@@ -76,6 +79,7 @@ process.exitCode = ok ? 0 : 1;
 // the last 10 s, then the file's head. Exit code 1 when an accuracy differs from the metrics file.
 //
 //   node tools/demo/check_demo_model.mjs --stream build/stream-dataset.json
+//   node tools/demo/check_demo_model.mjs --armband build/armband-dataset.json   (the armband model)
 async function checkStream(datasetPath) {
   const metrics = JSON.parse(readFileSync(`${root}demo/model/stream-metrics.json`, 'utf8'));
   const data = JSON.parse(readFileSync(datasetPath, 'utf8'));

@@ -67,8 +67,12 @@ CONFIG = {
 # PPI 2, PPG 7; n_sensors 8), one placement. PPG is raw photodiode counts: normalised around the
 # simulated (and a real Verity's) DC level of ~262,000 counts with a scale at which a pulse
 # (~600 counts) is visible; a sensor whose DC sits elsewhere is offset, not out of range.
+# Causal with a 4 s look-back (the streaming demo model's choice, train_stream_model.py), so that the
+# same file runs as windows and as a streaming session (the CLI's `stream` on an export).
 ARMBAND_CONFIG = dict(
     CONFIG,
+    causal=True,
+    attention_lookback_s=4.0,
     n_sensors=8,
     modalities=[
         {"name": "ppg_0", "patch_len": 27, "mean": 262000.0, "std": 2000.0},  # ~0.5 s at 55 Hz

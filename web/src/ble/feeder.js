@@ -59,7 +59,9 @@
 //   earlier than the frontier cannot be given and are counted in `beforeFrontier` (the streams
 //   of a device that connects later start after it: the watermarks trail now by `lateness`).
 // - Accounting: per stream, received = given (values, in the chunks) + pending (held, not yet
-//   given) + beforeFrontier. Missing slots are given as NaN samples, gaps or `until`.
+//   given) + beforeFrontier, and for an event stream + missing (events received without a value,
+//   e.g. a PPI the device flags unreliable: in the chunks as events with a NaN value). A regular
+//   stream's `missing` counts the slots no sample came for (given as NaN samples, gaps or `until`).
 import { SensorformerError } from '../errors.js';
 import { StreamBuffer } from './assembler.js';
 
