@@ -786,3 +786,16 @@ export function replayIntoSession<U>(text: string, session: SessionLike<U>, opti
   onUpdate?: (update: U, chunk: FeederChunk) => void;
   between?: () => void | Promise<void>;
 }): Promise<{ stats: { [id: string]: FeederStreamStats }; leftOut: { [id: string]: FeederStreamSpec & { received: number } }; devices: string[] }>;
+
+/**
+ * A Polar Sensor Logger export (readPolarLogger's result) played into a session at its recorded
+ * pace on a virtual clock, through the feeder as a live device's samples would be (the CLI's
+ * `stream` on an export); `placement` for every stream (an export has none). `step`: seconds of
+ * recorded time per step (default 1).
+ */
+export function replayPolarLoggerIntoSession<U>(result: PolarLoggerResult<unknown>, session: SessionLike<U>, options?: SessionFeederOptions & {
+  placement?: string;
+  step?: number;
+  onUpdate?: (update: U, chunk: FeederChunk) => void;
+  between?: () => void | Promise<void>;
+}): Promise<{ stats: { [id: string]: FeederStreamStats }; leftOut: { [id: string]: FeederStreamSpec & { received: number } } }>;

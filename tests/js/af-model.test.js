@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { documented, scores, table } from '../../tools/af/table.mjs';
+import { CV_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const modelPath = join(root, 'models', 'af.safetensors');
@@ -46,6 +46,16 @@ test('the model card\'s ablation table is the one the committed scores give (too
   const rows = table(byKey).split('\n').slice(2);
   assert.ok(rows.length >= 9, `${rows.length} rows`);
   assert.equal(documented(), table(byKey), 'docs/models.md between the af-ablations markers: run `node tools/af/table.mjs` and paste its output');
+});
+
+test('the model card\'s cross-validation table is the one the fold runs give; every fold a different test part of the split', () => {
+  const list = folds();
+  assert.equal(list[0].fold, 0);
+  assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), 'folds 0, 1, ... in order, none twice');
+  // the split's test parts (tools/af/split/): 8,528 records in 5 folds of 1,705-1,707
+  for (const m of list) assert.ok(m.test.records >= 1705 && m.test.records <= 1707, `fold ${m.fold}: ${m.test.records} test records`);
+  for (const m of list) assert.equal(m.variant, 'main');
+  assert.equal(documented(undefined, CV_MARKERS), cvTable(list), 'docs/models.md between the af-cv markers: run `node tools/af/table.mjs` and paste its output');
 });
 
 const data = process.env.SF_CINC2017 ?? '';

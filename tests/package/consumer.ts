@@ -224,6 +224,7 @@ import {
   DEVICE_FILTERS,
   exportToRecording,
   parseRecording,
+  replayPolarLoggerIntoSession,
   record,
   replay,
   windowsFromRecording,
@@ -339,6 +340,7 @@ export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSigna
   // a Polar Sensor Logger export as a recording, replayable like one
   const exported: string = exportToRecording(await readPolarLogger([{ name: 'HR.txt', text: 'Phone timestamp;HR [bpm]\n2022-04-25T11:39:02.323;66\n' }]));
   void replay(exported, { speed: Infinity, clock });
+  void replayPolarLoggerIntoSession;
   const { header, events } = parseRecording(text);
   for (const e of events) if (e.kind === 'notification') void e.bytes.length;
   const replayed = replay(text, { speed: 4, clock });

@@ -303,7 +303,7 @@ export function polarLoggerWindow(parsed, { streams: overrides = {}, placement }
       });
     } else {
       const id = spec.ids[0];
-      const first = Object.values(p.columns)[0];
+      const first = p.columns[spec.columns[0]];  // the value column: HR [bpm], RR-interval [ms], PP-interval [ms]
       let values = first;
       if (p.kind === 'RR') values = first.map((ms) => ms / 1000);
       if (p.kind === 'PPI') {

@@ -9,5 +9,5 @@ export { BluetoothDecodeError, BluetoothUnavailableError } from './errors.js';
 export { createVirtualClock, createRealClock } from './fake-gatt.js';
 export { record, replay, parseRecording, RECORDING_FORMAT } from './recording.js';
 export { exportToRecording } from './export-recording.js';
-export { windowsFromRecording, replayIntoSession } from './session.js';
+export { windowsFromRecording, replayIntoSession, replayPolarLoggerIntoSession } from './session.js';
 export { SessionFeeder, feedSession, FEEDER_DEFAULTS } from './feeder.js';
