@@ -64,7 +64,7 @@ async function replayed(text, seconds) {
   for (let t = 0; !wearable && !failed && t < 10; t += 0.01) await clock.advanceAsync(0.01);
   if (failed) throw failed;
   const got = {};
-  for (const kind of ['acc', 'gyro', 'magn', 'ppg', 'ppi', 'hr', 'ecg']) {
+  for (const kind of ['acc', 'gyro', 'magn', 'ppg', 'ppi', 'hr', 'rr', 'ecg']) {
     got[kind] = [];
     (async () => { for await (const b of wearable.samples(kind)) got[kind].push(b); })();
   }
@@ -129,4 +129,18 @@ test('a real export as a recording: every sample of every stream back at its val
   // every PPI row once (the file's rows in time order: it has two out of order)
   const sorted = (a) => Array.from(a).sort((x, y) => x - y);
   assert.deepEqual(sorted(all(got.ppi, 'ppiMs')), sorted(result.streams.ppi.values));
+});
+
+test('an H10 export\'s RR rows ride in the heart-rate notification of their time (else the next one); replayed, every interval back', async () => {
+  const hr = ['Phone timestamp;HR [bpm]', `${phone(1000)};66`, `${phone(2000)};67`].join('\n');
+  // two intervals with the first HR row's time, one between the rows (-> the second), one after both
+  const rr = ['Phone timestamp;RR-interval [ms]', `${phone(1000)};812`, `${phone(1000)};790`, `${phone(1500)};801`, `${phone(2600)};820`].join('\n');
+  const result = await readPolarLogger([{ name: 'HR.txt', text: hr }, { name: 'RR.txt', text: rr }]);
+  const rec = parseRecording(exportToRecording(result));
+  // 812 ms = 831.49 -> 831/1024 s = 3F 03; 790 -> 808.96 -> 809 = 29 03; 801 -> 820.22 -> 820 = 34 03;
+  // 820 -> 839.68 -> 840 = 48 03
+  assert.deepEqual(rec.events.filter((e) => e.chr?.startsWith('00002a37')).map((e) => e.hex), ['10423f032903', '10433403', '10434803']);
+  const got = await replayed(exportToRecording(result), 5);
+  assert.deepEqual(column(got.hr), [66, 67, 67]);  // the RR after the last HR row came with the latest heart rate
+  assert.deepEqual(column(got.rr).map((v) => Math.round(v * 1024)), [831, 809, 820, 840]);
 });

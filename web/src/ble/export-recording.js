@@ -8,8 +8,8 @@
 //   export (ECG bit 0, PPG 1, ACC 2, PPI 3, GYRO 5, MAGN 6); per PMD stream, its start answer
 //   F0 02 type 00 00 (gyroscope and magnetometer: followed by their scale factor, float32);
 // - HR rows: Heart Rate Measurement notifications (0x2A37, flags 00: u8 bpm, u16 above 255) at
-//   their phone times; RR rows: flags 10 with the interval in 1/1024 s (rounded: the export gives
-//   ms), u8 heart rate 0;
+//   their phone times; RR rows as RR intervals in 1/1024 s (flags bit 4) in the notification of
+//   the HR row with the same phone time, else the next one (see below);
 // - streamed sensors (ACC, GYRO, MAGN, PPG, ECG): PMD data frames at the phone time of their last
 //   sample, timestamped with its sensor time (ns since 2000-01-01, exact). ACC, GYRO, MAGN and PPG
 //   as delta frames (0x80) holding as many samples as fit in one 229-byte notification (what a
@@ -118,14 +118,7 @@ export function exportToRecording(result, { name = 'Polar export', id = 'polar-e
         }
       }
     } else if (kind === 'HR' || kind === 'RR') {
-      const raw = streams.hr ?? streams.rr;
-      raw.hostTimes.forEach((t, i) => {
-        const v = raw.values[i];
-        const bytes = kind === 'HR'
-          ? (v > 255 ? Uint8Array.of(0x01, v & 0xFF, v >> 8) : encodeHeartRate(v, []))
-          : encodeHeartRate(0, [Math.round(v * 1.024)]);
-        note(t, UUID.hrm, UUID.hr, bytes);
-      });
+      // below, once both files are known: RR rows ride in the heart-rate notification they came in
     } else if (kind === 'PPI') {
       const raw = streams.ppi;
       const c = raw.columns;
@@ -135,6 +128,29 @@ export function exportToRecording(result, { name = 'Polar export', id = 'polar-e
         const flags = (c.blocker[i] ? 1 : 0) | (c.contact[i] ? 2 : 0) | (c['contact supported'][i] ? 4 : 0);
         note(t, UUID.data, UUID.pmd, encodePmdPpi(0n, [{ hr: c['hr [bpm]'][i], ppi: c['PP-interval [ms]'][i], error: c['error estimate [ms]'][i], flags }]));
       });
+    }
+  }
+  // Heart rate: one notification per HR row. An RR row goes into the notification of the HR row
+  // with the same phone time (to the ms: the app writes a notification's intervals with its time),
+  // else into the next HR row's (a strap sends intervals beside a heart rate, never alone); RR rows
+  // after the last HR row (or in an export without HR) get a notification of their own carrying the
+  // latest heart rate (0 without any): the one case where a heart-rate value is repeated.
+  const hr = result.streams.hr, rr = result.streams.rr;
+  if (hr || rr) {
+    const rows = hr ? Array.from(hr.hostTimes, (t, i) => ({ t, bpm: hr.values[i], rr: [] })).sort((x, y) => x.t - y.t) : [];
+    const extra = [];
+    rr?.hostTimes.forEach((t, i) => {
+      const v = Math.round(rr.values[i] * 1.024);  // the export's ms -> 1/1024 s
+      let lo = 0, hi = rows.length;  // the first HR row at or after t - 0.5 ms
+      while (lo < hi) { const m = (lo + hi) >> 1; if (rows[m].t < t - 5e-4) lo = m + 1; else hi = m; }
+      if (lo < rows.length) rows[lo].rr.push(v);
+      else extra.push({ t, bpm: rows.length ? rows[rows.length - 1].bpm : 0, rr: [v] });
+    });
+    for (const n of [...rows, ...extra]) {
+      const bytes = n.bpm > 255
+        ? Uint8Array.from([0x01 | (n.rr.length ? 0x10 : 0), n.bpm & 0xFF, n.bpm >> 8, ...n.rr.flatMap((v) => [v & 0xFF, v >> 8])])
+        : encodeHeartRate(n.bpm, n.rr);
+      note(n.t, UUID.hrm, UUID.hr, bytes);
     }
   }
   if (!events.length) throw new SensorformerError('BAD_FORMAT', 'exportToRecording: the export holds no sample');
