@@ -74,10 +74,18 @@ test('the AF session gets the strap\'s ECG in mV and its RR, and its probabiliti
   const received = rec.received.ecg.filter((v) => v !== null);
   assert.ok(received.every((v) => Number.isInteger(v)) && Math.max(...received.map(Math.abs)) > 300, 'the device layer gives whole µV');
   const ecg = rec.chunks.flatMap((c) => c.streams[rec.streamIds.indexOf('ecg')]?.samples ?? []).filter((v) => v !== null && !Number.isNaN(v));
-  // in arrival order, less what the feeder still holds: each the received µV x 1e-3 in float32
+  // every received value less what the feeder still holds, each the received µV x 1e-3 in float32,
+  // each at most as often as it was received. (Compared as multisets, not position by position:
+  // the feeder gives a stream's samples in the order of their measured times, and when the clock
+  // fit corrects itself by more than a sample period between the first frames, as it can on a
+  // loaded machine where the first notifications come late, a frame's first samples are timed
+  // before the previous frame's last and change places with them. Seen in CI: index 72, the first
+  // frame's last sample.)
   assert.ok(ecg.length <= received.length && ecg.length > received.length - 400, `${ecg.length} of ${received.length} ECG values in chunks`);
-  const wrong = ecg.findIndex((v, i) => v !== Math.fround(received[i] * 1e-3));
-  assert.equal(wrong, -1, `chunk ECG value ${wrong}: ${ecg[wrong]}, received ${received[wrong]} µV`);
+  const left = new Map();
+  for (const v of received) { const mv = Math.fround(v * 1e-3); left.set(mv, (left.get(mv) ?? 0) + 1); }
+  const wrong = ecg.findIndex((v) => { const n = left.get(v) ?? 0; left.set(v, n - 1); return n <= 0; });
+  assert.equal(wrong, -1, `chunk ECG value ${wrong}: ${ecg[wrong]} mV is no received µV x 1e-3 (or more often than received)`);
   assert.ok(ecg.length > 1000, `${ecg.length} ECG samples`);
   for (const v of ecg) assert.ok(Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-3 && Math.abs(v) < 4, `ECG value ${v} is not a whole µV in mV`);
   const peak = Math.max(...ecg.map(Math.abs));
