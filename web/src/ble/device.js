@@ -103,6 +103,8 @@ const PMD_STREAMS = {
   ppi: { type: PMD_PPI, kind: 'ppi', defaults: false, columns: [] },
 };
 const PMD_BY_TYPE = new Map(Object.values(PMD_STREAMS).map((d) => [d.type, d]));
+// sample kind -> [frame column, stream id] pairs (#emit, once per frame)
+const COLUMNS_BY_KIND = new Map(Object.values(PMD_STREAMS).map((d) => [d.kind, d.columns]));
 
 // Settings for a restart after a refused start, from a get-settings answer (see PMD_STREAMS).
 function chooseSettings(asked, offered) {
@@ -354,7 +356,7 @@ export class Wearable extends EventTarget {
     this.#lastSampleTime = Math.max(this.#lastSampleTime, times[times.length - 1]);
     this.kinds.add(kind);
     const spec = this.#options.streams;
-    const columns = Object.values(PMD_STREAMS).find((d) => d.kind === kind)?.columns;
+    const columns = COLUMNS_BY_KIND.get(kind);
     if (columns?.length) {
       for (const [column, id] of columns) if (spec[id]) this.#push(id, times, values[column], deviceTimes);
     } else if (spec[kind]) {

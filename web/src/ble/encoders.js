@@ -3,7 +3,8 @@
 // (web/src/simulator/) sends its bytes with them, and toRecording (polar-logger-recording.js)
 // writes a Polar Sensor Logger export as the notifications a live device would have sent.
 
-const u16le = (v) => [v & 0xFF, (v >> 8) & 0xFF];
+/** A u16 as its two little-endian bytes. */
+export const u16le = (v) => [v & 0xFF, (v >> 8) & 0xFF];
 
 /** IEEE-11073 SFLOAT word of mantissa x 10^exponent (mantissa -2048..2047 except reserved). */
 export function encodeSfloat(value, exponent) {

@@ -42,7 +42,7 @@
 //   PPG: per channel a DC level (262000, 279000, 293000 counts) minus a pulse (a systolic and a
 //        dicrotic bump per pulse arrival, ~600 counts) with respiratory baseline wander and noise;
 //        ambient -640 counts with slow drift and noise.
-import { encodeHeartRate, encodePmdDelta, encodePmdPpi } from '../ble/encoders.js';
+import { encodeHeartRate, encodePmdDelta, encodePmdPpi, u16le } from '../ble/encoders.js';
 import { parseSettings, PMD_STATUS, UNIX_2000 } from './devices.js';
 
 export { encodePmdPpi };
@@ -78,7 +78,6 @@ const OFFER = {
   6: { name: 'magnetometer', sampleRate: [10, 20, 50, 100], resolution: [16], range: [50], channels: 3 },
 };
 
-const u16le = (v) => [v & 0xFF, v >> 8];
 const f32le = (v) => Array.from(new Uint8Array(Float32Array.of(v).buffer));
 
 function settingsAnswer(offer) {
