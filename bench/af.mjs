@@ -130,7 +130,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   if (sha !== info.weightsSha256)
     throw new Error(`bench/models/af.onnx was exported from other weights (sha256 ${info.weightsSha256.slice(0, 12)}...) than models/af.safetensors (${sha.slice(0, 12)}...): run \`npm run bench:models\` and commit bench/models/`);
 
-  const model = await loadModel(AF_WEIGHTS);
+  const model = await loadModel(AF_WEIGHTS, { numThreads: 1 });  // one thread each, as ORT here
   const cfg = model.config, d = cfg.d_model;
   const session = await ort.InferenceSession.create(path.join(MODELS, 'af.onnx'), ORT_OPTIONS);
   const [mE, mR] = ['ecg', 'rr'].map((name) => cfg.modalities.find((m) => m.name === name));

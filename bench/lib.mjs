@@ -127,3 +127,29 @@ export function table(header, rows) {
   const line = (cells) => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
+
+// The peers' encoder workload, what a JS user of onnxruntime-web computes before the graph:
+// patches (N, P) = (x - mean) / std and the additive embedding (N, d) = time encoding (sin block,
+// cos block of rel * inv_freq, rel in float64 seconds) + sensor 0 + modality 0 + placement 0 +
+// rate-bucket rows (docs/model.md). Timed inside the peers' forward, as our forward tokenizes too.
+export function encoderInputsFor(st, cfg, rate, samples, N) {
+  const d = cfg.d_model, P = cfg.modalities[0].patch_len, { mean, std } = cfg.modalities[0];
+  const t = st.tensors;
+  const bucket = 1 + cfg.rate_bucket_edges_hz.filter((e) => rate >= e).length;
+  const ident = new Float64Array(d);
+  for (const [name, row] of [['sensor', 0], ['modality', 0], ['placement', 0], ['rate', bucket]])
+    for (let i = 0; i < d; i++) ident[i] += t[`tokenizer.${name}_embedding.weight`].data[row * d + i];
+  const inv = t['time_encoding.inv_freq'].data, half = d / 2;
+  const embed = new Float32Array(N * d);
+  for (let k = 0; k < N; k++) {
+    const rel = (k * P) / rate;  // window starts at its referenceTime
+    for (let i = 0; i < half; i++) {
+      const a = rel * inv[i];
+      embed[k * d + i] = Math.sin(a) + ident[i];
+      embed[k * d + half + i] = Math.cos(a) + ident[half + i];
+    }
+  }
+  const patches = new Float32Array(N * P);
+  for (let j = 0; j < N * P; j++) patches[j] = (samples[j] - mean) / std;
+  return { patches, embed };
+}

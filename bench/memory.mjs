@@ -60,7 +60,7 @@ async function child(runtime, N) {
   let ms;
   if (runtime === 'sf') {
     const { loadModel } = await import('../web/src/index.js');
-    const model = await loadModel(path.join(MODELS, 'encoder.safetensors'));
+    const model = await loadModel(path.join(MODELS, 'encoder.safetensors'), { numThreads: 1 });
     const P = model.config.modalities[0].patch_len;
     // Flattened layout, one stream of P * N samples at 100 Hz: N tokens (bench/peers.mjs's window).
     const window = { streams: [{ sensor: 0, modality: 'acc', placement: 'wrist', rateHz: 100, startTime: 1000, samples: normals(N * P, N) }], referenceTime: 1000 };

@@ -5,7 +5,7 @@
 // The AF model's rows (bench/af.mjs) need models/af.safetensors and are skipped, saying so, without it.
 // Prints BENCHMARKS.md-ready markdown on stdout (progress goes to stderr).
 //
-//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,memory,stream,af,native]
+//   node bench/peers.mjs [--quick | --check] [--only=load,encoder,mha,demo,throughput,threads,memory,stream,af,native]
 //
 // --quick (or SF_BENCH_QUICK=1): a short run, N = 64 / 256 only and few rounds, a few minutes.
 // --check: no timing at all, the output checks only (every runtime against float64 torch on the
@@ -24,11 +24,12 @@ import { fileURLToPath } from 'node:url';
 
 import { existsSync } from 'node:fs';
 import { loadModel, loadModelInWorker, loadCore } from '../web/src/index.js';
-import { assertSameResults, fmt, interleaved, interleavedCpu, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
+import { assertSameResults, encoderInputsFor, fmt, interleaved, interleavedCpu, layerFlops, median, mhaFlops, normals, readF32, readSafetensors, relError, table } from './lib.mjs';
 import { runNative } from './native.mjs';
 import { GOAL_BYTES, runMemory } from './memory.mjs';
 import { runStream } from './stream.mjs';
 import { runAf } from './af.mjs';
+import { runThreads } from './threads.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peers are devDependencies that a checkout installed before the bench existed lacks, and the
@@ -55,7 +56,7 @@ const args = process.argv.slice(2);
 const CHECK = args.includes('--check');
 const QUICK = CHECK || args.includes('--quick') || process.env.SF_BENCH_QUICK === '1';
 // --check keeps only the parts with output checks, and in them no timed rounds.
-const only = CHECK ? ['encoder', 'mha', 'demo', 'stream', 'af'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = CHECK ? ['encoder', 'mha', 'demo', 'threads', 'stream', 'af'] : args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const want = (part) => !only || only.includes(part);
 // Output check: largest |difference| / max(1, max |reference|). Every runtime computes in float32
 // (sums of <= 4096 terms, values O(1-10)), which lands at 1e-7..1e-5 of the reference; a weight,
@@ -75,6 +76,8 @@ function check(what, err) {
 
 // --- runtimes ------------------------------------------------------------------------------------
 ort.env.wasm.numThreads = 1;
+// sensorformer on one thread too wherever ORT and tfjs are (the threads rows below use more).
+const ONE = { numThreads: 1 };
 ort.env.wasm.simd = true;
 ort.env.logLevel = 'error';
 const ORT_OPTIONS = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
@@ -85,32 +88,8 @@ async function ortRun(session, feeds) {
   return r;
 }
 
-// --- encoder workload: what a JS user of onnxruntime-web computes before the graph -----------------
-// patches (N, P) = (x - mean) / std and the additive embedding (N, d) = time encoding (sin block,
-// cos block of rel * inv_freq, rel in float64 seconds) + sensor 0 + modality 0 + placement 0 +
-// rate-bucket rows (docs/model.md). Timed inside the peers' forward, as our forward tokenizes too.
-function encoderInputs(st, cfg, samples, N) {
-  const d = cfg.d_model, P = cfg.modalities[0].patch_len, { mean, std } = cfg.modalities[0];
-  const rate = meta.encoder.rateHz;
-  const t = st.tensors;
-  const bucket = 1 + cfg.rate_bucket_edges_hz.filter((e) => rate >= e).length;
-  const ident = new Float64Array(d);
-  for (const [name, row] of [['sensor', 0], ['modality', 0], ['placement', 0], ['rate', bucket]])
-    for (let i = 0; i < d; i++) ident[i] += t[`tokenizer.${name}_embedding.weight`].data[row * d + i];
-  const inv = t['time_encoding.inv_freq'].data, half = d / 2;
-  const embed = new Float32Array(N * d);
-  for (let k = 0; k < N; k++) {
-    const rel = (k * P) / rate;  // window starts at its referenceTime
-    for (let i = 0; i < half; i++) {
-      const a = rel * inv[i];
-      embed[k * d + i] = Math.sin(a) + ident[i];
-      embed[k * d + half + i] = Math.cos(a) + ident[half + i];
-    }
-  }
-  const patches = new Float32Array(N * P);
-  for (let j = 0; j < N * P; j++) patches[j] = (samples[j] - mean) / std;
-  return { patches, embed };
-}
+// --- encoder workload (encoderInputs, lib.mjs: what a JS user of onnxruntime-web computes first) --
+const encoderInputs = (st, cfg, samples, N) => encoderInputsFor(st, cfg, meta.encoder.rateHz, samples, N);
 
 function encoderWindow(samples) {
   return { streams: [{ sensor: 0, modality: 'acc', placement: 'wrist', rateHz: meta.encoder.rateHz, startTime: meta.encoder.startTime, samples }], referenceTime: meta.encoder.startTime };
@@ -221,9 +200,9 @@ async function loadAndFirstCall() {
   const demoPath = path.join(ROOT, 'demo', 'model', 'demo.safetensors');
   const rows = [];
 
-  const [sfCold, model] = await timeIt(() => loadModel(demoPath));
+  const [sfCold, model] = await timeIt(() => loadModel(demoPath, ONE));
   const sfWarm = [];
-  for (let i = 0; i < 5; i++) sfWarm.push((await timeIt(async () => (await loadModel(demoPath)).dispose()))[0]);
+  for (let i = 0; i < 5; i++) sfWarm.push((await timeIt(async () => (await loadModel(demoPath, ONE)).dispose()))[0]);
   const sfFirst = await firstCall(() => model.forward(demoWindow));
   model.dispose();
 
@@ -272,7 +251,7 @@ async function encoderBench() {
   const cfg = meta.encoder.config, P = cfg.modalities[0].patch_len, d = cfg.d_model;
   const file = path.join(MODELS, 'encoder.safetensors');
   const st = readSafetensors(file);
-  const model = await loadModel(file);
+  const model = await loadModel(file, ONE);
   const session = await ort.InferenceSession.create(path.join(MODELS, 'encoder.onnx'), ORT_OPTIONS);
   const tfjs = tfjsEncoder(st, cfg);
 
@@ -311,7 +290,7 @@ async function encoderBench() {
 }
 
 async function mhaBench() {
-  const core = await loadCore();
+  const core = await loadCore(ONE);
   const rows = [], refNotes = [], peerErr = { ort: 0, tfjs: 0 };
   for (const { name, embedDim: E, numHeads: H, checkN } of meta.mha) {
     const st = readSafetensors(path.join(MODELS, `${name}.safetensors`)).tensors;
@@ -368,7 +347,7 @@ function demoFlops(cfg) {
 
 async function demoBench() {
   const window = JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8'));
-  const model = await loadModel(path.join(ROOT, 'demo', 'model', 'demo.safetensors'));
+  const model = await loadModel(path.join(ROOT, 'demo', 'model', 'demo.safetensors'), ONE);
   const session = await ort.InferenceSession.create(path.join(MODELS, 'demo.onnx'), ORT_OPTIONS);
   const feeds = demoOrtFeeds();
   const wantEmb = readF32(path.join(MODELS, 'demo_check_embeddings.f32'));
@@ -405,14 +384,14 @@ async function demoBench() {
 async function throughputBench() {
   const window = JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8'));
   const demoPath = path.join(ROOT, 'demo', 'model', 'demo.safetensors');
-  const model = await loadModel(demoPath);
+  const model = await loadModel(demoPath, ONE);
   const batch = QUICK ? 24 : 200, rounds = QUICK ? 3 : 9, WORKERS = 2;
   const worker = new Worker(new URL('./ort-throughput-worker.mjs', import.meta.url), { workerData: { models: MODELS, tokens: meta.demo.tokens, threads: WORKERS } });
   const ask = (msg) => new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); worker.postMessage(msg); });
   const ready = await ask({ op: 'init' });
   check('throughput: ORT (numThreads 2) demo embeddings vs float64 torch', relError(ready.embeddings, readF32(path.join(MODELS, 'demo_check_embeddings.f32'))));
   check('throughput: ORT (numThreads 2) demo head vs float64 torch', relError(ready.head, readF32(path.join(MODELS, 'demo_check_head.f32'))));
-  const one = await loadModelInWorker(demoPath), pool = await loadModelInWorker(demoPath, { workers: WORKERS });
+  const one = await loadModelInWorker(demoPath, ONE), pool = await loadModelInWorker(demoPath, { workers: WORKERS, numThreads: 1 });
   const windows = Array.from({ length: batch }, () => window);
   const variants = [
     ['sensorformer main thread, `Model.forwardBatch`', () => model.forwardBatch(windows)],
@@ -453,6 +432,7 @@ if (want('encoder')) await encoderBench();
 if (want('mha')) await mhaBench();
 if (want('demo')) await demoBench();
 if (want('throughput')) await throughputBench();
+if (want('threads')) results.threads = await runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS, loadModel });
 if (want('memory')) {
   const { sfHeap, markdown } = runMemory({ log });
   goal('N = 16384 encoder tokens without maps: WebAssembly memory < 64 MiB', `${(sfHeap / 2 ** 20).toFixed(1)} MiB`, sfHeap < GOAL_BYTES);
@@ -481,6 +461,7 @@ if (!CHECK) {
     ['mha', 'Multi-head self-attention, no mask, no weights returned'],
     ['demo', 'Demo model (d 32, factorized layout) on one demo window'],
     ['throughput', 'Throughput on many demo windows'],
+    ['threads', 'Threads inside one forward: the encoder on 1 and 2 threads against onnxruntime-web on 2 and on its default (issue 22)'],
     ['memory', 'Memory: one long window (2-layer d 64 encoder, fresh process per runtime)'],
     ['stream', 'Streaming: a session update against recomputing the look-back window (issue 12)'],
     ['af', 'Atrial-fibrillation model (models/af.safetensors): one 30 s recording and one streaming update (issue 20)'],

@@ -140,7 +140,7 @@ export function contextSize(times, t, W) {
 export async function runStream({ CHECK, QUICK, TIMING, check, goal, log }) {
   const models = new Map();  // file -> Model (the public API's, for the recomputes)
   const modelOf = async (file) => {
-    if (!models.has(file)) models.set(file, await loadModel(path.join(MODELS, file)));
+    if (!models.has(file)) models.set(file, await loadModel(path.join(MODELS, file), { numThreads: 1 }));
     return models.get(file);
   };
   const rows = [], memRows = [];

@@ -22,14 +22,14 @@ async function session(seconds) {
   return (await windowsFromRecording(await recordSession({ seed: 7, seconds }), { seconds: 10, hop: 1 })).windows;
 }
 
-const local = await loadModel(MODEL);
+const local = await loadModel(MODEL, { numThreads: 1 });  // windows spread over workers, one thread each
 const { config } = local;
 const known = new Set(config.modalities.map((m) => m.name));
 const windows = (await session(SECONDS)).map((w) => ({
   ...w, streams: w.streams.filter((s) => known.has(s.modality) && config.placements.includes(s.placement) && s.sensor < config.n_sensors),
 }));
 
-const one = await loadModelInWorker(MODEL);
+const one = await loadModelInWorker(MODEL, { numThreads: 1 });
 const pool = await loadModelInWorker(MODEL, { workers: cores });
 const variants = [
   ['main thread, Model.forwardBatch', () => local.forwardBatch(windows)],

@@ -11,6 +11,7 @@
 
 #include "attend/multihead_attention.hpp"
 #include "core/limits.hpp"
+#include "core/parallel.hpp"
 #include "encode/time_encoding.hpp"
 #include "kernels/simd.hpp"
 #include "model/model.hpp"
@@ -427,9 +428,19 @@ class StreamHandle {
   sf::StreamSession session_;
 };
 
+// Threads of every forward in this module instance (core/parallel.hpp): the loader sets it once
+// after the load, to numThreads, and the threaded build's pool has numThreads - 1 Workers ready.
+SF_GLUE_MINSIZE val set_threads(int n) {
+  const sf::Status s = sf::parallel::set_threads(n);
+  return s.ok() ? ok_object() : failure(s);
+}
+int threads() { return sf::parallel::threads(); }
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(sensorformer) {
+  emscripten::function("setThreads", &set_threads);
+  emscripten::function("threads", &threads);
   emscripten::function("timeEncoding", &time_encoding);
   emscripten::function("multiheadAttention", &multihead_attention);
   emscripten::function("simdArch", &simd_arch);

@@ -279,10 +279,12 @@ function modelInfo(url, c, how) {
   return file;
 }
 
-function logLoaded(url, c, what) {
+// threads: what the Worker's module runs a forward on (more than 1 on this cross-origin-isolated
+// page, served with COOP and COEP by tools/serve-demo.mjs; 1 where a server does not send them).
+function logLoaded(url, { config: c, threads }, what) {
   const file = new URL(url, location.href).pathname.split('/').pop();
   const labels = c.labels ?? [];
-  addLog({ kind: 'model', text: `${what} loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads${c.attention_lookback_s ? `, causal, look-back ${c.attention_lookback_s} s` : ''}, ${labels.length ? `classes ${labels.join(' / ')}` : 'no class labels'})`, time: Date.now() / 1000 });
+  addLog({ kind: 'model', text: `${what} loaded: ${file} (${c.layout}, ${c.n_layers} layers, ${c.n_heads} heads${c.attention_lookback_s ? `, causal, look-back ${c.attention_lookback_s} s` : ''}, ${labels.length ? `classes ${labels.join(' / ')}` : 'no class labels'}; ${threads} thread${threads === 1 ? '' : 's'})`, time: Date.now() / 1000 });
 }
 
 
@@ -299,8 +301,8 @@ loop.addEventListener('error', (e) => {
   if (phase === 'load') windowState.failed = error;  // setMode says it
   addLog({ kind: 'error', text: `${phase}: ${error.message}`, time: Date.now() / 1000 });
 });
-loop.addEventListener('loaded', (e) => logLoaded(MODEL_URL, e.detail.config, 'windowed model'));
-streamer.addEventListener('loaded', (e) => logLoaded(STREAM_MODEL_URL, e.detail.config, 'stream model'));
+loop.addEventListener('loaded', (e) => logLoaded(MODEL_URL, e.detail, 'windowed model'));
+streamer.addEventListener('loaded', (e) => logLoaded(STREAM_MODEL_URL, e.detail, 'stream model'));
 streamer.addEventListener('log', (e) => addLog({ ...e.detail, time: Date.now() / 1000 }));
 streamer.addEventListener('error', (e) => {
   const { error, phase } = e.detail;
@@ -318,7 +320,7 @@ const rhythmPanel = new RhythmPanel({
   truth: $('#rhythm-truth'), control: $('#start-af'),
 });
 rhythm.addEventListener('loaded', (e) => {
-  logLoaded(AF_MODEL_URL, e.detail.config, 'AF model');
+  logLoaded(AF_MODEL_URL, e.detail, 'AF model');
   rhythmPanel.setLabels(e.detail.config.labels ?? []);
 });
 rhythm.addEventListener('log', (e) => addLog({ ...e.detail, text: `AF model: ${e.detail.text}`, time: hostNow() }));

@@ -4,7 +4,8 @@
 #                                writes the package's module to web/dist/), both with the GoogleTest
 #                                suite: `npm run build`, and the first step of `npm test`.
 #   bash tools/build.sh --demo   only what the demo serves from the build: the WebAssembly core
-#                                web/dist/sensorformer-core.{js,wasm} (`npm start`). No native
+#                                web/dist/sensorformer-core.{js,wasm} and its threaded twin
+#                                web/dist/sensorformer-core-mt.{js,wasm,worker.js} (`npm start`). No native
 #                                build, no GoogleTest, no bench. make decides: build/wasm is
 #                                configured only when it has no cache yet, and the core is rebuilt
 #                                only if a source, header or CMakeLists.txt is newer than it (on a
@@ -46,15 +47,18 @@ if [ "$demo" -eq 1 ]; then
     # removed): a web/dist newer than every input of the core is used as it is, as make would.
     # Like make, this trusts file times; a toolchain upgrade is not seen (`npm run build` after
     # `rm -rf build web/dist` rebuilds from scratch).
-    if [ -f "$dist.js" ] && [ -f "$dist.wasm" ] \
-       && [ -z "$(find src bindings CMakeLists.txt \( -newer "$dist.js" -o -newer "$dist.wasm" \) -print -quit)" ]; then
-      echo "build: $dist.{js,wasm} newer than src/, bindings/ and CMakeLists.txt; used as they are"
+    fresh=1
+    for f in "$dist.js" "$dist.wasm" "$dist-mt.js" "$dist-mt.wasm" "$dist-mt.worker.js"; do
+      if [ ! -f "$f" ] || [ -n "$(find src bindings CMakeLists.txt tools/patch-mt-glue.mjs -newer "$f" -print -quit)" ]; then fresh=0; fi
+    done
+    if [ "$fresh" -eq 1 ]; then
+      echo "build: $dist{,-mt}.{js,wasm} newer than src/, bindings/ and CMakeLists.txt; used as they are"
       exit 0
     fi
     emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release -DSF_BUILD_TESTS=OFF "${werror[@]}" >/dev/null
   fi
-  cmake --build build/wasm -j"$jobs" --target sensorformer_wasm | { grep -v 'Built target' || true; }
-  echo "build: $dist.{js,wasm} up to date"
+  cmake --build build/wasm -j"$jobs" --target sensorformer_wasm sensorformer_wasm_mt | { grep -v 'Built target' || true; }
+  echo "build: $dist{,-mt}.{js,wasm} up to date"
   exit 0
 fi
 

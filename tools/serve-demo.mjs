@@ -54,7 +54,11 @@ export const CSP = [
 export const SECURITY_HEADERS = {
   'Content-Security-Policy': CSP,
   'X-Content-Type-Options': 'nosniff',
+  // With COOP same-origin, COEP require-corp makes the page cross-origin isolated, which is what
+  // gives it SharedArrayBuffer and so sensorformer's threaded build (numThreads; everything the
+  // demo loads is same-origin, so nothing needs a CORP header of its own).
   'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 export const ALLOW = 'GET, HEAD';
 export const MAX_TARGET_LENGTH = 8000;

@@ -31,6 +31,15 @@ export interface CoreLoadOptions {
   wasmUrl?: string | URL;
   /** The .wasm bytes themselves; nothing is fetched. Not together with wasmUrl. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /**
+   * Threads of every forward, 1-16 (default: the cores, at most 4; in loadModelInWorker with
+   * workers > 1, 1 per worker). More than 1 loads the threaded build, whose pool of Workers starts
+   * with the module; it needs SharedArrayBuffer: Node >= 20.16, or a cross-origin-isolated page
+   * (COOP same-origin + COEP require-corp) and its Workers. Elsewhere 1 is granted (see
+   * `threads` on the model or core, and threadsUnavailableReason()). Results are bit-identical for
+   * every thread count.
+   */
+  numThreads?: number;
 }
 
 /** How much of the weights file has arrived. */
@@ -141,6 +150,8 @@ export interface MhaResult {
 export interface Core {
   /** Instruction set of the kernels: "sse4.1" is xsimd's path lowered to WebAssembly SIMD128. */
   readonly simdArch: string;
+  /** Threads every forward of this module instance runs on (numThreads as granted). */
+  readonly threads: number;
   /** Float64 seconds in (finite), Float32Array (n, dModel) out: sin block, then cos block. */
   timeEncoding(times: NumericArray | readonly number[], options: TimeEncodingOptions): { data: Float32Array; dims: [number, number] };
   /** torch.nn.MultiheadAttention forward of one sequence. Every value finite (else NON_FINITE). */
@@ -154,6 +165,9 @@ export function loadCore(options?: CoreLoadOptions | null): Promise<Core>;
 
 /** Whether this engine runs WebAssembly SIMD (the core needs it). */
 export function hasWasmSimd(): boolean;
+
+/** Null when numThreads > 1 can be granted here, else why not (no SharedArrayBuffer, a page that is not cross-origin isolated, Node < 20.16). */
+export function threadsUnavailableReason(): string | null;
 
 /** Beats of one ECG lead (web/src/qrs.js: Pan-Tompkins, any rate >= 50 Hz). */
 export interface DetectedBeats {
@@ -483,6 +497,8 @@ export class Model {
   readonly config: ModelConfig;
   /** Inputs, outputs, architecture and size (stays readable after dispose()). */
   readonly info: ModelInfo;
+  /** Threads each forward runs on (numThreads as granted: 1 where threads cannot run). */
+  readonly threads: number;
   forward(window: SensorWindow, options?: ForwardOptions | null): ForwardResult;
   /** A ragged batch: each window computed on its own; errors name windows[i]. */
   forwardBatch(windows: SensorWindow[], options?: ForwardOptions | null): ForwardResult[];
@@ -694,6 +710,8 @@ export class WorkerModel {
   readonly config: ModelConfig;
   /** As Model.info. */
   readonly info: ModelInfo;
+  /** As Model.threads, in each worker. */
+  readonly threads: number;
   /** How many workers the model runs on. */
   readonly workers: number;
   /** Goes to the least busy worker. */

@@ -19,7 +19,7 @@ const median = (xs) => {
 };
 
 /**
- * Events: 'loaded' ({ config }), 'result' ({ result, window, end, seconds, latencyMs, stats }),
+ * Events: 'loaded' ({ config, threads }), 'result' ({ result, window, end, seconds, latencyMs, stats }),
  * 'error' ({ error, phase: 'load' | 'forward' }), 'state' (inFlight changed).
  */
 export class InferenceLoop extends EventTarget {
@@ -51,7 +51,7 @@ export class InferenceLoop extends EventTarget {
       return null;
     }
     this.config = this.#model.config;
-    this.dispatchEvent(new CustomEvent('loaded', { detail: { config: this.config } }));
+    this.dispatchEvent(new CustomEvent('loaded', { detail: { config: this.config, threads: this.#model.threads } }));
     return this.config;
   }
 

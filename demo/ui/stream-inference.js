@@ -39,7 +39,7 @@ function pushBounded(list, value, n = STATS_WINDOW) {
 }
 
 /**
- * Events: 'loaded' ({ config }), 'result' ({ prediction, update, lookback, frontier, referenceTime,
+ * Events: 'loaded' ({ config, threads }), 'result' ({ prediction, update, lookback, frontier, referenceTime,
  * source, stats, feed, ... }), 'error' ({ error, phase: 'load' | 'stream', restarting: a new
  * session follows }), 'log' ({ kind, text }).
  * prediction: pooled()'s result (pooled, head, probabilities, label, presentTokens, from, to).
@@ -90,7 +90,7 @@ export class StreamInference extends EventTarget {
       return null;
     }
     this.config = this.#model.config;
-    this.dispatchEvent(new CustomEvent('loaded', { detail: { config: this.config } }));
+    this.dispatchEvent(new CustomEvent('loaded', { detail: { config: this.config, threads: this.#model.threads } }));
     return this.config;
   }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/parallel.hpp"
 #include "kernels/activation.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
@@ -67,12 +68,26 @@ Status encoder_layer_with(const EncoderLayerWeights& w, const EncoderLayerOption
       kernels::pack_weights(w.linear2_weight, d, ff, ff, w.linear2_bias, &ws.linear2);
       l2 = &ws.linear2;
     }
-    for (int r = 0; r < n; r += kFeedForwardRows) {
-      const int rows = std::min(kFeedForwardRows, n - r);
-      const size_t at = static_cast<size_t>(r) * d;
-      kernels::gemm_packed(rows, in + at, d, *l1, 1.0f, act, false, hidden, ff);
-      kernels::gemm_packed(rows, hidden, ff, *l2, 1.0f, kernels::Act::kNone, true, out + at, d);
-    }
+    // Threads take whole blocks of kFeedForwardRows rows (each with its own hidden block), so a
+    // row's products are the same instructions as on one thread. One block (n <= 64) is left to
+    // gemm_packed, which splits its rows itself.
+    const int blocks = (n + kFeedForwardRows - 1) / kFeedForwardRows;
+    const int tasks = std::min(blocks, parallel::split(2.0 * n * d * ff, parallel::kGrain));
+    const size_t block_hidden = static_cast<size_t>(std::min(n, kFeedForwardRows)) * ff;
+    if (tasks > 1 && ws.hidden.size() < parallel::threads() * block_hidden) ws.hidden.resize(parallel::threads() * block_hidden);
+    float* hidden_blocks = ws.hidden.data();
+    auto task = [&](int t, int slot) {
+      float* h = hidden_blocks + slot * block_hidden;
+      const int b0 = static_cast<int>(static_cast<long long>(blocks) * t / tasks);
+      const int b1 = static_cast<int>(static_cast<long long>(blocks) * (t + 1) / tasks);
+      for (int r = b0 * kFeedForwardRows; r < std::min(n, b1 * kFeedForwardRows); r += kFeedForwardRows) {
+        const int rows = std::min(kFeedForwardRows, n - r);
+        const size_t at = static_cast<size_t>(r) * d;
+        kernels::gemm_packed(rows, in + at, d, *l1, 1.0f, act, false, h, ff);
+        kernels::gemm_packed(rows, h, ff, *l2, 1.0f, kernels::Act::kNone, true, out + at, d);
+      }
+    };
+    parallel::run(tasks, task);
   };
 
   if (o.norm_first) {  // x = x + SA(LN1(x)); x = x + FF(LN2(x))

@@ -1,10 +1,12 @@
 #include "attend/multihead_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/limits.hpp"
+#include "core/parallel.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
 
@@ -96,19 +98,56 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const size_t map = static_cast<size_t>(L) * S;
+  const bool averaged = options.weights == AttentionWeights::kAveraged;
   std::vector<float>& head_map = ws.head_map;
-  if (options.weights == AttentionWeights::kAveraged) grow(head_map, map);
-  kernels::AttentionWorkspace& workspace = ws.attention;  // packed K^T and V, reused by every head
-  for (int h = 0; h < H; ++h) {
+  if (averaged) grow(head_map, map);
+
+  // Work units: (head, block of kQueryBlock queries) pairs, head-major; with averaged weights a
+  // unit is a query block over every head in order, so each map element sums its heads in the
+  // same order as on one thread. A thread takes a contiguous run of units and calls the head
+  // kernel once per head on its rows: blocks start at query 0 whatever the split, so every row is
+  // computed exactly as on one thread (kernels/attention.hpp, kQueryBlock).
+  const int qblocks = (L + kernels::kQueryBlock - 1) / kernels::kQueryBlock;
+  const int units = averaged ? qblocks : H * qblocks;
+  // ~2 L S E multiply-adds (scores and P.V).
+  const int tasks = ref ? 1 : std::min(units, parallel::split(2.0 * L * S * E, parallel::kGrain));
+#ifdef SF_THREADS
+  if (static_cast<int>(ws.helper_attention.size()) < parallel::threads() - 1) ws.helper_attention.resize(parallel::threads() - 1);
+#endif
+  const auto rows = [&](int h, int r0, int r1, kernels::AttentionWorkspace* scratch) {
     float* weights = nullptr;
-    if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map;
-    if (options.weights == AttentionWeights::kAveraged) weights = head_map.data();
-    head(L, S, Dh, scale, qp + h * Dh, ldq, kp + h * Dh, ldkv,
-         vp + h * Dh, ldkv, options.key_padding_mask, key_limit,
-         ctx.data() + h * Dh, E, weights, &workspace, options.key_start);
-    if (options.weights == AttentionWeights::kAveraged)
-      for (size_t i = 0; i < map; ++i) attn[i] = (h == 0 ? 0.0f : attn[i]) + head_map[i] / H;
-  }
+    if (options.weights == AttentionWeights::kPerHead) weights = attn + h * map + static_cast<size_t>(r0) * S;
+    if (averaged) weights = head_map.data() + static_cast<size_t>(r0) * S;
+    head(r1 - r0, S, Dh, scale, qp + static_cast<size_t>(r0) * ldq + h * Dh, ldq, kp + h * Dh, ldkv, vp + h * Dh, ldkv,
+         options.key_padding_mask, key_limit ? key_limit + r0 : nullptr, ctx.data() + static_cast<size_t>(r0) * E + h * Dh, E,
+         weights, scratch, options.key_start ? options.key_start + r0 : nullptr);
+    if (averaged) {
+      float* a = attn + static_cast<size_t>(r0) * S;
+      const float* m = head_map.data() + static_cast<size_t>(r0) * S;
+      const size_t n = static_cast<size_t>(r1 - r0) * S;
+      for (size_t i = 0; i < n; ++i) a[i] = (h == 0 ? 0.0f : a[i]) + m[i] / H;
+    }
+  };
+  auto task = [&](int t, int slot) {
+#ifdef SF_THREADS
+    kernels::AttentionWorkspace* scratch = slot == 0 ? &ws.attention : &ws.helper_attention[slot - 1];
+#else
+    kernels::AttentionWorkspace* scratch = &ws.attention;
+    (void)slot;
+#endif
+    const int u0 = static_cast<int>(static_cast<long long>(units) * t / tasks);
+    const int u1 = static_cast<int>(static_cast<long long>(units) * (t + 1) / tasks);
+    const auto row = [&](int block) { return std::min(L, block * kernels::kQueryBlock); };
+    if (averaged) {
+      for (int h = 0; h < H; ++h) rows(h, row(u0), row(u1), scratch);
+      return;
+    }
+    for (int h = u0 / qblocks; h <= (u1 - 1) / qblocks; ++h) {
+      const int b0 = std::max(u0, h * qblocks) - h * qblocks, b1 = std::min(u1, (h + 1) * qblocks) - h * qblocks;
+      rows(h, row(b0), row(b1), scratch);
+    }
+  };
+  parallel::run(tasks, task);
   if (!ref && w.out_proj_packed)
     kernels::gemm_packed(L, ctx.data(), E, *w.out_proj_packed, 1.0f, kernels::Act::kNone, false, out, E);
   else

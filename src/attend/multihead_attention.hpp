@@ -43,7 +43,8 @@ struct MhaWorkspace {
   std::vector<float> ctx;  // (L, E)
   std::vector<float> head_map;
   std::vector<int> causal_limit;
-  kernels::AttentionWorkspace attention;
+  kernels::AttentionWorkspace attention;  // the calling thread's (parallel slot 0)
+  std::vector<kernels::AttentionWorkspace> helper_attention;  // slots 1.. when heads run on threads
 };
 
 enum class AttentionWeights { kNone, kPerHead, kAveraged };

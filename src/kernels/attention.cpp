@@ -33,9 +33,6 @@ constexpr int kW = kFloatLanes;
 // Query rows per micro-tile: 4 rows x 2 vectors = 8 accumulators + 2 operands + 1 broadcast stay
 // within the 16 registers V8 gives WebAssembly SIMD on x64 (no spills in the inner loop).
 constexpr int kRows = 4;
-// Queries sharing one pass over K and V: each key tile (kKeyBlock x Dh, <= 16 KB at Dh 64) is
-// reused by kQueryBlock / kRows micro-tiles while it is in L1, and K, V are streamed L / 64 times.
-constexpr int kQueryBlock = 64;
 static_assert(kKeyBlock % (2 * kW) == 0, "a key tile is a whole number of 2-vector column pairs");
 static_assert(kQueryBlock % kRows == 0, "a query block is a whole number of micro-tiles");
 

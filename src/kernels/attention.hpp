@@ -27,6 +27,11 @@ namespace sf::kernels {
 // Keys per tile: 64 x Dh floats of K^T and of V (16 KB each at Dh 64) stay in L1 while a block of
 // queries walks them.
 constexpr int kKeyBlock = 64;
+// Queries sharing one pass over K and V: each key tile (kKeyBlock x Dh, <= 16 KB at Dh 64) is
+// reused by kQueryBlock / 4 micro-tiles while it is in L1, and K, V are streamed L / 64 times.
+// Blocks start at query 0, so a call on queries [b * kQueryBlock, ...) of a longer sequence
+// computes those rows exactly as the call on all of them does (how threads split a head).
+constexpr int kQueryBlock = 64;
 
 // Scratch for attention_head: (S rounded up to 64) * (Dh + 1) floats for K^T and the key mask,
 // S * Dh more when Dh is not a lane multiple (V with padded rows), 128 * Dh for one query block,

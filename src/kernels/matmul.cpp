@@ -10,6 +10,9 @@
 // gemm_nn broadcasts A(i,k) and sweeps B's row k, vectorized along N. All keep the scalar tails of the `_ref` loops.
 #include "kernels/matmul.hpp"
 
+#include <algorithm>
+
+#include "core/parallel.hpp"
 #include "kernels/activation.hpp"
 #include "kernels/activation_simd.hpp"
 #include "kernels/simd.hpp"
@@ -153,16 +156,31 @@ void pack_weights(const float* W, int n, int k, int ldw, const float* bias, Pack
     for (int j = 0; j < n; ++j) out->bias[j] = bias[j];
 }
 
-void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float alpha, Act act,
-                 bool accumulate, float* C, int ldc) {
+// Rows [i_begin, i_end) of the product, by blocks of kRowBlock rows counted from row 0.
+static void gemm_packed_rows(int i_begin, int i_end, const float* A, int lda, const PackedWeights& W, float alpha,
+                             Act act, bool accumulate, float* C, int ldc) {
   const int N = W.n, K = W.k, panels = (N + kNR - 1) / kNR;
-  for (int i0 = 0; i0 < M; i0 += kRowBlock) {
-    const int rows = i0 + kRowBlock < M ? kRowBlock : M - i0;
+  for (int i0 = i_begin; i0 < i_end; i0 += kRowBlock) {
+    const int rows = i0 + kRowBlock < i_end ? kRowBlock : i_end - i0;
     for (int p = 0; p < panels; ++p)
       panel_rows(rows, K, A + static_cast<size_t>(i0) * lda, lda, W.panels.data() + static_cast<size_t>(p) * K * kNR,
                  W.bias.data() + p * kNR, alpha, act, accumulate, C + static_cast<size_t>(i0) * ldc + p * kNR, ldc,
                  N - p * kNR < kNR ? N - p * kNR : kNR);
   }
+}
+
+void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float alpha, Act act,
+                 bool accumulate, float* C, int ldc) {
+  const int blocks = (M + kRowBlock - 1) / kRowBlock;
+  const int tasks = std::min(blocks, parallel::split(static_cast<double>(M) * W.n * W.k, parallel::kGrain));
+  // Threads take whole row blocks, so each output row goes through the same tiles and the same
+  // instructions as on one thread: bit-identical results (core/parallel.hpp).
+  auto task = [&](int t, int) {
+    const int b0 = static_cast<int>(static_cast<long long>(blocks) * t / tasks);
+    const int b1 = static_cast<int>(static_cast<long long>(blocks) * (t + 1) / tasks);
+    gemm_packed_rows(b0 * kRowBlock, std::min(M, b1 * kRowBlock), A, lda, W, alpha, act, accumulate, C, ldc);
+  };
+  parallel::run(tasks, task);
 }
 
 void linear_act_ref(int M, int N, int K, const float* A, int lda, const float* W, int ldw,

@@ -109,6 +109,13 @@ test('the simulated wearable streams and inference updates arrive from the worke
   assert.equal(probs.length, 3);
   // three values shown to 0.1 %: their sum is off 100 by at most 0.15
   assert.ok(Math.abs(probs.reduce((a, b) => a + b, 0) - 100) < 0.5, `probabilities ${probs} do not sum to 100 %`);
+  // Threads (docs/performance.md "Threads"): the demo server sends COOP + COEP, so the page is
+  // cross-origin isolated and the model's Worker runs the threaded build on min(4, cores) threads.
+  const isolation = await page.evaluate(() => ({ isolated: globalThis.crossOriginIsolated, cores: navigator.hardwareConcurrency }));
+  assert.equal(isolation.isolated, true, 'the demo page must be cross-origin isolated');
+  const loadedLine = await page.$$eval('#log li[data-kind="model"] .text', (els) => els.map((e) => e.textContent).find((t) => t.startsWith('windowed model loaded')));
+  const threads = Number(/; (\d+) threads?\)$/.exec(loadedLine ?? '')?.[1]);
+  assert.equal(threads, Math.min(4, isolation.cores), `threads in "${loadedLine}"`);
   const devices = await page.$$eval('#devices .device', (els) => els.map((e) => `${e.querySelector('.name').textContent}:${e.dataset.state}`));
   assert.deepEqual(devices.sort(), ['Oxi SIM:streaming', 'Polar H10 SIM:streaming', 'Thermo SIM:streaming']);
   const points = await page.$$eval('canvas.trace', (els) => Object.fromEntries(els.map((e) => [e.dataset.stream, Number(e.dataset.points)])));
@@ -443,7 +450,7 @@ test('CSP: every response carries the header, nothing violates it, no console er
 
   const { responses } = ctx.watch;
   const kinds = (re) => responses.filter((r) => re.test(new URL(r.url).pathname));
-  for (const [what, re] of [['the page', /^\/(\?.*)?$/], ['main.js', /\/main\.js$/], ['style.css', /\/style\.css$/], ['the worker', /\/worker\.js$/], ['the .wasm', /\.wasm$/], ['the model', /\.safetensors$/]])
+  for (const [what, re] of [['the page', /^\/(\?.*)?$/], ['main.js', /\/main\.js$/], ['style.css', /\/style\.css$/], ['the worker', /\/worker\.js$/], ['the .wasm', /\.wasm$/], ['the threaded .wasm', /-mt\.wasm$/], ['its pthread worker', /-mt\.worker\.js$/], ['the model', /\.safetensors$/]])
     assert.ok(kinds(re).length >= 1, `no response for ${what} was seen: ${responses.map((r) => r.url).join(', ')}`);
   const without = responses.filter((r) => r.csp !== CSP);
   assert.deepEqual(without, [], 'responses without the CSP header');

@@ -382,7 +382,7 @@ test('loadCore, loadModel and loadModelInWorker check their options in one place
   // [options, which functions refuse them, the message after "<method>: "]
   const cases = [
     [{ wasmURL: 'x.wasm' }, ['loadCore', 'loadModel', 'loadModelInWorker'], /^unknown option "wasmURL" \(accepted: wasmUrl, wasmBinary/],
-    [{ warmup: false }, ['loadCore'], /^unknown option "warmup" \(accepted: wasmUrl, wasmBinary\); warmup is an option of loadModel\(source, options\)$/],
+    [{ warmup: false }, ['loadCore'], /^unknown option "warmup" \(accepted: wasmUrl, wasmBinary, numThreads\); warmup is an option of loadModel\(source, options\)$/],
     [{ workers: 2 }, ['loadCore', 'loadModel'], /^unknown option "workers" .*; workers is an option of loadModelInWorker\(source, options\)$/],
     [{ wasmUrl: 42 }, ['loadCore', 'loadModel', 'loadModelInWorker'], /^options\.wasmUrl must be a string or a URL, got number$/],
     [{ wasmBinary: [0, 97, 115, 109] }, ['loadCore', 'loadModel', 'loadModelInWorker'], /^options\.wasmBinary must be an ArrayBuffer or a Uint8Array, got object$/],
@@ -416,14 +416,15 @@ test('loadCore, loadModel and loadModelInWorker check their options in one place
 test('a second wasmUrl or wasmBinary after the module is loaded is honoured: its own instance', DEADLINE, async () => {
   const { loadWasm } = await freshLoader();
   const wasmBytes = readFile(new URL('../../web/dist/sensorformer-core.wasm', import.meta.url));
-  const first = await loadWasm();
+  // numThreads 1: the single-thread build, the file copied below (tests/js/threads.test.js: the threaded one).
+  const first = await loadWasm({ numThreads: 1 });
   const dir = mkdtempSync(join(tmpdir(), 'sf-'));
   writeFileSync(join(dir, 'copy.wasm'), wasmBytes);
   const copy = await loadWasm({ wasmUrl: pathToFileURL(join(dir, 'copy.wasm')) });
   assert.notEqual(copy, first, 'another file: another instance');
   assert.equal(copy.simdArch(), 'sse4.1');
   assert.equal(await loadWasm({ wasmUrl: pathToFileURL(join(dir, 'copy.wasm')).href }), copy, 'the same URL again: the same instance');
-  assert.equal(await loadWasm({ wasmUrl: new URL('../../web/dist/sensorformer-core.wasm', import.meta.url) }), first, 'the default file named: the default instance');
+  assert.equal(await loadWasm({ wasmUrl: new URL('../../web/dist/sensorformer-core.wasm', import.meta.url), numThreads: 1 }), first, 'the default file named: the default instance');
   // Before: ignored, so a wrong path after the first load "worked" with the old module.
   const e = await loadError({ wasmUrl: pathToFileURL(join(dir, 'missing.wasm')) }).catch((x) => x);
   assert.equal(e.code, 'WASM_FETCH_FAILED');

@@ -69,6 +69,12 @@ set_target_properties(sensorformer_wasm PROPERTIES OUTPUT_NAME sensorformer-core
   RUNTIME_OUTPUT_DIRECTORY \${CMAKE_SOURCE_DIR}/web/dist)
 # As the real one does: the linker does not create a deleted web/dist.
 add_custom_command(TARGET sensorformer_wasm PRE_LINK COMMAND \${CMAKE_COMMAND} -E make_directory \${CMAKE_SOURCE_DIR}/web/dist)
+# The threaded twin (the real one links a pthreads build of the core).
+add_executable(sensorformer_wasm_mt bindings/glue.cpp)
+target_link_libraries(sensorformer_wasm_mt PRIVATE sensorformer_core)
+set_target_properties(sensorformer_wasm_mt PROPERTIES OUTPUT_NAME sensorformer-core-mt
+  RUNTIME_OUTPUT_DIRECTORY \${CMAKE_SOURCE_DIR}/web/dist)
+add_custom_command(TARGET sensorformer_wasm_mt PRE_LINK COMMAND \${CMAKE_COMMAND} -E make_directory \${CMAKE_SOURCE_DIR}/web/dist)
 if(SF_BUILD_TESTS)
   add_executable(sensorformer_tests tests/cpp/t.cpp)
   target_link_libraries(sensorformer_tests PRIVATE sensorformer_core)
@@ -83,7 +89,7 @@ endif()
 
 function makeTree(dir) {
   for (const d of ['tools', 'src', 'bindings', 'tests/cpp']) mkdirSync(path.join(dir, d), { recursive: true });
-  for (const f of ['build.sh', 'build-dir.sh', 'setup.sh', 'sanitize.sh']) copyFileSync(path.join(repo, 'tools', f), path.join(dir, 'tools', f));
+  for (const f of ['build.sh', 'build-dir.sh', 'setup.sh', 'sanitize.sh', 'patch-mt-glue.mjs']) copyFileSync(path.join(repo, 'tools', f), path.join(dir, 'tools', f));
   writeFileSync(path.join(dir, 'CMakeLists.txt'), MINI_CMAKE);
   writeFileSync(path.join(dir, 'src/core.hpp'), 'int core();\n');
   writeFileSync(path.join(dir, 'src/core.cpp'), '#include "core.hpp"\nint core() { return 1; }\n');
@@ -120,6 +126,9 @@ function ok(r) {
 
 const mini = path.join(tmp, 'mini');
 const dist = path.join(mini, 'web/dist/sensorformer-core');
+const distMt = `${dist}-mt`;
+// The five files of web/dist the demo serves (the single-thread module and the threaded one).
+const DIST_FILES = ['sensorformer-core.js', 'sensorformer-core.wasm', 'sensorformer-core-mt.js', 'sensorformer-core-mt.wasm', 'sensorformer-core-mt.worker.js'];
 
 before(() => {
   mkdirSync(stubs);
@@ -140,8 +149,8 @@ test('npm start on a fresh tree: configures build/wasm once without the tests an
   const conf = configures(r.calls);
   assert.equal(conf.length, 1, r.calls.join('\n'));
   assert.match(conf[0], /^emcmake cmake -S \. -B build\/wasm .*-DSF_BUILD_TESTS=OFF/);
-  assert.deepEqual(compiled(r.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(mini, f)).sort());
-  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)), [dist]);
+  assert.deepEqual(compiled(r.calls), ['bindings/glue.cpp', 'bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(mini, f)).sort());
+  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)).sort(), [dist, distMt]);
   assert.ok(statSync(dist).isFile());
   assert.throws(() => statSync(path.join(mini, 'build/native')), { code: 'ENOENT' }, 'no native build for the demo');
 });
@@ -150,7 +159,7 @@ test('npm start on a built tree: no configure step, one build of the core target
   const before = statSync(dist).mtimeMs;
   const r = ok(run(mini, 'build.sh', '--demo'));
   assert.deepEqual(r.calls.filter((l) => !l.startsWith('c++ ')).map((l) => l.replace(/-j\d+/, '-jN')),
-    ['cmake --build build/wasm -jN --target sensorformer_wasm']);
+    ['cmake --build build/wasm -jN --target sensorformer_wasm sensorformer_wasm_mt']);
   assert.deepEqual(r.calls.filter((l) => l.startsWith('c++ ')), [], 'a built tree compiles and links nothing');
   assert.equal(statSync(dist).mtimeMs, before);
   assert.match(r.stdout, /up to date/);
@@ -161,20 +170,20 @@ test('npm start after a source changed: that file is compiled and the module rel
   const r = ok(run(mini, 'build.sh', '--demo'));
   assert.deepEqual(configures(r.calls), []);
   assert.deepEqual(compiled(r.calls), [path.join(mini, 'src/core.cpp')]);
-  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)), [dist]);
+  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)).sort(), [dist, distMt]);
 });
 
 test('npm start after a header changed: every file that includes it is compiled again', () => {
   appendFileSync(path.join(mini, 'src/core.hpp'), '// changed\n');
   const r = ok(run(mini, 'build.sh', '--demo'));
-  assert.deepEqual(compiled(r.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(mini, f)).sort());
+  assert.deepEqual(compiled(r.calls), ['bindings/glue.cpp', 'bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(mini, f)).sort());
 });
 
 test('npm start with web/dist deleted: the module is linked again from the built objects', () => {
   rmSync(path.join(mini, 'web/dist'), { recursive: true });
   const r = ok(run(mini, 'build.sh', '--demo'));
   assert.deepEqual(compiled(r.calls), []);
-  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)), [dist]);
+  assert.deepEqual(linked(r.calls).map((f) => path.resolve(mini, 'build/wasm', f)).sort(), [dist, distMt]);
   assert.ok(statSync(dist).isFile());
 });
 
@@ -228,7 +237,7 @@ test('a build/ copied from another checkout: each build folder is removed with a
   const demo = ok(run(copy, 'build.sh', '--demo'));
   assert.match(demo.stderr, /^build\/wasm: configured for .* removing it and configuring afresh$/m);
   assert.equal(configures(demo.calls).length, 1);
-  assert.deepEqual(compiled(demo.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
+  assert.deepEqual(compiled(demo.calls), ['bindings/glue.cpp', 'bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
 });
 
 test('npm start with a built web/dist and no build folder: used as it is while it is newer than every source', () => {
@@ -236,19 +245,20 @@ test('npm start with a built web/dist and no build folder: used as it is while i
   rmSync(path.join(copy, 'build'), { recursive: true });
   setTimes(copy, -60);
   const now = new Date();
-  for (const f of ['web/dist/sensorformer-core.js', 'web/dist/sensorformer-core.wasm']) writeFileSync(path.join(copy, f), 'built elsewhere');
-  utimesSync(path.join(copy, 'web/dist/sensorformer-core.js'), now, now);
-  utimesSync(path.join(copy, 'web/dist/sensorformer-core.wasm'), now, now);
+  for (const f of DIST_FILES) {
+    writeFileSync(path.join(copy, 'web/dist', f), 'built elsewhere');
+    utimesSync(path.join(copy, 'web/dist', f), now, now);
+  }
   const fresh = ok(run(copy, 'build.sh', '--demo'));
   assert.deepEqual(fresh.calls, [], 'nothing configured, built or compiled');
   assert.match(fresh.stdout, /used as they are/);
 
-  // One input newer than one of the two files: configured and built.
+  // One input newer than one of the files: configured and built.
   utimesSync(path.join(copy, 'web/dist/sensorformer-core.js'), new Date(now - 30_000), new Date(now - 30_000));
   utimesSync(path.join(copy, 'CMakeLists.txt'), new Date(now - 10_000), new Date(now - 10_000));
   const stale = ok(run(copy, 'build.sh', '--demo'));
   assert.equal(configures(stale.calls).length, 1);
-  assert.deepEqual(compiled(stale.calls), ['bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
+  assert.deepEqual(compiled(stale.calls), ['bindings/glue.cpp', 'bindings/glue.cpp', 'src/core.cpp'].map((f) => path.join(copy, f)).sort());
 });
 
 test('the same checkout reached through a symbolic link keeps its build folders', () => {
@@ -287,9 +297,11 @@ test('npm start on this tree: its build step configures and compiles nothing onc
       http.get({ host: '127.0.0.1', port, path: p }, (res) => { res.resume(); res.on('end', () => resolve(res)); }).on('error', reject);
     });
     assert.equal((await get('/')).statusCode, 200);
-    const w = await get('/web/dist/sensorformer-core.wasm');
-    assert.equal(w.statusCode, 200);
-    assert.equal(w.headers['content-type'], 'application/wasm');
+    for (const f of ['sensorformer-core.wasm', 'sensorformer-core-mt.wasm']) {
+      const w = await get(`/web/dist/${f}`);
+      assert.equal(w.statusCode, 200, f);
+      assert.equal(w.headers['content-type'], 'application/wasm', f);
+    }
   } finally {
     // npm, its shell and the server share the group the spawn made (detached).
     const exited = new Promise((resolve) => { if (child.exitCode !== null || child.signalCode !== null) resolve(); else child.on('exit', resolve); });
@@ -297,7 +309,7 @@ test('npm start on this tree: its build step configures and compiles nothing onc
     await exited;
   }
   const log = calls();
-  assert.deepEqual(log.map((l) => l.replace(/-j\d+/, '-jN')), ['cmake --build build/wasm -jN --target sensorformer_wasm'],
+  assert.deepEqual(log.map((l) => l.replace(/-j\d+/, '-jN')), ['cmake --build build/wasm -jN --target sensorformer_wasm sensorformer_wasm_mt'],
     'npm start runs no configure step, no native build and no emcmake on a built tree');
   assert.doesNotMatch(out, /Building CXX|Linking CXX/, 'no compiler runs on a built tree');
   assert.equal(statSync(wasm).mtimeMs, wasmBefore);

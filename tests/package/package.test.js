@@ -106,7 +106,8 @@ test('npm pack ships the module, loader, types and CLI, and nothing of the build
   // What is really in the tarball (not what npm says it would put there).
   const listing = await mustRun('tar -tzf', 'tar', ['-tzf', tarball]);
   const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-  const required = ['package.json', 'LICENSE', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js', 'web/src/index.js', 'web/bin/sensorformer.js',
+  const required = ['package.json', 'LICENSE', 'web/dist/sensorformer-core.wasm', 'web/dist/sensorformer-core.js',
+    'web/dist/sensorformer-core-mt.wasm', 'web/dist/sensorformer-core-mt.js', 'web/dist/sensorformer-core-mt.worker.js', 'web/src/index.js', 'web/bin/sensorformer.js',
     'web/index.d.ts', 'web/ble.d.ts', 'web/render.d.ts', 'web/simulator.d.ts', 'web/src/simulator/index.js',
     'models/af.safetensors', 'models/af-metrics.json'];
   for (const f of required) assert.ok(files.includes(f), `the tarball lacks ${f}; it has:\n${files.join('\n')}`);
@@ -200,8 +201,8 @@ async function typeCheckBrowserApp(dir, files) {
 // Serves a built app and opens it in headless Chromium; closed after the test. problems collects
 // console errors and warnings, uncaught exceptions, failed requests and HTTP errors; pageError
 // rejects on the first uncaught exception (so a wait can end early).
-async function openInChromium(dist, t) {
-  const server = await serve(dist);
+async function openInChromium(dist, t, headers = {}) {
+  const server = await serve(dist, headers);
   const { chromium } = await import('playwright-core');
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (tools/setup.sh)`);
   const browser = await chromium.launch({
@@ -223,8 +224,8 @@ async function openInChromium(dist, t) {
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.safetensors': 'application/octet-stream', '.json': 'application/json', '.svg': 'image/svg+xml' };
 
-// A static server for one directory; resolves to { url, close, requests }.
-function serve(root) {
+// A static server for one directory, with extra response headers; resolves to { url, close, requests }.
+function serve(root, headers = {}) {
   const requests = [];
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -232,7 +233,7 @@ function serve(root) {
     const ok = file.startsWith(root + sep) && existsSync(file) && statSync(file).isFile();
     requests.push(`${ok ? 200 : 404} ${req.method} ${path}`);
     if (!ok) return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store', ...headers });
     res.end(readFileSync(file));
   });
   return new Promise((resolvePromise) => server.listen(0, '127.0.0.1', () => {
@@ -262,10 +263,14 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   const build = await mustRun('vite build', bin('vite'), ['build', app, '--logLevel', 'info'], { cwd: app });
   const dist = join(app, 'dist');
   const assets = readdirSync(join(dist, 'assets'));
+  // Two modules: the single-thread one and the threaded one (loaded only on a cross-origin-isolated
+  // page, which this one is not), with the threaded one's pthread worker script.
   const wasm = assets.filter((f) => f.endsWith('.wasm'));
-  assert.equal(wasm.length, 1, `vite build emitted no (or several) .wasm assets: ${assets.join(', ')}\n${describe('vite build', build)}`);
-  assert.deepEqual([...readFileSync(join(dist, 'assets', wasm[0])).subarray(0, 4)], [0x00, 0x61, 0x73, 0x6d]);
-  assert.equal(statSync(join(dist, 'assets', wasm[0])).size, statSync(join(repo, 'web/dist/sensorformer-core.wasm')).size, 'the emitted .wasm is not the shipped one');
+  assert.equal(wasm.length, 2, `vite build should emit the two .wasm assets: ${assets.join(', ')}\n${describe('vite build', build)}`);
+  for (const f of wasm) assert.deepEqual([...readFileSync(join(dist, 'assets', f)).subarray(0, 4)], [0x00, 0x61, 0x73, 0x6d]);
+  assert.deepEqual(wasm.map((f) => statSync(join(dist, 'assets', f)).size).sort(),
+    ['sensorformer-core.wasm', 'sensorformer-core-mt.wasm'].map((f) => statSync(join(repo, 'web/dist', f)).size).sort(), 'the emitted .wasm files are not the shipped ones');
+  assert.ok(assets.some((f) => /^sensorformer-core-mt\.worker.*\.js$/.test(f)), `no pthread worker script among the assets: ${assets.join(', ')}`);
   // Warnings do not fail the step (the page run below is the judge) but are shown, one line each.
   const warnings = `${build.stdout}\n${build.stderr}`.replace(/\x1b\[[0-9;]*m/g, '').split('\n')
     .filter((l) => /^\s*\[[A-Z_]+\]|warn|externalized|error/i.test(l)).map((l) => l.trim());
@@ -311,6 +316,29 @@ test('(b) Vite: a fresh app builds with the package and runs it in headless Chro
   assert.equal(live.tokens, nodeLive.dims[0]);
   const liveCmp = allClose(live.pooled, Array.from(nodeLive.pooled), SAME_WASM_ATOL, 0);
   assert.ok(liveCmp.ok, `simulated wearable window: Worker in Chromium vs Node pooled (same .wasm): ${liveCmp.message}`);
+  assert.equal(result.isolated, false);
+  assert.deepEqual([result.threads, result.workerThreads], [1, 1], 'a page that is not cross-origin isolated runs the single-thread build');
+
+  // The same build served with COOP + COEP: cross-origin isolated, so the threaded build (its glue,
+  // worker script and .wasm copied by Vite as assets) runs on the main thread and in the Worker,
+  // with the default thread count and the same numbers bit for bit.
+  const iso = await openInChromium(dist, t, { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' });
+  await iso.page.goto(iso.server.url);
+  const isoWaited = await Promise.race([iso.page.waitForSelector('#result, #error', { timeout: 60_000 }), iso.pageError]).then(() => null, (e) => e);
+  const isoContext = `requests:\n  ${iso.server.requests.join('\n  ')}\nproblems:\n  ${iso.problems.join('\n  ') || 'none'}`;
+  assert.equal(isoWaited, null, `isolated page: neither #result nor #error within 60 s: ${isoWaited?.message}\n${isoContext}`);
+  const isoError = await iso.page.$eval('#error', (e) => e.textContent).catch(() => null);
+  assert.equal(isoError, null, `isolated page reported an error: ${isoError}\n${isoContext}`);
+  assert.deepEqual(iso.problems, [], `isolated page: console errors or page errors:\n${isoContext}`);
+  const threaded = JSON.parse(await iso.page.$eval('#result', (e) => e.textContent));
+  assert.equal(threaded.isolated, true);
+  const want = Math.min(4, threaded.cores);
+  assert.deepEqual([threaded.threads, threaded.workerThreads], [want, want], `threads granted on the isolated page (cores ${threaded.cores})`);
+  assert.deepEqual(threaded.pooled, result.pooled, 'threaded build, main thread: the single-thread build\'s pooled bit for bit');
+  assert.deepEqual(threaded.workerPooled, result.workerPooled, 'threaded build, Worker: the same');
+  assert.ok(iso.server.requests.some((r) => /sensorformer-core-mt\.worker-[^/]*\.js$/.test(r)) && iso.server.requests.some((r) => /sensorformer-core-mt-[^/]*\.wasm$/.test(r)),
+    `the threaded build's files were not requested:\n${isoContext}`);
+
   const status = await page.$eval('#status', (e) => e.textContent);
   log('(b) chromium', `${browser.version()}: ${status}; pooled vs Node ${cmp.maxAbs.toExponential(2)} (atol ${SAME_WASM_ATOL}); ` +
     `wearable window: ECG ${ecg.rateHz.toFixed(3)} Hz, trace ${live.trace.points} points, map ${live.map.checked} cells (>= ${live.map.cell} px) all viridis, ` +
@@ -517,6 +545,8 @@ test('(f) the README\'s node, ts and sh examples run from the installed package 
 // use the parts (loadModel on the main thread too; the simulator) are the controls: they must
 // contain the markers, or the counts below would prove nothing.
 const GLUE_MARKER = 'Aborted(';
+// A replacement tools/patch-mt-glue.mjs makes once in the threaded glue (not in its worker script).
+const MT_GLUE_MARKER = 'Module.sfNodeWorker=nodeWorkerThreads.Worker';
 const SIMULATOR_MARKERS = ['thermo-phase', 'activity-shape'];
 const BUNDLE_APPS = {
   'worker-only': "import { loadModelInWorker } from 'sensorformer';\nloadModelInWorker('/model.safetensors').then((m) => { document.body.textContent = String(m.workers); });\n",
@@ -551,12 +581,17 @@ test('(d) Vite: an app using only loadModelInWorker ships the glue once; one usi
     writeFileSync(join(dir, 'main.js'), code);
     await mustRun(`vite build (${name})`, bin('vite'), ['build', dir, '--logLevel', 'warn'], { cwd: dir });
     const files = emittedJs(join(dir, 'dist'));
-    return [name, { files, glue: occurrences(files, GLUE_MARKER), simulator: SIMULATOR_MARKERS.map((m) => occurrences(files, m)) }];
+    // The threaded build's glue is copied once as an asset and
+    // imported by URL; the single-thread glue is what the bundler inlines.
+    const mt = occurrences(files, MT_GLUE_MARKER);
+    return [name, { files, mt, glue: occurrences(files, GLUE_MARKER) - mt, simulator: SIMULATOR_MARKERS.map((m) => occurrences(files, m)) }];
   }));
   const b = Object.fromEntries(builds);
   const describeBuild = (name) => `${name}: ${b[name].files.map((f) => `${f.name} (${(f.text.length / 1024).toFixed(0)} kB, glue x${occurrences([f], GLUE_MARKER)})`).join(', ')}`;
   assert.equal(b['main-and-worker'].glue, 2, `control: loadModel + loadModelInWorker should ship the glue in the page and in the worker\n${describeBuild('main-and-worker')}`);
   assert.equal(b['worker-only'].glue, 1, `an app that only calls loadModelInWorker ships the Emscripten glue ${b['worker-only'].glue} times (once: in the worker)\n${describeBuild('worker-only')}`);
+  for (const name of ['worker-only', 'main-and-worker'])
+    assert.equal(b[name].mt, 1, `${name}: the threaded glue should be one asset file, found ${b[name].mt} copies\n${describeBuild(name)}`);
   assert.deepEqual(b['ble-and-simulator'].simulator.map((n) => n > 0), [true, true], `control: the simulator app lacks the markers ${SIMULATOR_MARKERS}`);
   assert.deepEqual(b['ble-only'].simulator, [0, 0], `an app that only connects real devices ships simulator code (${SIMULATOR_MARKERS} found)\n${describeBuild('ble-only')}`);
   const kb = (name) => (b[name].files.reduce((n, f) => n + f.text.length, 0) / 1024).toFixed(0);

@@ -38,6 +38,11 @@ class Core {
     this.#wasm = wasm;
   }
 
+  /** Threads every forward of this module instance runs on (1: the single-thread build). */
+  get threads() {
+    return this.#wasm.threads();
+  }
+
   /** Instruction set the kernels were built for ("sse4.1" means WebAssembly SIMD128). */
   get simdArch() {
     return this.#wasm.simdArch();

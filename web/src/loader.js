@@ -8,6 +8,43 @@ import { isNode } from './env.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const DEFAULT_WASM_URL = new URL('../dist/sensorformer-core.wasm', import.meta.url);
+// The threaded twin (Emscripten pthreads, docs/performance.md "Threads"): used when numThreads > 1
+// and threads work here. Its glue and its pthread worker script are named by URL, not imported
+// statically: a bundler copies them as they are (as it does the .wasm) instead of inlining the
+// glue into every bundle, classic-script Workers included, that imports this file; the glue is
+// imported only when threads are used, and the pool's Workers import it again by that URL.
+const DEFAULT_MT_WASM_URL = new URL('../dist/sensorformer-core-mt.wasm', import.meta.url);
+const MT_GLUE_URL = new URL('../dist/sensorformer-core-mt.js', import.meta.url);
+const MT_WORKER_URL = new URL('../dist/sensorformer-core-mt.worker.js', import.meta.url);
+export const MAX_THREADS = 16;
+
+/**
+ * Null when this environment can run the threaded build, else why not. Threads need
+ * SharedArrayBuffer: in Node always (the glue also needs process.getBuiltinModule, Node >= 20.16),
+ * in browsers only on cross-origin-isolated pages and their Workers (served with
+ * Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp).
+ */
+export function threadsUnavailableReason() {
+  if (typeof SharedArrayBuffer !== 'function') return 'this JavaScript engine has no SharedArrayBuffer';
+  // A bundler that inlined the pthread worker script (tools/patch-mt-glue.mjs keeps it above
+  // Vite's 4 KiB inline limit): a Worker from a data: URL could not import the glue.
+  if (MT_WORKER_URL.protocol === 'data:') return "the bundler inlined sensorformer's pthread worker script as a data: URL (raise its asset inline limit)";
+  if (isNode) return typeof process.getBuiltinModule === 'function' ? null : `Node ${process.version} has no process.getBuiltinModule (needs >= 20.16)`;
+  if (globalThis.crossOriginIsolated !== true)
+    return 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+  return null;
+}
+
+/** numThreads when not given: the machine's cores, at most 4 (more rarely pays at wearable sizes). */
+export function defaultThreads() {
+  let cores = globalThis.navigator?.hardwareConcurrency;
+  if (!cores && isNode && typeof process.getBuiltinModule === 'function') cores = process.getBuiltinModule('os').availableParallelism();
+  return Math.max(1, Math.min(4, Math.floor(cores) || 1));
+}
+
+// Threads a load will use: numThreads (or the default), 1 where threads cannot run (the
+// single-thread build; `core.threads` / `model.threads` say what was granted).
+const threadsFor = (numThreads) => (threadsUnavailableReason() ? 1 : numThreads ?? defaultThreads());
 
 // The smallest module using a v128 instruction: (func (result v128) v128.const i32x4 0 0 0 0).
 const SIMD_PROBE = new Uint8Array([
@@ -95,7 +132,7 @@ async function compileBytes(bytes, source) {
   }
 }
 
-async function instantiate({ url, wasmBinary }) {
+async function instantiate({ url, wasmBinary, threads }) {
   if (!hasWasmSimd()) {
     throw new SensorformerError('WASM_NO_SIMD', 'this JavaScript engine has no WebAssembly SIMD (needs Chrome/Edge >= 91, Firefox >= 89, Safari >= 16.4 or Node >= 16.4)');
   }
@@ -110,13 +147,37 @@ async function instantiate({ url, wasmBinary }) {
     module = await compileFromUrl(url);
   }
 
+  // The threaded build imports its (shared) memory; the single-thread one exports its own.
+  const threaded = WebAssembly.Module.imports(module).some((i) => i.kind === 'memory');
+  if (threaded) {
+    const why = threadsUnavailableReason();
+    if (why) throw new SensorformerError('WASM_INSTANTIATE_FAILED', `${source} is sensorformer's threaded build, which cannot run here: ${why}`);
+  } else {
+    threads = 1;
+  }
+  let factory = createSensorformerCore, pthreads = {};
+  if (threaded) {
+    try {
+      factory = (await import(/* @vite-ignore */ MT_GLUE_URL.href)).default;
+    } catch (cause) {
+      throw new SensorformerError('WASM_FETCH_FAILED', `could not load the threaded build's glue from ${MT_GLUE_URL}: ${cause.message}`, { cause });
+    }
+    // Node's Worker takes a path (a string URL would be read as one); browsers take the URL.
+    const worker = isNode ? process.getBuiltinModule('url').fileURLToPath(MT_WORKER_URL) : MT_WORKER_URL.href;
+    pthreads = { locateFile: (file) => (file.endsWith('.worker.js') ? worker : file), mainScriptUrlOrBlob: MT_GLUE_URL.href };
+  }
+
   let failInstantiate;
   const failed = new Promise((_, reject) => { failInstantiate = reject; });
-  const ready = createSensorformerCore({
+  const ready = factory({
+    // The threaded build's Worker pool: started while the module loads, before `ready` resolves
+    // (the caller's thread is the numThreads-th).
+    sfPoolSize: threads - 1,
+    ...pthreads,
     instantiateWasm(imports, receiveInstance) {
       WebAssembly.instantiate(module, imports).then((instance) => {
         // Another module (an older build, a different package) compiles fine but lacks our exports.
-        if (!Object.values(instance.exports).some((e) => e instanceof WebAssembly.Memory)) throw new Error('it exports no memory');
+        if (!threaded && !Object.values(instance.exports).some((e) => e instanceof WebAssembly.Memory)) throw new Error('it exports no memory');
         receiveInstance(instance, module);
       }).catch((cause) => failInstantiate(instantiateError(source, cause)));
       return {};  // exports arrive asynchronously through receiveInstance
@@ -124,7 +185,15 @@ async function instantiate({ url, wasmBinary }) {
     print: () => {},
     printErr: (text) => console.warn(`[sensorformer] ${text}`),
   });
-  return Promise.race([ready, failed]);
+  const wasm = await Promise.race([ready, failed]);
+  if (threaded) {
+    const set = wasm.setThreads(threads);
+    if (!set.ok) throw new SensorformerError(set.code, set.message);
+    // Node: idle pool Workers must not keep the process alive (a forward is synchronous, so none
+    // is ever cut short by an exit).
+    if (isNode) for (const worker of wasm.sfWorkers()) worker.unref?.();
+  }
+  return wasm;
 }
 
 // The options of loadCore, loadModel and loadModelInWorker, checked in this one place so the three
@@ -142,6 +211,7 @@ const LOAD_OPTIONS = {
   // Duck-typed: an AbortSignal from another realm (an iframe, a test's polyfill) works as well.
   signal: { in: 'model', valid: (v) => typeof v?.aborted === 'boolean' && isFunction(v.addEventListener) && isFunction(v.removeEventListener), expected: 'an AbortSignal' },
   fetchOptions: { in: 'model', valid: (v) => v !== null && typeof v === 'object' && !Array.isArray(v), expected: 'an object (the init of fetch(url, init): headers, credentials, ...)' },
+  numThreads: { in: 'core', valid: (v) => Number.isInteger(v) && v >= 1 && v <= MAX_THREADS, expected: `an integer from 1 to ${MAX_THREADS}` },
   workers: { in: 'worker', valid: () => true, expected: '' },  // checked by workerCount (worker-client.js)
 };
 const LOAD_KINDS = { core: ['core'], model: ['core', 'model'], worker: ['core', 'model', 'worker'] };
@@ -194,22 +264,25 @@ const forgetOnFailure = (promise, forget) => promise.catch((e) => { forget(); th
  * instance). Other keys are ignored here: callers check their options with loadOptions first.
  */
 export function loadWasm(options) {
-  const { wasmUrl, wasmBinary } = options ?? {};
+  const { wasmUrl, wasmBinary, numThreads } = options ?? {};
+  const threads = threadsFor(numThreads);
   if (wasmBinary) {
     const bytes = wasmBinary instanceof Uint8Array ? wasmBinary : new Uint8Array(wasmBinary);
-    const known = byBytes.find((e) => sameBytes(e.bytes, bytes));
+    const known = byBytes.find((e) => e.threads === threads && sameBytes(e.bytes, bytes));
     if (known) return known.pending;
-    const entry = { bytes: bytes.slice() };
-    entry.pending = forgetOnFailure(instantiate({ wasmBinary: entry.bytes }), () => byBytes.splice(byBytes.indexOf(entry), 1));
+    const entry = { bytes: bytes.slice(), threads };
+    entry.pending = forgetOnFailure(instantiate({ wasmBinary: entry.bytes, threads }), () => byBytes.splice(byBytes.indexOf(entry), 1));
     byBytes.push(entry);
     return entry.pending;
   }
   let url;
   try {
-    url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : DEFAULT_WASM_URL;
+    url = wasmUrl ? new URL(wasmUrl, isNode ? `file://${process.cwd()}/` : globalThis.location?.href) : threads > 1 ? DEFAULT_MT_WASM_URL : DEFAULT_WASM_URL;
   } catch (cause) {
     return Promise.reject(new SensorformerError('INVALID_ARGUMENT', `options.wasmUrl ${JSON.stringify(String(wasmUrl))} is not a URL: ${cause.message}`, { cause }));
   }
-  if (!byUrl.has(url.href)) byUrl.set(url.href, forgetOnFailure(instantiate({ url }), () => byUrl.delete(url.href)));
-  return byUrl.get(url.href);
+  // One instance per module and thread count: a pool is sized at load.
+  const key = `${url.href} threads=${threads}`;
+  if (!byUrl.has(key)) byUrl.set(key, forgetOnFailure(instantiate({ url, threads }), () => byUrl.delete(key)));
+  return byUrl.get(key);
 }

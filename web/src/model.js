@@ -64,6 +64,11 @@ export class Model {
     registry.register(this, { handle, live: this.#live }, this);
   }
 
+  /** Threads each forward runs on (numThreads as granted: 1 where threads cannot run). */
+  get threads() {
+    return this.#wasm.threads();
+  }
+
   /** The config stored in the weights file (docs/model.md). */
   get config() {
     return this.#config;

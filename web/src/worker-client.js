@@ -364,6 +364,8 @@ export class WorkerModel {
   config = null;
   /** As Model.info: what the model accepts and returns, and its size (in each worker). */
   info = null;
+  /** As Model.threads: the threads each worker's forwards run on. */
+  threads = 1;
 
   static {
     loadAll = async (model, bytes, name, options, start) => {
@@ -376,6 +378,7 @@ export class WorkerModel {
       if (failed) throw failed.reason;
       model.config = settled[0].value.config;
       model.info = deepFreeze(settled[0].value.info);
+      model.threads = settled[0].value.threads;
       for (const ch of model.#channels) ch.loaded = true;
       // A copy of its own: the caller's Uint8Array may change after the load.
       model.#restart = { start, bytes: new Uint8Array(bytes), name, options };
@@ -611,6 +614,9 @@ export async function loadModelInWorker(source, options) {
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw new SensorformerError('WORKER_FAILED', `a sensorformer worker could not be started: ${failed.reason?.message ?? failed.reason}`, { cause: failed.reason });
     if (load.wasmUrl !== undefined) load.wasmUrl = resolveSource(String(load.wasmUrl));
+    // A pool spreads windows over the cores already: its workers run one thread each unless
+    // numThreads says otherwise (workers x threads beyond the cores only adds contention).
+    if (load.numThreads === undefined && count > 1) load.numThreads = 1;
     // An abort stops waiting at once; dispose() below then stops the workers, load or warm-up
     // in progress included.
     await abortable(loadAll(model, bytes, sourceName(source), load, startWorker), signal);

@@ -40,13 +40,13 @@ const sessionState = (s) => ({ frontier: s.frontier, referenceTime: s.referenceT
 
 const ops = {
   // bytes: the weights, read on the calling thread; name: their URL or path, for the messages;
-  // options: { wasmUrl | wasmBinary, warmup }, checked there (the rest stays on that thread).
+  // options: { wasmUrl | wasmBinary, numThreads, warmup }, checked there (the rest stays on that thread).
   async load({ bytes, name, options }) {
     model?.dispose();
     model = null;
     wasm = await loadWasm(options);
     model = await modelFromBytes(wasm, bytes, name, options);
-    return { config: model.config, info: model.info };
+    return { config: model.config, info: model.info, threads: model.threads };
   },
   // The options were checked on the calling thread already; Model checks them again (same codes).
   forward({ window, options }) {

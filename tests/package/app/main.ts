@@ -129,10 +129,12 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     const r = model.forward(WINDOW);
     const ms = performance.now() - t0;
+    const threads = model.threads;  // > 1 on a cross-origin-isolated page (the threaded build)
     model.dispose();
     // The same model in a Web Worker (bundled by Vite from new Worker(new URL(...), { type: 'module' })).
     const worker = await loadModelInWorker('/model.safetensors');
     const w = await worker.forward(WINDOW);
+    const workerThreads = worker.threads;
 
     const wearable = await simulatedWearable();
     const live = await worker.forward(wearable.window, { attention: true });
@@ -147,6 +149,7 @@ async function main(): Promise<void> {
       `worker too; simulated strap: ${wearable.ecgSamples} ECG samples, ${live.dims[0]} tokens, map of ${map.g} tokens`;
     show('result', JSON.stringify({
       pooled: Array.from(r.pooled), workerPooled: Array.from(w.pooled), dims: r.dims, head: r.head && Array.from(r.head),
+      isolated: globalThis.crossOriginIsolated, cores: navigator.hardwareConcurrency, threads, workerThreads,
       wearable: {
         window: wearable.window, ecgSamples: wearable.ecgSamples, deviceTimed: wearable.deviceTimed, events: wearable.events,
         pooled: Array.from(live.pooled), tokens: live.dims[0], ecgPresent: presentCount(ecg),

@@ -1,0 +1,80 @@
+// Threads inside one forward (issue 22): sensorformer's encoder on 1 and 2 threads (numThreads;
+// the threaded build, docs/performance.md "Threads") against onnxruntime-web with numThreads 2
+// and with its own default, same weights (bench/models/encoder.onnx), same process, interleaved.
+//
+//   node bench/peers.mjs --only=threads [--quick]     (a part of `npm run bench`)
+//
+// ORT runs in worker threads of this process, one instance per thread count (an ORT instance's
+// thread count is fixed when it starts and the main thread's is pinned to 1), and times each run
+// inside its worker (bench/ort-encoder-worker.mjs: the JS preprocessing and session.run, as the
+// one-thread encoder rows do), so message passing is not charged to it. sensorformer runs on this
+// thread, its calling thread being one of its numThreads. Each round times every variant once, in
+// an order that rotates from round to round; medians. Before timing, per N: sensorformer's 2-thread
+// output bit-identical to its 1-thread output, and both ORT instances within TOL of it.
+import { Worker } from 'node:worker_threads';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
+
+function sameBits(a, b) {
+  if (a.length !== b.length) return false;
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length), y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+function ortWorker(models, threads) {
+  const worker = new Worker(new URL('./ort-encoder-worker.mjs', import.meta.url), { workerData: { models, threads } });
+  const ask = (msg) => new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.postMessage(msg);
+  });
+  return { worker, ask };
+}
+
+export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS, loadModel }) {
+  const cfg = meta.encoder.config, P = cfg.modalities[0].patch_len;
+  const file = path.join(MODELS, 'encoder.safetensors');
+  const one = await loadModel(file, { numThreads: 1 }), two = await loadModel(file, { numThreads: 2 });
+  if (one.threads !== 1 || two.threads !== 2) throw new Error(`threads granted: ${one.threads} and ${two.threads} (asked 1 and 2)`);
+  const ort2 = ortWorker(MODELS, 2), ortDefault = ortWorker(MODELS, null);
+  const [info2, infoDefault] = [await ort2.ask({ op: 'init' }), await ortDefault.ask({ op: 'init' })];
+  const window = (samples) => ({ streams: [{ sensor: 0, modality: 'acc', placement: 'wrist', rateHz: meta.encoder.rateHz, startTime: meta.encoder.startTime, samples }], referenceTime: meta.encoder.startTime });
+
+  const rows = [];
+  for (const N of CHECK || QUICK ? [64, 1024] : [64, 256, 1024, 4096]) {
+    const samples = normals(N * P, N), w = window(samples);
+    const ref = one.forward(w).embeddings;
+    if (!sameBits(ref, two.forward(w).embeddings)) throw new Error(`threads N=${N}: 2 threads differ from 1 thread (they must be bit-identical)`);
+    check(`threads N=${N}: ORT numThreads 2 vs sensorformer`, relError((await ort2.ask({ op: 'run', samples, N, keep: true })).out, ref));
+    check(`threads N=${N}: ORT default threads vs sensorformer`, relError((await ortDefault.ask({ op: 'run', samples, N, keep: true })).out, ref));
+    if (CHECK) continue;
+    const variants = [
+      ['sf1', async () => { const t = performance.now(); one.forward(w); return performance.now() - t; }],
+      ['sf2', async () => { const t = performance.now(); two.forward(w); return performance.now() - t; }],
+      ['ort2', async () => (await ort2.ask({ op: 'run', samples, N })).ms],
+      ['ortDefault', async () => (await ortDefault.ask({ op: 'run', samples, N })).ms],
+    ];
+    for (let i = 0; i < 2; i++) for (const [, run] of variants) await run();  // warm-up
+    const rounds = QUICK ? 5 : N <= 256 ? 41 : N <= 1024 ? 21 : 11;
+    const times = Object.fromEntries(variants.map(([k]) => [k, []]));
+    for (let r = 0; r < rounds; r++)
+      for (let v = 0; v < variants.length; v++) {
+        const [k, run] = variants[(v + r) % variants.length];
+        times[k].push(await run());
+      }
+    const m = Object.fromEntries(Object.entries(times).map(([k, t]) => [k, median(t)]));
+    const flops = cfg.n_layers * layerFlops(N, cfg.d_model, cfg.dim_feedforward) + 2 * N * P * cfg.d_model;
+    if (N >= 1024) goal(`threads N = ${N}: sensorformer 2 threads / 1 thread >= 1.8`, fmt.ratio(m.sf1 / m.sf2), m.sf1 / m.sf2 >= 1.8);
+    goal(`threads N = ${N}: onnxruntime-web numThreads 2 / sensorformer 2 threads >= 1.5`, fmt.ratio(m.ort2 / m.sf2), m.ort2 / m.sf2 >= 1.5);
+    rows.push([N, fmt.ms(m.sf1), fmt.ms(m.sf2), fmt.gflops(flops, m.sf2), `**${fmt.ratio(m.sf1 / m.sf2)}**`, fmt.ms(m.ort2), fmt.ms(m.ortDefault), `**${fmt.ratio(m.ort2 / m.sf2)}**`, fmt.ratio(m.ortDefault / m.sf2), rounds]);
+    log(`threads N=${N}`);
+  }
+  await Promise.all([ort2.worker.terminate(), ortDefault.worker.terminate()]);
+  one.dispose();
+  two.dispose();
+  return table(['N', 'sf 1 thread ms', 'sf 2 threads ms', 'GFLOP/s', 'sf 1 / 2 threads', 'ORT numThreads 2 ms', `ORT default (${infoDefault.threads ?? '?'}) ms`, 'ORT 2 / sf 2', 'ORT default / sf 2', 'rounds'], rows)
+    + `\n\nThe 2-layer encoder of the one-thread rows (d 64, 4 heads, ff 256). ORT in worker threads of the same process, timed inside them; numThreads in effect: ${info2.threads}${info2.note ? ` (${info2.note})` : ''} and ${infoDefault.threads ?? 'its default'}${infoDefault.note ? ` (${infoDefault.note})` : ''}. sensorformer's 2-thread output is bit-identical to its 1-thread output at every N (checked before timing). Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores: the ratios of threaded variants need free cores.`;
+}

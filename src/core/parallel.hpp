@@ -1,0 +1,79 @@
+// Threads inside one forward: a fixed pool of helper threads that the calling thread joins for
+// each parallel step (matrix products by row blocks, attention by head and query block).
+//
+// Determinism: callers split work only at the boundaries their kernels already block on (the
+// matrix product's 16-row blocks, attention's 64-query blocks, whole heads), so every output
+// element is computed by the same instructions in the same order whatever the thread count:
+// results are bit-identical to one thread (tests/cpp/test_parallel.cpp holds the model to that).
+//
+// Builds: with SF_THREADS (native builds, and the WebAssembly build linked with Emscripten
+// pthreads) the helpers are std::threads; without it (the single-thread WebAssembly build)
+// set_threads accepts only 1 and run() is a plain loop. Emscripten hands each std::thread a
+// Worker from the pool it started at load (-sPTHREAD_POOL_SIZE), so set_threads needs no event
+// loop turn.
+//
+// One pool per process (per WebAssembly instance). run() from inside a task, or from a second
+// thread while the pool is busy, runs its tasks on the calling thread alone: nested and concurrent
+// calls are correct, only not spread.
+#pragma once
+
+#include "core/status.hpp"
+
+namespace sf::parallel {
+
+// Upper bound of set_threads (the JS option numThreads is capped lower, at 4 by default).
+constexpr int kMaxThreads = 16;
+
+// A non-owning callable: run() calls fn(task, slot) for every task in [0, tasks), each exactly
+// once, spread over the pool; slot in [0, threads()) names the thread running it (for per-thread
+// scratch), and no two tasks run on one slot at the same time. Returns when all have finished.
+// Tasks must write disjoint memory.
+class TaskRef {
+ public:
+  template <class F>
+  TaskRef(F& f) : obj_(&f), call_([](void* o, int task, int slot) { (*static_cast<F*>(o))(task, slot); }) {}  // NOLINT
+  void operator()(int task, int slot) const { call_(obj_, task, slot); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int, int);
+};
+
+// The grain of the forward's steps, in multiply-adds: ~0.2 ms of one thread's work in WebAssembly
+// (~5 GMAC/s), far above a hand-off (a spinning helper picks a step up in microseconds, a
+// sleeping one in tens of them; on a machine with more threads than free cores a helper may not
+// run for milliseconds). So the small windows of streaming (N = 64 tokens at d 64: every step
+// <= 1 M multiply-adds) stay on the calling thread, and a step splits only when each part is
+// worth a hand-off.
+constexpr double kGrain = 1 << 20;
+
+#ifdef SF_THREADS
+
+// True when this build can start helper threads (SF_THREADS).
+bool available();
+
+// Sets how many threads (the caller included) share a parallel step: 1..kMaxThreads, and 1 in a
+// build without threads (else kInvalidArgument). Starts or stops helpers; call it between
+// forwards, never from inside run().
+Status set_threads(int n);
+int threads();
+
+void run(int tasks, TaskRef fn);
+
+// Tasks worth spreading: ceil(work / grain) capped at the thread count, 1 when work <= grain.
+int split(double work, double grain);
+
+#else  // the single-thread build: inline, so every split folds to one task at compile time
+
+inline bool available() { return false; }
+Status set_threads(int n);  // 1 only
+inline int threads() { return 1; }
+template <class F>
+inline void run(int tasks, F&& fn) {
+  for (int t = 0; t < tasks; ++t) fn(t, 0);
+}
+inline int split(double, double) { return 1; }
+
+#endif
+
+}  // namespace sf::parallel
