@@ -339,6 +339,37 @@ test('--workers: the output is byte-identical for 1, 2 and 3 workers (a recordin
   model.dispose();
 });
 
+test('--threads: the output is byte-identical for 1, 2 and 3 threads (run and stream); anything but 1-16 is a usage error', async () => {
+  // The bench's encoder (d 64, 4 heads, ff 256) on a 60 s, 50 Hz window (375 tokens): every step of
+  // its forward is over the split grain (docs/performance.md), so 2 and 3 threads really split.
+  const encoder = new URL('../../bench/models/encoder.safetensors', import.meta.url).pathname;
+  const samples = Array.from({ length: 50 * 60 }, (_, i) => Math.round(1000 * Math.sin(i / 7) * Math.cos(i / 131)) / 1000);
+  const long = join(tmp, 'long-window.json');
+  writeFileSync(long, JSON.stringify({ streams: [{ sensor: 0, modality: 'acc', placement: 'wrist', rateHz: 50, startTime: 1764460800, samples }] }));
+  const outs = [];
+  for (const threads of ['1', '2', '3']) {
+    const r = await run('run', '--model', encoder, '--input', long, '--embeddings', '--threads', threads);
+    assert.equal(r.status, 0, r.stderr);
+    outs.push(r.stdout);
+  }
+  assert.equal(JSON.parse(outs[0]).windows[0].embeddings.length, 375, 'a window long enough for the steps to split');
+  assert.ok(outs[1] === outs[0] && outs[2] === outs[0], 'stdout differs from --threads 1');
+  const rec = join(tmp, 'threads.sfrec');
+  writeFileSync(rec, await recordSession({ seed: 4, seconds: 30 }));
+  const streams = [];
+  for (const threads of ['1', '2']) {
+    const r = await run('stream', '--model', fixturePath('model/flattened_lookback.safetensors'), '--input', rec, '--threads', threads);
+    assert.equal(r.status, 0, r.stderr);
+    streams.push(r.stdout);
+  }
+  assert.ok(streams[0].length > 0 && streams[1] === streams[0], 'stream output differs from --threads 1');
+  for (const bad of ['0', '17', '1.5', 'abc', '']) {
+    const r = await run('run', '--model', encoder, '--input', long, `--threads=${bad}`);
+    assert.equal(r.status, 2, `${bad}: ${r.stderr}`);
+    assert.ok(r.stderr.startsWith(`sensorformer: --threads must be an integer from 1 to 16, got "${bad}"\n`), r.stderr);
+  }
+});
+
 test('--workers must be an integer from 1 to 64: anything else is a usage error', async () => {
   for (const bad of ['0', '-1', '1.5', '65', 'abc', '', 'auto']) {
     const r = await run('run', '--model', modelPath, '--input', fixturePath('model/windows.json'), `--workers=${bad}`);

@@ -18,6 +18,7 @@ import { setFlagsFromString } from 'node:v8';
 
 import { loadModel, loadModelInWorker, SensorformerError } from '../src/index.js';
 import { MAX_WORKERS, workerCount } from '../src/worker-client.js';
+import { MAX_THREADS } from '../src/loader.js';
 import { csvColumns, readCsv } from '../src/csv.js';
 import { readWfdb } from '../src/wfdb.js';
 import { readPolarLogger } from '../src/polar-logger.js';
@@ -44,12 +45,12 @@ const FORMATS = ['json', 'csv', 'sfrec', 'wfdb', 'polarlogger'];
 // Points only at files in the npm package: README.md (npm always packs it) and examples/.
 const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|record.hea|export/|->
                        [--format json|csv|sfrec|wfdb|polarlogger] [--output <out.json>] [--pretty]
-                       [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>]
+                       [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>] [--threads <n>]
                        CSV, Polar exports:        [--placement <name>]
                        CSV only:                  [--sensor <id>] [--rate <column>=<Hz|events>]...
                        recordings, Polar exports: [--window <seconds>] [--hop <seconds>]
        sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|export/|->
-                       [--output <out.jsonl>] [--window <seconds>] [--embeddings] [--attention]
+                       [--output <out.jsonl>] [--window <seconds>] [--embeddings] [--attention] [--threads <n>]
                        Polar exports: [--placement <name>]
        sensorformer --help | --version
 
@@ -77,6 +78,9 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
   --workers    threads computing windows in parallel, an integer from 1 to ${MAX_WORKERS} (default: one
                per core, at most 8); never more than the input has windows; 1 computes on the
                main thread. The output is the same, byte for byte, for any count
+  --threads    threads each forward runs on, an integer from 1 to ${MAX_THREADS} (default: one per core,
+               at most 4, with one worker; 1 per worker in a pool). The output is the same, byte
+               for byte, for any count
   --placement  placement of CSV columns that do not name one, or of a Polar export's streams
                (default: the model's first)
   --sensor     sensor id of the first data column, an integer >= 0 (default 0; next columns count up)
@@ -114,7 +118,7 @@ const OPTIONS = {
   model: { type: 'string' }, input: { type: 'string' }, output: { type: 'string' }, format: { type: 'string' },
   attention: { type: 'boolean', default: false }, embeddings: { type: 'boolean', default: false }, pretty: { type: 'boolean', default: false },
   placement: { type: 'string' }, sensor: { type: 'string' }, rate: { type: 'string', multiple: true },
-  window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' },
+  window: { type: 'string' }, hop: { type: 'string' }, 'max-gflop': { type: 'string' }, workers: { type: 'string' }, threads: { type: 'string' },
   help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
 };
 const COMMANDS = ['run', 'stream'];
@@ -190,6 +194,14 @@ function gflop(text) {
   if (text === undefined) return undefined;
   const v = Number(text);
   if (text.trim() === '' || !(v > 0)) throw new UsageError(`--max-gflop must be a number > 0 (or Infinity), got "${text}"`);
+  return v;
+}
+
+function threads(text) {
+  if (text === undefined) return undefined;  // the loader's default
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isInteger(v) || v < 1 || v > MAX_THREADS)
+    throw new UsageError(`--threads must be an integer from 1 to ${MAX_THREADS}, got "${text}"`);
   return v;
 }
 
@@ -534,7 +546,7 @@ function parseArguments() {
     // A stream is replayed from a recording only, into one session on this thread.
     const unused = ['format', 'pretty', 'sensor', 'rate', 'hop', 'max-gflop', 'workers'].filter((o) => values[o] !== undefined && values[o] !== false);
     if (unused.length) throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to "run" only`);
-    return { values, command, options: { seconds: seconds(values.window, '--window', 10) } };
+    return { values, command, options: { seconds: seconds(values.window, '--window', 10), numThreads: threads(values.threads) } };
   }
   if (values.format !== undefined && !FORMATS.includes(values.format)) throw new UsageError(`--format must be json, csv, sfrec, wfdb or polarlogger, got "${values.format}"`);
   const options = {
@@ -543,6 +555,7 @@ function parseArguments() {
     hop: seconds(values.hop, '--hop', 5),
     maxGflop: gflop(values['max-gflop']),
     workers: workers(values.workers),
+    numThreads: threads(values.threads),
   };
   return { values, command, options };
 }
@@ -561,7 +574,7 @@ async function streamCommand(values, options) {
   if (!polar && values.placement !== undefined) throw new UsageError(`--placement applies to Polar Sensor Logger exports only; ${name} is recordings (.sfrec)`);
   if (polar && path === '-') throw new UsageError('a Polar Sensor Logger export cannot come from standard input: pass its folder or files');
   const exported = polar ? await readPolarLogger(path) : null;
-  const model = await loadModel(values.model);
+  const model = await loadModel(values.model, { numThreads: options.numThreads });
   // historySeconds: the pooling window is the only use of the history here.
   const session = model.stream({ historySeconds: options.seconds, attention: values.attention });
   const sink = values.output && values.output !== '-' ? await fileSink(values.output) : stdoutSink();
@@ -628,7 +641,8 @@ async function main() {
   // One worker means this thread: a worker thread would only add its start-up and a copy of
   // every window and result (the same .wasm computes the same bytes either way).
   const count = Math.max(1, Math.min(await workerCount(options.workers), input.count));
-  const model = count === 1 ? await loadModel(values.model) : await loadModelInWorker(values.model, { workers: count });
+  const model = count === 1 ? await loadModel(values.model, { numThreads: options.numThreads })
+    : await loadModelInWorker(values.model, { workers: count, numThreads: options.numThreads });
   const windows = input.windows(model.config);
   // Opened once the model and the input are known good (no empty file for a typo in --model), and
   // before the windows are computed (a missing folder is reported before the work, not after).
