@@ -12,6 +12,12 @@
 // FLOPs: gemm 2MNK; attention_head 4 L S Dh (Q.K^T and P.V; softmax not counted); encoder layer
 // as in bench/lib.mjs (8 N d^2 + 4 N^2 d + 4 N d ff). gelu and layer_norm report elements/ns
 // (G elements/s) in the "gflops" field, their cost being a handful of ops per element.
+//
+// Against the hardware (issue 22): the first line is the core's clock, measured in this process
+// ({"kernel": "clock", "ghz", "limit_gflops"}: see add_chain), and the GEMM and attention lines
+// carry "limit_pct", their GFLOP/s as a percentage of the 128-bit limit, kFlopPerCycle128 x the
+// clock: what WebAssembly SIMD128 could do at best on this core. So does the probe (probe_kloop),
+// GEMM's inner loop alone: what the core gave 128-bit multiply-add code during this run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,6 +28,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attend/encoder_layer.hpp"
@@ -29,6 +36,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/simd.hpp"
 
 namespace {
 
@@ -48,6 +56,7 @@ struct Case {
   std::function<void()> run;
   int calls = 1;  // per sample, fixed after warm-up
   std::vector<double> ms = {};  // the cases below leave it out of their initializers
+  bool vs_limit = false;  // GEMM, attention and the probe: reported against the 128-bit limit too
 };
 
 double now_ms() {
@@ -62,6 +71,90 @@ double median(std::vector<double> v) {
 }
 
 volatile float g_sink;  // keeps results observable so the calls are not optimised away
+
+// The 128-bit limit: FLOP per cycle of one core running 4-wide float code without FMA (WebAssembly
+// SIMD128 has none; relaxed SIMD's is behind --experimental-wasm-relaxed-simd in Node 20's V8
+// 11.3, so this build does not use it). Zen 4 and Zen 5 issue two 128-bit float multiplies (pipes
+// FP0/FP1) and two 128-bit float adds (FP2/FP3) per cycle: 2 x 4 + 2 x 4. A kernel reaches it
+// only with every multiply paired with an add and nothing else on those pipes, as GEMM nearly is.
+constexpr double kFlopPerCycle128 = 16.0;
+
+// The clock: a chain of dependent 64-bit integer adds, one add per cycle. Each add needs the sum
+// before it and an integer add has a latency of exactly 1 cycle (Zen 1-5, Intel since Core 2:
+// Agner Fog's and uops.info's tables), and no core runs a dependent chain faster than its latency,
+// so adds / second is cycles / second. (If an add ever took longer, the clock would read low and
+// the percentages high: they are upper bounds.) The loop's counter and branch run beside the chain
+// on other ALUs. Measured here, not read from /proc/cpuinfo: in a VM that reports the nominal
+// (TSC) clock, and the core boosts past it.
+constexpr long kClockIters = 1 << 14;
+constexpr int kClockUnroll = 64;  // dependent adds per iteration (1,048,576 per sample)
+volatile std::uint64_t g_clock_step = 1;  // read from memory: neither compiler can fold the adds
+volatile std::uint64_t g_clock_sink;
+
+// The empty asm says x may have changed, so the compiler cannot merge n adds of `step` into
+// x + n * step (GCC and clang do at -O2 without it); it emits no instruction, natively or in
+// WebAssembly (where x stays a local). V8 gets i64.add of a value loaded from memory, which it does
+// not fold. Checked: g++ -O3 gives 64 `add %rcx,%rax` per iteration; the .wasm has 64 i64.add;
+// V8's optimized code (node --print-wasm-code) 62 `addq` and 2 two-register `leaq` (also 1 cycle)
+// per iteration, plus the loop's stack check.
+inline void opaque(std::uint64_t& x) { __asm__ __volatile__("" : "+r"(x)); }
+
+template <std::size_t... I>
+inline std::uint64_t add_run(std::uint64_t x, std::uint64_t step, std::index_sequence<I...>) {
+  ((x += step, opaque(x), static_cast<void>(I)), ...);
+  return x;
+}
+
+__attribute__((noinline)) std::uint64_t add_chain(std::uint64_t x, std::uint64_t step, long iters) {
+  for (long i = 0; i < iters; ++i) x = add_run(x, step, std::make_index_sequence<kClockUnroll>{});
+  return x;
+}
+
+// Called through a volatile pointer: inlined into main (Binaryen's -O3 inlining ignores noinline),
+// the chain would run in V8's baseline code for good, main being entered once and V8 having no
+// on-stack replacement for WebAssembly; there each add reloads `step` from the stack, and the clock
+// read 3-5 % below the native build's. As a function of its own it is tiered up after a call or two
+// (and then agrees with the native build's within 1 %).
+std::uint64_t (*volatile g_add_chain)(std::uint64_t, std::uint64_t, long) = add_chain;
+
+// One sample, GHz. 1M adds take ~0.3 ms at 3.3 GHz: most samples fall between two of the
+// scheduler's preemptions on a loaded machine (which make a sample read low), and the timer (ns
+// natively, process.hrtime in Node) adds < 0.5 %.
+double clock_sample_ghz() {
+  const double t0 = now_ms();
+  g_clock_sink = g_add_chain(g_clock_sink, g_clock_step, kClockIters);
+  return static_cast<double>(kClockIters) * kClockUnroll / ((now_ms() - t0) * 1e6);
+}
+
+// The probe: matmul.cpp's micro-kernel k loop alone (per k: two 4-wide vectors of a panel, four
+// broadcasts of A, 8 multiplies and 8 adds into 8 accumulators) over a panel and 4 rows of A that
+// stay in L1, with no epilogue, 4-wide in every build (sse4_1 batches, which the WebAssembly build
+// lowers to SIMD128). It is the best this code shape does on the core at the time of the run: on
+// a shared VM the core gives 128-bit mul+add code anywhere from ~40 % to ~98 % of the limit,
+// changing within seconds, while the integer clock stays put (a sibling hardware thread on the
+// host taking FP pipes is the likely cause), so a GEMM row reads against the probe's row of the
+// same run.
+using f4 = xsimd::batch<float, xsimd::sse4_1>;
+constexpr int kProbeK = 256;  // panel 8 KB + A 4 KB: in L1
+
+__attribute__((noinline)) float probe_kloop(const float* A, const float* panel, int reps) {
+  const float* a[4] = {A, A + kProbeK, A + 2 * kProbeK, A + 3 * kProbeK};
+  f4 c0[4], c1[4];
+  for (int i = 0; i < 4; ++i) c0[i] = c1[i] = f4(0.0f);
+  for (int r = 0; r < reps; ++r) {
+    for (int k = 0; k < kProbeK; ++k) {
+      const f4 b0 = f4::load_unaligned(panel + k * 8), b1 = f4::load_unaligned(panel + k * 8 + 4);
+      for (int i = 0; i < 4; ++i) {
+        const f4 av(a[i][k]);
+        c0[i] = av * b0 + c0[i];
+        c1[i] = av * b1 + c1[i];
+      }
+    }
+  }
+  f4 sum = c0[0] + c1[0];
+  for (int i = 1; i < 4; ++i) sum += c0[i] + c1[i];
+  return xsimd::hadd(sum);
+}
 
 // Random weights for one pre-norm GELU encoder layer (d, H, ff); storage owned by `store`.
 sf::EncoderLayerWeights layer_weights(int d, int H, int ff, std::vector<std::vector<float>>* store,
@@ -118,6 +211,16 @@ int main(int argc, char** argv) {
     return buffers.back().data();
   };
 
+  {
+    float* A = buf(4 * kProbeK, 5);
+    float* panel = buf(8 * kProbeK, 6);
+    constexpr int kReps = 64;  // 1 MFLOP per call
+    cases.push_back({"probe: 4x8 mul+add k loop in L1", 64.0 * kProbeK * kReps, [=] {
+                       g_sink = probe_kloop(A, panel, kReps);
+                     }});
+    cases.back().vs_limit = true;
+  }
+
   // Projection shapes of the d 64 / ff 256 encoder at N = 1024 tokens: Q/K/V, out, linear1, linear2.
   const int T = 1024;
   struct Gemm { const char* what; int M, N, K; };
@@ -133,6 +236,7 @@ int main(int argc, char** argv) {
                        sf::kernels::gemm_nt(g.M, g.N, g.K, 1.0f, A, g.K, B, g.K, bias, C, g.N);
                        g_sink = C[0];
                      }});
+    cases.back().vs_limit = true;
   }
 
   for (int Dh : {16, 64}) {
@@ -149,6 +253,7 @@ int main(int argc, char** argv) {
                                                      nullptr, o, Dh, nullptr);
                          g_sink = o[0];
                        }});
+      cases.back().vs_limit = true;
     }
   }
 
@@ -196,24 +301,32 @@ int main(int argc, char** argv) {
                      }});
   }
 
-  // Warm-up round: also fixes each case's calls per sample.
+  // Warm-up round: also fixes each case's calls per sample (and gets the clock loop tiered up).
   for (auto& c : cases) {
     const double t0 = now_ms();
     c.run();
     const double once = std::max(now_ms() - t0, 1e-3);
     c.calls = std::max(1, static_cast<int>(std::ceil(kMinSampleMs / once)));
+    clock_sample_ghz();
   }
+  // A clock sample right after every case's sample: the clock is the one the kernels just ran at
+  // (a boost or power-limit change takes milliseconds) under the same load, over the whole run.
+  std::vector<double> ghz;
   for (int r = 0; r < rounds; r++) {
     for (auto& c : cases) {
       const double t0 = now_ms();
       for (int i = 0; i < c.calls; i++) c.run();
       c.ms.push_back((now_ms() - t0) / c.calls);
+      ghz.push_back(clock_sample_ghz());
     }
   }
+  const double clock = median(ghz), limit = kFlopPerCycle128 * clock;
+  std::printf("{\"kernel\": \"clock\", \"ghz\": %.3f, \"limit_gflops\": %.2f}\n", clock, limit);
   for (auto& c : cases) {
-    const double ms = median(c.ms);
-    std::printf("{\"kernel\": \"%s\", \"gflops\": %.3f, \"ms\": %.4f}\n", c.name.c_str(),
-                c.flops / ms / 1e6, ms);
+    const double ms = median(c.ms), gflops = c.flops / ms / 1e6;
+    std::printf("{\"kernel\": \"%s\", \"gflops\": %.3f, \"ms\": %.4f", c.name.c_str(), gflops, ms);
+    if (c.vs_limit) std::printf(", \"limit_pct\": %.1f", 100.0 * gflops / limit);
+    std::printf("}\n");
   }
   return 0;
 }
