@@ -52,8 +52,11 @@ test('the model card\'s cross-validation table is the one the fold runs give; ev
   const list = folds();
   assert.equal(list[0].fold, 0);
   assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), 'folds 0, 1, ... in order, none twice');
-  // the split's test parts (tools/af/split/): 8,528 records in 5 folds of 1,705-1,707
-  for (const m of list) assert.ok(m.test.records >= 1705 && m.test.records <= 1707, `fold ${m.fold}: ${m.test.records} test records`);
+  // each fold's test part is its list in the split (tools/af/split/fold<k>.txt: 8,528 records in
+  // 5 folds of 1,704-1,707), record for record in count
+  const splitSize = (k) => readFileSync(new URL(`../../tools/af/split/fold${k}.txt`, import.meta.url), 'utf8').split('\n').filter(Boolean).length;
+  for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `fold ${m.fold}: ${m.test.records} test records`);
+  assert.equal([0, 1, 2, 3, 4].map(splitSize).reduce((a, b) => a + b, 0), 8528);
   for (const m of list) assert.equal(m.variant, 'main');
   assert.equal(documented(undefined, CV_MARKERS), cvTable(list), 'docs/models.md between the af-cv markers: run `node tools/af/table.mjs` and paste its output');
 });
