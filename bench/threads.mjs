@@ -7,7 +7,8 @@
 // ORT runs in worker threads of this process, one instance per thread count (an ORT instance's
 // thread count is fixed when it starts and the main thread's is pinned to 1), and times each run
 // inside its worker (bench/ort-encoder-worker.mjs: the JS preprocessing and session.run, as the
-// one-thread encoder rows do), so message passing is not charged to it. sensorformer runs on this
+// one-thread encoder rows do), so message passing is not charged to it. Each run is preceded by a
+// 20 ms pause, so that no runtime's spinning pool from the run before competes with it. sensorformer runs on this
 // thread, its calling thread being one of its numThreads. Each round times every variant once, in
 // an order that rotates from round to round; medians. Before timing, per N: sensorformer's 2-thread
 // output bit-identical to its 1-thread output, and both ORT instances within TOL of it.
@@ -16,6 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
+
+const SETTLE_MS = 20;
 
 function sameBits(a, b) {
   if (a.length !== b.length) return false;
@@ -63,6 +66,11 @@ export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS,
     for (let r = 0; r < rounds; r++)
       for (let v = 0; v < variants.length; v++) {
         const [k, run] = variants[(v + r) % variants.length];
+        // A pause before each run: both runtimes' pools spin for a while after a forward (ours
+        // ~0.1 ms, ORT's longer), and a spinning pool of the previous variant would take the
+        // cores from the next one's threads (measured: sensorformer's 2 threads at N = 256 went
+        // from 1.1-1.5x its 1 thread to 0.5-0.6x right after ORT's runs).
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         times[k].push(await run());
       }
     const m = Object.fromEntries(Object.entries(times).map(([k, t]) => [k, median(t)]));

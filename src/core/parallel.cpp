@@ -6,6 +6,7 @@
 
 #ifdef SF_THREADS
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -18,14 +19,35 @@ namespace sf::parallel {
 #ifdef SF_THREADS
 namespace {
 
-// Spin iterations (an atomic load each) before a waiting thread sleeps on the condition variable.
-// A forward's steps follow each other within microseconds, so a helper that has just finished
-// one usually sees the next while still spinning (no futex wake-up, which costs tens of
-// microseconds between browser Workers); between forwards the helpers sleep.
-constexpr int kSpin = 1 << 14;
+// How long a waiting thread spins (atomic loads, the clock read every 1024 of them) before it
+// sleeps on the condition variable. A forward's steps follow each other within tens of
+// microseconds (the layer norm between two products of a 1024-token window takes ~20 us), so a
+// helper that has just finished one sees the next while still spinning. Waking a sleeping one
+// costs far more than the futex call: measured in a 2-vCPU VM, a forward of 256 tokens took
+// 1.8-2.4 ms on 2 threads back to back but 5.6-5.9 ms after a 20 ms pause (1 thread: 4.4-4.6),
+// the idle vCPU having to be woken. Between forwards the helpers sleep after this long.
+constexpr std::chrono::microseconds kSpinTime{500};
+
+// Spins until done() or kSpinTime has passed; true if done() became true.
+template <class Done>
+bool spin(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 1024; ++i)
+      if (done()) return true;
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
 
 thread_local bool in_task = false;
 
+// A step ("job") is published under m_ (its function, task count and number) and announced by
+// moving generation_; its tasks are claimed from next_, which holds the job's number in its high
+// 32 bits and the next task index in its low 32: a thread that wakes late, after its job is over
+// and another posted, cannot claim a task of the new job for the old one (the number differs).
+// The caller waits for the job's tasks to be finished, not for every helper to check in: a helper
+// still waking up when the others have done all the tasks costs nothing (on a VM, waking an idle
+// vCPU can take a millisecond).
 class Pool {
  public:
   ~Pool() { resize(1); }
@@ -54,53 +76,60 @@ class Pool {
   bool try_run(int tasks, TaskRef fn) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
-    const int helpers = std::min(static_cast<int>(helpers_.size()), tasks - 1);
+    Job job;
     {
       std::lock_guard<std::mutex> lock(m_);
-      fn_ = &fn;
-      tasks_ = tasks;
-      next_.store(0, std::memory_order_relaxed);
-      remaining_.store(helpers, std::memory_order_relaxed);
-      helpers_on_ = helpers;
+      job = job_ = Job{&fn, tasks, job_.number + 1};
+      finished_.store(0, std::memory_order_relaxed);
+      next_.store(static_cast<std::uint64_t>(job.number) << 32, std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    work(0);
-    for (int i = 0; i < kSpin && remaining_.load(std::memory_order_acquire) != 0; ++i) {
-    }
-    if (remaining_.load(std::memory_order_acquire) != 0) {
+    work(job, 0);
+    const auto done = [&] { return finished_.load(std::memory_order_acquire) == tasks; };
+    if (!spin(done)) {
       std::unique_lock<std::mutex> lock(m_);
-      done_.wait(lock, [this] { return remaining_.load(std::memory_order_acquire) == 0; });
+      done_.wait(lock, done);
     }
-    fn_ = nullptr;
     return true;
   }
 
  private:
-  void work(int slot) {
+  struct Job {
+    const TaskRef* fn = nullptr;
+    int tasks = 0;
+    std::uint32_t number = 0;
+  };
+
+  // Claims and runs tasks of `job` until none is left (or a newer job replaced it).
+  void work(const Job& job, int slot) {
     in_task = true;
-    for (int t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks_;) (*fn_)(t, slot);
+    std::uint64_t v = next_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::uint32_t>(v >> 32) != job.number || static_cast<int>(v & 0xffffffffu) >= job.tasks) break;
+      if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      (*job.fn)(static_cast<int>(v & 0xffffffffu), slot);
+      if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.tasks) {
+        std::lock_guard<std::mutex> lock(m_);
+        done_.notify_all();
+      }
+      v = next_.load(std::memory_order_acquire);
+    }
     in_task = false;
   }
 
   void loop(int slot, std::uint64_t seen) {
     for (;;) {
-      for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen; ++i) {
-      }
-      bool join;
+      spin([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      Job job;
       {
         std::unique_lock<std::mutex> lock(m_);
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         seen = generation_.load(std::memory_order_acquire);
         if (stop_) return;
-        join = slot <= helpers_on_;
+        job = job_;  // a consistent copy: the caller writes it under m_
       }
-      if (!join) continue;
-      work(slot);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(m_);
-        done_.notify_all();
-      }
+      work(job, slot);
     }
   }
 
@@ -110,12 +139,9 @@ class Pool {
   std::condition_variable wake_, done_;
   std::atomic<std::uint64_t> generation_{0};
   bool stop_ = false;
-  // The step being run: written under m_ before generation_ moves, read by helpers after it did.
-  const TaskRef* fn_ = nullptr;
-  int tasks_ = 0;
-  int helpers_on_ = 0;  // helpers with slot <= helpers_on_ take part
-  std::atomic<int> next_{0};
-  std::atomic<int> remaining_{0};
+  Job job_;                               // the latest job, written under m_
+  std::atomic<std::uint64_t> next_{0};    // (job number << 32) | next task index
+  std::atomic<int> finished_{0};          // tasks of the current job finished
 };
 
 Pool& pool() {
@@ -158,8 +184,8 @@ Status set_threads(int n) {
 int split(double work, double grain) {
   const int n = threads();
   if (n == 1 || !(work > grain)) return 1;
-  const double want = std::ceil(work / grain);
-  return want >= n ? n : static_cast<int>(want);
+  const double want = std::ceil(work / grain), most = static_cast<double>(n) * kTasksPerThread;
+  return want >= most ? static_cast<int>(most) : static_cast<int>(want);
 }
 
 #endif

@@ -60,7 +60,11 @@ int threads();
 
 void run(int tasks, TaskRef fn);
 
-// Tasks worth spreading: ceil(work / grain) capped at the thread count, 1 when work <= grain.
+// Tasks worth spreading: ceil(work / grain), at most kTasksPerThread per thread, 1 when work <=
+// grain. Several tasks per thread, taken in turn by whichever thread is free, even out a helper
+// that starts late (woken from sleep, or descheduled on a busy machine): with one task each, the
+// caller would wait for the late one's whole share.
+constexpr int kTasksPerThread = 4;
 int split(double work, double grain);
 
 #else  // the single-thread build: inline, so every split folds to one task at compile time

@@ -118,7 +118,7 @@ TEST(Parallel, SplitKeepsSmallWorkOnOneThread) {
   Threads threads(4);
   EXPECT_EQ(parallel::split(100, 1000), 1);
   EXPECT_EQ(parallel::split(2500, 1000), 3);
-  EXPECT_EQ(parallel::split(1e9, 1000), 4);
+  EXPECT_EQ(parallel::split(1e9, 1000), 4 * parallel::kTasksPerThread);
 }
 
 TEST(Parallel, GemmPackedRowBlocksBitIdentical) {
