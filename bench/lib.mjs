@@ -98,7 +98,8 @@ export async function interleavedCpu(variants, rounds, { settleMs = 0 } = {}) {
 /** Throws unless every forward result ({ embeddings, head }) of `results` is bit-identical to
  * `reference`'s: a pool must compute what the main thread computes, not merely something close. */
 export function assertSameResults(name, results, reference) {
-  const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+  // head: null for a model without one (both must lack it)
+  const same = (a, b) => a === b || (a != null && b != null && a.length === b.length && a.every((v, i) => Object.is(v, b[i])));
   if (results.length !== reference.length) throw new Error(`${name}: ${results.length} results for ${reference.length} windows`);
   results.forEach((r, i) => {
     if (!same(r.embeddings, reference[i].embeddings) || !same(r.head, reference[i].head)) throw new Error(`${name}: window ${i} differs from the main thread's`);

@@ -16,16 +16,9 @@ import { Worker } from 'node:worker_threads';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
+import { assertSameResults, fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
 
 const SETTLE_MS = 20;
-
-function sameBits(a, b) {
-  if (a.length !== b.length) return false;
-  const x = new Uint32Array(a.buffer, a.byteOffset, a.length), y = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
 
 function ortWorker(models, threads) {
   const worker = new Worker(new URL('./ort-encoder-worker.mjs', import.meta.url), { workerData: { models, threads } });
@@ -49,8 +42,8 @@ export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS,
   const rows = [];
   for (const N of CHECK || QUICK ? [64, 1024] : [64, 256, 1024, 4096]) {
     const samples = normals(N * P, N), w = window(samples);
-    const ref = one.forward(w).embeddings;
-    if (!sameBits(ref, two.forward(w).embeddings)) throw new Error(`threads N=${N}: 2 threads differ from 1 thread (they must be bit-identical)`);
+    const reference = one.forward(w), ref = reference.embeddings;
+    assertSameResults(`threads N=${N}: 2 threads against 1`, [two.forward(w)], [reference]);
     check(`threads N=${N}: ORT numThreads 2 vs sensorformer`, relError((await ort2.ask({ op: 'run', samples, N, keep: true })).out, ref));
     check(`threads N=${N}: ORT default threads vs sensorformer`, relError((await ortDefault.ask({ op: 'run', samples, N, keep: true })).out, ref));
     if (CHECK) continue;

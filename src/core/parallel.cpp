@@ -1,12 +1,12 @@
 #include "core/parallel.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
 #ifdef SF_THREADS
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -23,9 +23,9 @@ namespace {
 // sleeps on the condition variable. A forward's steps follow each other within tens of
 // microseconds (the layer norm between two products of a 1024-token window takes ~20 us), so a
 // helper that has just finished one sees the next while still spinning. Waking a sleeping one
-// costs far more than the futex call: measured in a 2-vCPU VM, a forward of 256 tokens took
-// 1.8-2.4 ms on 2 threads back to back but 5.6-5.9 ms after a 20 ms pause (1 thread: 4.4-4.6),
-// the idle vCPU having to be woken. Between forwards the helpers sleep after this long.
+// costs far more than the futex call: in a 2-vCPU VM a forward of 256 tokens takes 2.0-2.8 ms on
+// 2 threads back to back but 3.8-4.6 ms after a 20 ms pause, the idle vCPU having to be woken
+// (node bench/thread_wake.mjs). Between forwards the helpers sleep after this long.
 constexpr std::chrono::microseconds kSpinTime{500};
 
 // Spins until done() or kSpinTime has passed; true if done() became true.
@@ -170,22 +170,19 @@ void run(int tasks, TaskRef fn) {
   }
 }
 
+int split(double work, double grain) {
+  const int n = threads();
+  if (n == 1 || !(work > grain)) return 1;
+  const double want = std::ceil(work / grain), most = static_cast<double>(n) * kTasksPerThread;
+  return want >= most ? static_cast<int>(most) : static_cast<int>(want);
+}
+
 #else  // no threads in this build (the rest is inline in parallel.hpp)
 
 Status set_threads(int n) {
   if (n == 1) return Status::Ok();
   return {ErrorCode::kInvalidArgument,
           "this build has no threads (the single-thread WebAssembly build); threads must be 1, got " + std::to_string(n)};
-}
-
-#endif
-
-#ifdef SF_THREADS
-int split(double work, double grain) {
-  const int n = threads();
-  if (n == 1 || !(work > grain)) return 1;
-  const double want = std::ceil(work / grain), most = static_cast<double>(n) * kTasksPerThread;
-  return want >= most ? static_cast<int>(most) : static_cast<int>(want);
 }
 
 #endif

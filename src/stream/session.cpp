@@ -88,17 +88,13 @@ constexpr std::size_t kMaxIdleWorkspaceBytes = std::size_t(1) << 20;
 
 std::size_t workspace_bytes(const LayerWorkspace& ws) {
   const auto f = [](const std::vector<float>& v) { return v.capacity() * sizeof(float); };
-  return f(ws.y) + f(ws.sa) + f(ws.hidden) + f(ws.linear1.panels) + f(ws.linear1.bias) + f(ws.linear2.panels) +
-         f(ws.linear2.bias) + f(ws.mha.qkv) + f(ws.mha.ctx) + f(ws.mha.head_map) + ws.mha.causal_limit.capacity() * sizeof(int) +
-         f(ws.mha.attention.buffer)
+  std::size_t bytes = f(ws.y) + f(ws.sa) + f(ws.hidden) + f(ws.linear1.panels) + f(ws.linear1.bias) + f(ws.linear2.panels) +
+                      f(ws.linear2.bias) + f(ws.mha.qkv) + f(ws.mha.ctx) + f(ws.mha.head_map) +
+                      ws.mha.causal_limit.capacity() * sizeof(int) + f(ws.mha.attention.buffer);
 #ifdef SF_THREADS
-         + [&] {
-             std::size_t n = 0;
-             for (const auto& h : ws.mha.helper_attention) n += f(h.buffer);
-             return n;
-           }()
+  for (const auto& h : ws.mha.helper_attention) bytes += f(h.buffer);
 #endif
-      ;
+  return bytes;
 }
 
 }  // namespace
