@@ -5,6 +5,7 @@
 
 #include "core/format.hpp"
 #include "core/limits.hpp"
+#include "kernels/activation.hpp"
 #include "kernels/sinusoid.hpp"
 
 namespace sf {
@@ -59,17 +60,15 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
 }
 
 Status add_embedding(float* x, int n, int d, const std::int32_t* ids, const float* table,
-                    int table_rows) {
+                    int table_rows, kernels::KernelSet kernels) {
   for (int i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= table_rows)
       return {ErrorCode::kIndexOutOfRange, "embedding: id " + std::to_string(ids[i]) +
                                                " at token " + std::to_string(i) +
                                                " is outside the table of " +
                                                std::to_string(table_rows) + " rows"};
-  for (int i = 0; i < n; ++i) {
-    const float* row = table + static_cast<long>(ids[i]) * d;
-    for (int j = 0; j < d; ++j) x[i * d + j] += row[j];
-  }
+  const auto add = kernels == kernels::KernelSet::kReference ? kernels::add_ref : kernels::add;
+  for (int i = 0; i < n; ++i) add(table + static_cast<long>(ids[i]) * d, d, x + static_cast<long>(i) * d);
   return Status::Ok();
 }
 

@@ -33,6 +33,6 @@ Status encode_time(const TimeEncodingConfig& config, const double* t, int n, dou
 // sensor-identity table, and the modality, placement and rate descriptor tables).
 // Errors: kIndexOutOfRange for an id outside [0, table_rows).
 Status add_embedding(float* x, int n, int d, const std::int32_t* ids, const float* table,
-                    int table_rows);
+                    int table_rows, kernels::KernelSet kernels = kernels::KernelSet::kSimd);
 
 }  // namespace sf

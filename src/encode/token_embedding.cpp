@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "encode/time_encoding.hpp"
+#include "kernels/activation.hpp"
 #include "kernels/matmul.hpp"
 
 namespace sf {
@@ -25,11 +26,11 @@ Status embed_tokens(const ModelConfig& c, const TokenEmbeddingWeights& w, const 
   }
   std::vector<float> pe(static_cast<size_t>(T) * d);
   SF_RETURN_IF_ERROR(encode_time({d, c.max_period, w.inv_freq}, t.time.data(), T, t.reference_time, pe.data(), kernels));
-  for (size_t i = 0; i < pe.size(); ++i) out[i] += pe[i];
-  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.sensor.data(), w.sensor, c.n_sensors));
-  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.modality.data(), w.modality, static_cast<int>(c.modalities.size())));
-  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.placement.data(), w.placement, static_cast<int>(c.placements.size())));
-  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.rate_bucket.data(), w.rate, c.rate_buckets()));
+  (kernels == kernels::KernelSet::kReference ? kernels::add_ref : kernels::add)(pe.data(), static_cast<int>(pe.size()), out);
+  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.sensor.data(), w.sensor, c.n_sensors, kernels));
+  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.modality.data(), w.modality, static_cast<int>(c.modalities.size()), kernels));
+  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.placement.data(), w.placement, static_cast<int>(c.placements.size()), kernels));
+  SF_RETURN_IF_ERROR(add_embedding(out, T, d, t.rate_bucket.data(), w.rate, c.rate_buckets(), kernels));
   return Status::Ok();
 }
 

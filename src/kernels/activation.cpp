@@ -36,6 +36,17 @@ void map_batches(const float* x, int n, float* y, F f) {
 }
 }  // namespace
 
+void add_ref(const float* x, int n, float* y) {
+  for (int i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void add(const float* x, int n, float* y) {
+  const int end = simd_end(n, kFloatLanes);
+  for (int i = 0; i < end; i += kFloatLanes)
+    (fbatch::load_unaligned(y + i) + fbatch::load_unaligned(x + i)).store_unaligned(y + i);
+  for (int i = end; i < n; ++i) y[i] += x[i];
+}
+
 void gelu_ref(const float* x, int n, float* y) {
   for (int i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
 }

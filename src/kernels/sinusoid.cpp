@@ -1,6 +1,7 @@
 // The vector version reduces each float64 angle to [-pi, pi] with a two-part 2*pi (Cody-Waite)
-// before xsimd's float64 sin/cos, so their accuracy does not depend on how large t - t_ref is;
-// the twin calls std::sin/std::cos on the unreduced angle.
+// before xsimd's float64 sincos (its sin and cos, bit for bit, sharing one reduction and one pair
+// of polynomials), so its accuracy does not depend on how large t - t_ref is; the twin calls
+// std::sin/std::cos on the unreduced angle.
 #include "kernels/sinusoid.hpp"
 
 #include <cmath>
@@ -41,8 +42,9 @@ void sinusoid_encoding(const double* t, int n, double t_ref, int d, const double
       const dbatch a = dbatch(dt) * dbatch::load_unaligned(inv + i);
       const dbatch k = xsimd::nearbyint(a * inv2pi);
       const dbatch red = xsimd::fnma(k, lo, xsimd::fnma(k, hi, a));  // a - k*hi - k*lo
-      xsimd::sin(red).store_aligned(s);
-      xsimd::cos(red).store_aligned(c);
+      const auto sc = xsimd::sincos(red);  // one reduction and one pair of polynomials for both
+      sc.first.store_aligned(s);
+      sc.second.store_aligned(c);
       for (int l = 0; l < kDoubleLanes; ++l) {
         row[i + l] = static_cast<float>(s[l]);
         row[half + i + l] = static_cast<float>(c[l]);

@@ -253,6 +253,15 @@ SF_MINSIZE const kernels::PackedWeights* Model::pack(const std::string& weight, 
   return &p;
 }
 
+namespace {
+// Tokens first, first + 1, ...: such a group's rows are already together in the embeddings.
+bool consecutive(const std::vector<int>& members) {
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] != members[0] + static_cast<int>(i)) return false;
+  return !members.empty();
+}
+}  // namespace
+
 Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups,
                         const std::vector<std::vector<int>>& limits, const std::vector<std::vector<int>>& starts,
                         const EncoderLayerWeights& w, const Tokens& t,
@@ -262,10 +271,14 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<int>& members = groups[g];
     const int n = static_cast<int>(members.size());
-    // Gathered into the forward's buffers (sized for the largest group before the first layer).
-    float* buf = ws->group.data();
+    // A group of consecutive tokens (the flattened layout's one group; a time group, one stream's
+    // tokens) runs in place; any other is gathered into the forward's buffer (sized for the
+    // largest group before the first layer) and scattered back.
+    const bool in_place = consecutive(members);
+    float* buf = in_place ? x + static_cast<size_t>(members[0]) * d : ws->group.data();
     for (int i = 0; i < n; ++i) {
-      std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
+      if (!in_place)
+        std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
       ws->ignore[i] = !t.present[members[i]];
     }
     AttentionMap map;
@@ -273,8 +286,9 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
     SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits[g].data(),
                                      options.attention_maps ? map.weights.data() : nullptr, &ws->layer,
                                      starts.empty() ? nullptr : starts[g].data()));
-    for (int i = 0; i < n; ++i)
-      std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
+    if (!in_place)
+      for (int i = 0; i < n; ++i)
+        std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
     if (options.attention_maps) {
       map.layer = layer;
       map.block = block;
@@ -367,11 +381,14 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
   // The layer buffers, each allocated once at its largest size (check_budgets counted them).
-  std::size_t largest = 0;
+  std::size_t largest = 0, largest_gathered = 0;
   for (const TokenGroups& g : groups)
-    for (const auto& members : g) largest = std::max(largest, members.size());
+    for (const auto& members : g) {
+      largest = std::max(largest, members.size());
+      if (!consecutive(members)) largest_gathered = std::max(largest_gathered, members.size());
+    }
   Workspace ws;
-  ws.group.resize(largest * d);
+  ws.group.resize(largest_gathered * d);
   ws.ignore.resize(largest);
   ws.layer.y.resize(largest * d);
   ws.layer.sa.resize(largest * d);

@@ -365,6 +365,22 @@ TEST(Activation, Relu) {
   }
 }
 
+// One rounding per element in both: the vector add equals the twin bit for bit, and x + y exactly
+// where the sum is representable (small integers).
+TEST(Activation, AddMatchesTwinBitForBit) {
+  for (int n : kLengths) {
+    const auto x = random_floats(n, 43 + n), y0 = random_floats(n, 47 + n);
+    std::vector<float> y = y0, r = y0;
+    add(x.data(), n, y.data());
+    add_ref(x.data(), n, r.data());
+    for (int i = 0; i < n; ++i) ASSERT_EQ(y[i], r[i]) << "n " << n << " i " << i;
+    std::vector<float> a(n), b(n);
+    for (int i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = static_cast<float>(2 * i + 1);
+    add(a.data(), n, b.data());
+    for (int i = 0; i < n; ++i) ASSERT_EQ(b[i], static_cast<float>(3 * i + 1));
+  }
+}
+
 // Both attention paths (online softmax without weights, explicit with weights) against the twin.
 TEST(Attention, HeadMatchesTwin) {
   // mask 0: key padding only; 1: + torch causal (i + 1); 2: + time-causal with ties (groups of 3
