@@ -14,8 +14,8 @@
 // (flattened layout, d 64, 4 heads, ff 256, 2 layers: the issue's encoder) on a window of 1024
 // tokens, its weights seeded random numbers written here (only the speed matters).
 //
-//   node bench/first_call.mjs [--runs 9] [--steady 12] [--node] [--browser] [--case demo|large]
-//        [--wasm-url PATH] [--load-option key=value ...]
+//   node bench/first_call.mjs [--runs 9] [--steady 12] [--node] [--browser] [--isolated]
+//        [--case demo|large] [--wasm-url PATH] [--load-option key=value ...]
 // --wasm-url / --load-option pass options to loadModel (to compare builds or loader settings).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -39,6 +39,9 @@ const { values: args } = parseArgs({
     case: { type: 'string', multiple: true },
     child: { type: 'string' },
     'wasm-url': { type: 'string' },
+    // Chromium: serve the page cross-origin isolated (COOP/COEP), as the demo server does, so the
+    // loader can pick the threaded build (numThreads defaults to the cores, at most 4).
+    isolated: { type: 'boolean', default: false },
     'load-option': { type: 'string', multiple: true, default: [] },
   },
 });
@@ -121,9 +124,10 @@ async function sample(loadModel, demoBytes, name, loadOptions, steadyCount) {
     times.push(performance.now() - t);
     tokens = r.dims[0];
   }
+  const threads = model.threads;
   model.dispose();
   const later = times.slice(1 + Math.floor(steadyCount / 2)).sort((a, b) => a - b);
-  return { loadMs, firstMs: times[0], steadyMs: later[later.length >> 1], tokens };
+  return { loadMs, firstMs: times[0], steadyMs: later[later.length >> 1], tokens, threads };
 }
 
 function loadOptionsFromArgs() {
@@ -149,7 +153,8 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 function report(engine, name, rows) {
   const m = (k) => median(rows.map((r) => r[k]));
   const ratio = median(rows.map((r) => r.firstMs / r.steadyMs));
-  console.log(`${engine.padEnd(8)} ${name.padEnd(6)} ${String(rows[0].tokens).padStart(5)} tokens  load ${m('loadMs').toFixed(1).padStart(6)} ms  ` +
+  // threads: as granted by the loader (more than 1: the pthreads build ran).
+  console.log(`${engine.padEnd(8)} ${name.padEnd(6)} ${String(rows[0].tokens).padStart(5)} tokens  threads ${[...new Set(rows.map((r) => r.threads))].join('/')}  load ${m('loadMs').toFixed(1).padStart(6)} ms  ` +
     `first ${m('firstMs').toFixed(2).padStart(8)} ms  steady ${m('steadyMs').toFixed(2).padStart(8)} ms  first/steady ${ratio.toFixed(2)}  ` +
     `(${rows.length} fresh ${engine === 'node' ? 'processes' : 'contexts'}; per-run ratios ${rows.map((r) => (r.firstMs / r.steadyMs).toFixed(2)).join(' ')})`);
 }
@@ -177,7 +182,9 @@ async function runBrowser() {
   const { chromium } = await import('playwright-core');
   const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: LAUNCH_ARGS });
-  const origin = 'http://bench.invalid';
+  // localhost: a secure context, which SharedArrayBuffer needs besides COOP/COEP (the routes below
+  // answer every request; nothing listens on the port).
+  const origin = 'http://localhost:58123';
   const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
   try {
     for (const name of CASES) {
@@ -186,10 +193,11 @@ async function runBrowser() {
         const context = await browser.newContext();  // its own cache: nothing compiled before
         await context.route(`${origin}/**`, (route) => {
           const path = new URL(route.request().url()).pathname;
-          if (path === '/') return route.fulfill({ body: '<!doctype html><title>first call</title>', contentType: 'text/html' });
+          const headers = args.isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+          if (path === '/') return route.fulfill({ body: '<!doctype html><title>first call</title>', contentType: 'text/html', headers });
           try {
             const body = readFileSync(repo + path);
-            route.fulfill({ body, contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream' });
+            route.fulfill({ body, contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream', headers });
           } catch {
             route.fulfill({ status: 404 });
           }
@@ -208,7 +216,7 @@ async function runBrowser() {
         rows.push(r);
         await context.close();
       }
-      report('chromium', name, rows);
+      report(args.isolated ? 'chromium (isolated)' : 'chromium', name, rows);
     }
   } finally {
     await browser.close();

@@ -9,6 +9,7 @@
 
 #include "core/format.hpp"
 #include "core/limits.hpp"
+#include "core/parallel.hpp"
 #include "encode/time_encoding.hpp"
 #include "io/safetensors.hpp"
 #include "kernels/layernorm.hpp"
@@ -262,41 +263,92 @@ bool consecutive(const std::vector<int>& members) {
 }
 }  // namespace
 
+void Model::size_workspace(Workspace* ws, std::size_t largest, std::size_t gathered, bool reference) const {
+  const std::size_t d = config_.d_model;
+  const auto grow = [](auto& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+  };
+  grow(ws->group, gathered * d);
+  grow(ws->ignore, largest);
+  grow(ws->layer.y, largest * d);
+  grow(ws->layer.sa, largest * d);
+  grow(ws->layer.hidden, (reference ? largest : std::min<std::size_t>(largest, kFeedForwardRows)) * config_.dim_feedforward);
+  grow(ws->layer.mha.qkv, largest * 3 * d);
+  grow(ws->layer.mha.ctx, largest * d);
+}
+
+Status Model::run_group(int layer, AttentionBlock block, int g, const std::vector<int>& members, const int* limit,
+                        const int* start, const EncoderLayerWeights& w, const Tokens& t, const ForwardOptions& options,
+                        float* x, AttentionMap* map, Workspace* ws) const {
+  const int d = config_.d_model, H = config_.n_heads, n = static_cast<int>(members.size());
+  const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
+  // A group of consecutive tokens (the flattened layout's one group; a time group, one stream's
+  // tokens) runs in place; any other is gathered into the workspace's buffer and scattered back.
+  const bool in_place = consecutive(members);
+  float* buf = in_place ? x + static_cast<size_t>(members[0]) * d : ws->group.data();
+  for (int i = 0; i < n; ++i) {
+    if (!in_place)
+      std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
+    ws->ignore[i] = !t.present[members[i]];
+  }
+  if (map) map->weights.resize(static_cast<size_t>(H) * n * n);
+  SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limit, map ? map->weights.data() : nullptr,
+                                   &ws->layer, start));
+  if (!in_place)
+    for (int i = 0; i < n; ++i)
+      std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
+  if (map) {
+    map->layer = layer;
+    map->block = block;
+    map->group = g;
+    map->tokens = members;
+  }
+  return Status::Ok();
+}
+
 Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& groups,
                         const std::vector<std::vector<int>>& limits, const std::vector<std::vector<int>>& starts,
                         const EncoderLayerWeights& w, const Tokens& t,
                         const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const {
-  const int d = config_.d_model, H = config_.n_heads;
-  const EncoderLayerOptions lo{config_.norm_first, config_.activation, config_.layer_norm_eps, options.kernels};
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const std::vector<int>& members = groups[g];
-    const int n = static_cast<int>(members.size());
-    // A group of consecutive tokens (the flattened layout's one group; a time group, one stream's
-    // tokens) runs in place; any other is gathered into the forward's buffer (sized for the
-    // largest group before the first layer) and scattered back.
-    const bool in_place = consecutive(members);
-    float* buf = in_place ? x + static_cast<size_t>(members[0]) * d : ws->group.data();
-    for (int i = 0; i < n; ++i) {
-      if (!in_place)
-        std::memcpy(buf + static_cast<size_t>(i) * d, x + static_cast<size_t>(members[i]) * d, d * sizeof(float));
-      ws->ignore[i] = !t.present[members[i]];
-    }
-    AttentionMap map;
-    if (options.attention_maps) map.weights.resize(static_cast<size_t>(H) * n * n);
-    SF_RETURN_IF_ERROR(encoder_layer(w, lo, buf, n, ws->ignore.data(), limits.empty() ? nullptr : limits[g].data(),
-                                     options.attention_maps ? map.weights.data() : nullptr, &ws->layer,
-                                     starts.empty() ? nullptr : starts[g].data()));
-    if (!in_place)
-      for (int i = 0; i < n; ++i)
-        std::memcpy(x + static_cast<size_t>(members[i]) * d, buf + static_cast<size_t>(i) * d, d * sizeof(float));
-    if (options.attention_maps) {
-      map.layer = layer;
-      map.block = block;
-      map.group = static_cast<int>(g);
-      map.tokens = members;
-      maps->push_back(std::move(map));
-    }
+  const double d = config_.d_model, ff = config_.dim_feedforward;
+  const int G = static_cast<int>(groups.size());
+  const auto limit = [&](int g) { return limits.empty() ? nullptr : limits[g].data(); };
+  const auto start = [&](int g) { return starts.empty() ? nullptr : starts[g].data(); };
+  // Groups are independent. When none is large enough for its own steps to split (its largest
+  // product at most the grain: the channel attention of the channel and factorized layouts, one
+  // small group per time bin, and the demo's time groups), the groups themselves are spread over
+  // the threads, whole groups in order, each thread with its own buffers: every group goes
+  // through the same instructions as on one thread, so results stay bit-identical. Otherwise
+  // the groups run one after another and their steps split (core/parallel.hpp).
+  std::size_t largest = 0, gathered = 0;
+  double work = 0;  // multiply-adds of the block's layer
+  for (const auto& members : groups) {
+    const double n = static_cast<double>(members.size());
+    largest = std::max(largest, members.size());
+    if (!consecutive(members)) gathered = std::max(gathered, members.size());
+    work += n * (4 * d * d + 2 * d * ff + 2 * n * d);
   }
+  const bool small = static_cast<double>(largest) * d * std::max(ff, 3 * d) <= parallel::kGrain;
+  const int tasks = G > 1 && small && options.kernels != kernels::KernelSet::kReference
+                        ? std::min(G, parallel::split(work, parallel::kGrain)) : 1;
+  const std::size_t first_map = maps->size();
+  if (options.attention_maps) maps->resize(first_map + G);
+  const auto map = [&](int g) { return options.attention_maps ? &(*maps)[first_map + g] : nullptr; };
+  if (tasks == 1) {
+    for (int g = 0; g < G; ++g)
+      SF_RETURN_IF_ERROR(run_group(layer, block, g, groups[g], limit(g), start(g), w, t, options, x, map(g), ws));
+    return Status::Ok();
+  }
+  if (ws->slots.size() < static_cast<std::size_t>(parallel::threads())) ws->slots.resize(parallel::threads());
+  std::vector<Status> status(tasks);
+  auto task = [&](int k, int slot) {
+    Workspace* own = slot == 0 ? ws : &ws->slots[slot];
+    if (slot != 0) size_workspace(own, largest, gathered, false);
+    for (int g = static_cast<int>(static_cast<long long>(G) * k / tasks); g < G * (k + 1LL) / tasks && status[k].ok(); ++g)
+      status[k] = run_group(layer, block, g, groups[g], limit(g), start(g), w, t, options, x, map(g), own);
+  };
+  parallel::run(tasks, task);
+  for (const Status& s : status) SF_RETURN_IF_ERROR(s);
   return Status::Ok();
 }
 
@@ -388,14 +440,8 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
       if (!consecutive(members)) largest_gathered = std::max(largest_gathered, members.size());
     }
   Workspace ws;
-  ws.group.resize(largest_gathered * d);
-  ws.ignore.resize(largest);
-  ws.layer.y.resize(largest * d);
-  ws.layer.sa.resize(largest * d);
   const bool ref = options.kernels == kernels::KernelSet::kReference;
-  ws.layer.hidden.resize((ref ? largest : std::min<std::size_t>(largest, kFeedForwardRows)) * c.dim_feedforward);
-  ws.layer.mha.qkv.resize(largest * 3 * d);
-  ws.layer.mha.ctx.resize(largest * d);
+  size_workspace(&ws, largest, largest_gathered, ref);
   // A causal model's key range per block and group, [starts, limits): the same for every layer.
   // Without a look-back, starts stay empty (no lower limit).
   std::vector<std::vector<std::vector<int>>> limits(blocks.size()), starts(blocks.size());

@@ -100,7 +100,10 @@ class Model {
     LayerWorkspace layer;
     std::vector<float> group;          // (g, d) the group's rows, gathered
     std::vector<std::uint8_t> ignore;  // (g)
+    std::vector<Workspace> slots;      // [slot] the buffers of helper thread `slot` (run_block)
   };
+  // Sizes ws for groups of up to `largest` tokens, gathered ones up to `gathered` (only grows).
+  void size_workspace(Workspace* ws, std::size_t largest, std::size_t gathered, bool reference) const;
   // limits: per group, its time-causal key limits (causal models; empty otherwise); starts: per
   // group, its look-back key starts (models with attention_lookback_s; empty otherwise). Computed
   // once per forward since every layer sees the same groups.
@@ -108,6 +111,10 @@ class Model {
                    const std::vector<std::vector<int>>& limits, const std::vector<std::vector<int>>& starts,
                    const EncoderLayerWeights& w, const Tokens& t,
                    const ForwardOptions& options, float* x, std::vector<AttentionMap>* maps, Workspace* ws) const;
+  // One group of a block through the layer; map (when not null) receives its attention weights.
+  Status run_group(int layer, AttentionBlock block, int g, const std::vector<int>& members, const int* limit,
+                   const int* start, const EncoderLayerWeights& w, const Tokens& t, const ForwardOptions& options,
+                   float* x, AttentionMap* map, Workspace* ws) const;
 
   ModelConfig config_;
   std::string config_json_;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { loadCore, loadModel, threadsUnavailableReason } from '../../web/src/index.js';
-import { defaultThreads } from '../../web/src/loader.js';
+import { defaultThreads, glueMessage } from '../../web/src/loader.js';
 import { prng } from './prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -80,6 +80,29 @@ test('forward: embeddings, pooled, head and attention maps bit-identical for 1, 
   models.forEach((m) => m.dispose());
 });
 
+// The demo model (factorized, d 32) on the bench's demo window (129 tokens: 8 time groups of 1-50
+// tokens, 5 channel groups of 25-27 per layer): no group's products reach the grain, so whole
+// groups are spread over the threads (model.cpp, run_block) instead of steps; maps come back in
+// group order.
+test('forward: a factorized model whose groups are spread over threads gives 1 thread\'s bits and maps', async () => {
+  const window = JSON.parse(readFileSync(path.join(ROOT, 'bench/models/demo_window.json'), 'utf8'));
+  const models = await Promise.all([1, 2, 3].map((numThreads) => loadModel(path.join(ROOT, 'demo/model/demo.safetensors'), { numThreads })));
+  const [ref, ...others] = models.map((m) => m.forward(window, { attention: true }));
+  assert.equal(ref.attention.length, 2 * (8 + 5), 'maps: 2 layers of 8 time and 5 channel groups');
+  others.forEach((r, i) => {
+    const what = `${i + 2} threads`;
+    assertSameBits(ref.embeddings, r.embeddings, `${what}: embeddings`);
+    assertSameBits(ref.head, r.head, `${what}: head`);
+    assert.equal(ref.attention.length, r.attention.length);
+    ref.attention.forEach((m, k) => {
+      const o = r.attention[k];
+      assert.deepEqual([o.layer, o.block, o.group, Array.from(o.tokens)], [m.layer, m.block, m.group, Array.from(m.tokens)], `${what}: map ${k}`);
+      assertSameBits(m.weights, o.weights, `${what}: map ${k} weights`);
+    });
+  });
+  models.forEach((m) => m.dispose());
+});
+
 test('streaming: a session pushed the same chunks gives the same final tokens on 1 and 2 threads', async () => {
   const cfgPath = path.join(ROOT, 'models/af.safetensors');
   const [a, b] = await Promise.all([1, 2].map((numThreads) => loadModel(cfgPath, { numThreads })));
@@ -117,4 +140,14 @@ test('a Node process with the thread pool loaded exits by itself (no dispose, no
   rmSync(dir, { recursive: true, force: true });
   assert.equal(code, 0, `exit ${code}; stderr: ${err}`);
   assert.equal(out.trim(), `2 ${600 * 64}`);
+});
+
+// The threaded glue's one-time page warning about a blocked main thread is dropped (the core's
+// waits are for helpers finishing parts of the current step: web/src/loader.js); every other
+// line of the glue's stderr still reaches the console, prefixed.
+test('glue stderr: the main-thread blocking warning is dropped, other lines pass prefixed', () => {
+  const warning = 'Blocking on the main thread is very dangerous, see https://emscripten.org/docs/porting/pthreads.html#blocking-on-the-main-browser-thread';
+  assert.equal(glueMessage(warning), null);
+  assert.equal(glueMessage('Aborted(OOM)'), '[sensorformer] Aborted(OOM)');
+  assert.equal(glueMessage(`note: ${warning}`), `[sensorformer] note: ${warning}`, 'only a line that is the warning is dropped');
 });

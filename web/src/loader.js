@@ -183,7 +183,10 @@ async function instantiate({ url, wasmBinary, threads }) {
       return {};  // exports arrive asynchronously through receiveInstance
     },
     print: () => {},
-    printErr: (text) => console.warn(`[sensorformer] ${text}`),
+    printErr: (text) => {
+      const shown = glueMessage(text);
+      if (shown) console.warn(shown);
+    },
   });
   const wasm = await Promise.race([ready, failed]);
   if (threaded) {
@@ -194,6 +197,19 @@ async function instantiate({ url, wasmBinary, threads }) {
     if (isNode) for (const worker of wasm.sfWorkers()) worker.unref?.();
   }
   return wasm;
+}
+
+/**
+ * What the Emscripten glue's stderr line becomes on the console: "[sensorformer] text", or null
+ * for the one line not passed on. The threaded build's glue warns once, in a page, the first time
+ * the main thread waits on a lock or condition ("Blocking on the main thread is very dangerous"):
+ * the danger is a wait for something that needs the page's event loop (a thread being started, a
+ * call proxied to the main thread). The core's waits are for helpers finishing the current step's
+ * parts, the helpers started at load and proxying nothing (core/parallel.cpp), so the warning
+ * says nothing true here. Not part of the package's API.
+ */
+export function glueMessage(text) {
+  return /^Blocking on the main thread is very dangerous/.test(text) ? null : `[sensorformer] ${text}`;
 }
 
 // The options of loadCore, loadModel and loadModelInWorker, checked in this one place so the three
