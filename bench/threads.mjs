@@ -12,6 +12,7 @@
 // thread, its calling thread being one of its numThreads. Each round times every variant once, in
 // an order that rotates from round to round; medians. Before timing, per N: sensorformer's 2-thread
 // output bit-identical to its 1-thread output, and both ORT instances within TOL of it.
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,35 @@ function ortWorker(models, threads) {
     worker.postMessage(msg);
   });
   return { worker, ask };
+}
+
+// The demo model (factorized, d 32) on the demo window, with and without attention maps, 1 and 2
+// threads: no group of it is large enough for its steps to split, so its time and channel groups
+// are spread over the threads whole (model.cpp, run_block). Back to back, as the demo's Worker
+// runs it on each update (no pause: the row asks what the page gets, not a cold start).
+async function demoRow({ CHECK, QUICK, MODELS, loadModel }) {
+  const window = JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8'));
+  const file = path.join(MODELS, '..', '..', 'demo', 'model', 'demo.safetensors');
+  const one = await loadModel(file, { numThreads: 1 }), two = await loadModel(file, { numThreads: 2 });
+  const rows = [];
+  for (const attention of [false, true]) {
+    assertSameResults(`threads demo${attention ? ' with maps' : ''}: 2 threads against 1`, [two.forward(window, { attention })], [one.forward(window, { attention })]);
+    if (CHECK) continue;
+    const times = { sf1: [], sf2: [] }, reps = 10, rounds = QUICK ? 5 : 41;
+    const timed = (m) => { const t = performance.now(); for (let i = 0; i < reps; i++) m.forward(window, { attention }); return (performance.now() - t) / reps; };
+    for (let i = 0; i < 3; i++) timed(one), timed(two);
+    for (let r = 0; r < rounds; r++) {
+      if (r % 2) times.sf1.push(timed(one)), times.sf2.push(timed(two));
+      else times.sf2.push(timed(two)), times.sf1.push(timed(one));
+    }
+    const m = { sf1: median(times.sf1), sf2: median(times.sf2) };
+    rows.push([`demo model, ${window.streams.length} streams${attention ? ', with maps' : ''}`, fmt.ms(m.sf1), fmt.ms(m.sf2), `**${fmt.ratio(m.sf1 / m.sf2)}**`, rounds]);
+  }
+  one.dispose();
+  two.dispose();
+  if (CHECK) return '';
+  return table(['window', 'sf 1 thread ms', 'sf 2 threads ms', 'sf 1 / 2 threads', 'rounds (of 10 forwards)'], rows)
+    + '\n\nThe demo model (factorized, d 32, 2 layers) on the bench\'s demo window (129 tokens; time groups of 1-50 tokens, channel groups of 25-27): whole groups spread over the threads. 2-thread outputs (and maps) bit-identical to 1 thread\'s (checked before timing).';
 }
 
 export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS, loadModel }) {
@@ -76,6 +106,7 @@ export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS,
   await Promise.all([ort2.worker.terminate(), ortDefault.worker.terminate()]);
   one.dispose();
   two.dispose();
-  return table(['N', 'sf 1 thread ms', 'sf 2 threads ms', 'GFLOP/s', 'sf 1 / 2 threads', 'ORT numThreads 2 ms', `ORT default (${infoDefault.threads ?? '?'}) ms`, 'ORT 2 / sf 2', 'ORT default / sf 2', 'rounds'], rows)
+  const demo = await demoRow({ CHECK, QUICK, MODELS, loadModel });
+  return demo + '\n\n' + table(['N', 'sf 1 thread ms', 'sf 2 threads ms', 'GFLOP/s', 'sf 1 / 2 threads', 'ORT numThreads 2 ms', `ORT default (${infoDefault.threads ?? '?'}) ms`, 'ORT 2 / sf 2', 'ORT default / sf 2', 'rounds'], rows)
     + `\n\nThe 2-layer encoder of the one-thread rows (d 64, 4 heads, ff 256). ORT in worker threads of the same process, timed inside them; numThreads in effect: ${info2.threads}${info2.note ? ` (${info2.note})` : ''} and ${infoDefault.threads ?? 'its default'}${infoDefault.note ? ` (${infoDefault.note})` : ''}. sensorformer's 2-thread output is bit-identical to its 1-thread output at every N (checked before timing). Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores: the ratios of threaded variants need free cores.`;
 }
