@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
 import { CV_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const modelPath = join(root, 'models', 'af.safetensors');
@@ -76,4 +77,18 @@ test('CinC 2017 test part in WebAssembly: the same label as PyTorch on every rec
   // The score is a function of the labels: equal labels give the committed F1 exactly.
   assert.equal(result.score.toFixed(6), metrics.test.f1.toFixed(6));
   assert.deepEqual(result.confusion, metrics.test.confusion);
+});
+
+// tools/af/tune_offsets.mjs on hand-made logits (no data needed): the metric against a confusion
+// worked out by hand, and the search finding the offset that a constructed case needs.
+test('tune_offsets: the challenge metric by hand, and an offset that fixes a biased class', () => {
+  // Four records: N called N, A called N (A's logit just below), O called O, ~ called ~.
+  const logits = { r1: [2, 0, 0, 0], r2: [1, 0.9, 0, 0], r3: [0, 0, 1, 0], r4: [0, 0, 0, 1] };
+  const truth = new Map([['r1', 'N'], ['r2', 'A'], ['r3', 'O'], ['r4', '~']]);
+  // N: tp 1, 2 in row+col 3 -> 2/3; A: tp 0, row 1, col 0 -> 0; O: 1. Mean (2/3 + 0 + 1) / 3.
+  assert.ok(Math.abs(challengeF1(logits, truth, [0, 0, 0, 0]) - (2 / 3 + 1) / 3) < 1e-12);
+  const offsets = tuneOffsets(logits, truth);
+  assert.equal(challengeF1(logits, truth, offsets), 1, `offsets ${offsets}`);
+  assert.ok(offsets[1] > 0.1 && offsets[1] < 1, `A's offset ${offsets[1]} lifts r2 above N without lifting r1`);
+  assert.equal(offsets[0], 0, "N's offset stays 0 (only differences matter)");
 });
