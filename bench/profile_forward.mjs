@@ -17,6 +17,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
+import { readSymbolMap } from '../tests/js/symbols.js';
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
   options: {
@@ -48,16 +50,6 @@ if (args.child) {
   process.exit(0);
 }
 
-// wasm-function[i] -> demangled-ish name, from emcc's --emit-symbol-map ("i:name", names escaped as \XX).
-function symbolMap(file) {
-  const map = new Map();
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const at = line.indexOf(':');
-    if (at > 0) map.set(Number(line.slice(0, at)), line.slice(at + 1).replace(/\\([0-9a-f]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))));
-  }
-  return map;
-}
-
 // The groups a reader of docs/performance.md thinks in, first match wins.
 const GROUPS = [
   ['GEMM (gemm_packed, gemm_nt)', /kernels::gemm_|kernels::linear/],
@@ -75,7 +67,7 @@ try {
   if (child.status !== 0) throw new Error(`profiled process failed: ${child.stderr}`);
   const { forwards, ms } = JSON.parse(child.stdout.trim().split('\n').pop());
   const profile = JSON.parse(readFileSync(path.join(dir, readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))), 'utf8'));
-  const symbols = symbolMap(args.symbols);
+  const symbols = readSymbolMap(args.symbols);
   const selfUs = new Map();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
   const byName = new Map();

@@ -78,9 +78,8 @@ Status encoder_layer_with(const EncoderLayerWeights& w, const EncoderLayerOption
     float* hidden_blocks = ws.hidden.data();
     auto task = [&](int t, int slot) {
       float* h = hidden_blocks + slot * block_hidden;
-      const int b0 = static_cast<int>(static_cast<long long>(blocks) * t / tasks);
-      const int b1 = static_cast<int>(static_cast<long long>(blocks) * (t + 1) / tasks);
-      for (int r = b0 * kFeedForwardRows; r < std::min(n, b1 * kFeedForwardRows); r += kFeedForwardRows) {
+      const parallel::Part b = parallel::part(blocks, t, tasks);
+      for (int r = b.begin * kFeedForwardRows; r < std::min(n, b.end * kFeedForwardRows); r += kFeedForwardRows) {
         const int rows = std::min(kFeedForwardRows, n - r);
         const size_t at = static_cast<size_t>(r) * d;
         kernels::gemm_packed(rows, in + at, d, *l1, 1.0f, act, false, h, ff);

@@ -135,8 +135,7 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
     kernels::AttentionWorkspace* scratch = &ws.attention;
     (void)slot;
 #endif
-    const int u0 = static_cast<int>(static_cast<long long>(units) * t / tasks);
-    const int u1 = static_cast<int>(static_cast<long long>(units) * (t + 1) / tasks);
+    const auto [u0, u1] = parallel::part(units, t, tasks);
     const auto row = [&](int block) { return std::min(L, block * kernels::kQueryBlock); };
     if (averaged) {
       for (int h = 0; h < H; ++h) rows(h, row(u0), row(u1), scratch);

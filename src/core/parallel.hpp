@@ -39,6 +39,17 @@ class TaskRef {
   void (*call_)(void*, int, int);
 };
 
+// Task t's share of `count` units split into `tasks` contiguous runs: units [begin, end), in order,
+// sizes differing by at most one. Every split in the core cuts its units (row blocks, query
+// blocks, groups) this way.
+struct Part {
+  int begin, end;
+};
+inline Part part(int count, int t, int tasks) {
+  return {static_cast<int>(static_cast<long long>(count) * t / tasks),
+          static_cast<int>(static_cast<long long>(count) * (t + 1) / tasks)};
+}
+
 // The grain of the forward's steps, in multiply-adds: ~0.2 ms of one thread's work in WebAssembly
 // (~5 GMAC/s), far above a hand-off (a spinning helper picks a step up in microseconds, a
 // sleeping one in tens of them; on a machine with more threads than free cores a helper may not

@@ -176,9 +176,8 @@ void gemm_packed(int M, const float* A, int lda, const PackedWeights& W, float a
   // Threads take whole row blocks, so each output row goes through the same tiles and the same
   // instructions as on one thread: bit-identical results (core/parallel.hpp).
   auto task = [&](int t, int) {
-    const int b0 = static_cast<int>(static_cast<long long>(blocks) * t / tasks);
-    const int b1 = static_cast<int>(static_cast<long long>(blocks) * (t + 1) / tasks);
-    gemm_packed_rows(b0 * kRowBlock, std::min(M, b1 * kRowBlock), A, lda, W, alpha, act, accumulate, C, ldc);
+    const parallel::Part b = parallel::part(blocks, t, tasks);
+    gemm_packed_rows(b.begin * kRowBlock, std::min(M, b.end * kRowBlock), A, lda, W, alpha, act, accumulate, C, ldc);
   };
   parallel::run(tasks, task);
 }

@@ -331,6 +331,7 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   const bool small = static_cast<double>(largest) * d * std::max(ff, 3 * d) <= parallel::kGrain;
   const int tasks = G > 1 && small && options.kernels != kernels::KernelSet::kReference
                         ? std::min(G, parallel::split(work, parallel::kGrain)) : 1;
+  size_workspace(ws, largest, gathered, options.kernels == kernels::KernelSet::kReference);
   const std::size_t first_map = maps->size();
   if (options.attention_maps) maps->resize(first_map + G);
   const auto map = [&](int g) { return options.attention_maps ? &(*maps)[first_map + g] : nullptr; };
@@ -344,7 +345,8 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   auto task = [&](int k, int slot) {
     Workspace* own = slot == 0 ? ws : &ws->slots[slot];
     if (slot != 0) size_workspace(own, largest, gathered, false);
-    for (int g = static_cast<int>(static_cast<long long>(G) * k / tasks); g < G * (k + 1LL) / tasks && status[k].ok(); ++g)
+    const parallel::Part part = parallel::part(G, k, tasks);
+    for (int g = part.begin; g < part.end && status[k].ok(); ++g)
       status[k] = run_group(layer, block, g, groups[g], limit(g), start(g), w, t, options, x, map(g), own);
   };
   parallel::run(tasks, task);
@@ -432,16 +434,10 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   r.embeddings.assign(static_cast<size_t>(T) * d, 0.0f);
   SF_RETURN_IF_ERROR(embed_tokens(c, embedding_, t, options.kernels, r.embeddings.data()));
 
-  // The layer buffers, each allocated once at its largest size (check_budgets counted them).
-  std::size_t largest = 0, largest_gathered = 0;
-  for (const TokenGroups& g : groups)
-    for (const auto& members : g) {
-      largest = std::max(largest, members.size());
-      if (!consecutive(members)) largest_gathered = std::max(largest_gathered, members.size());
-    }
+  // The layer buffers, grown by run_block to each block's largest group (check_budgets counted
+  // them) and reused by every group, block and layer.
   Workspace ws;
   const bool ref = options.kernels == kernels::KernelSet::kReference;
-  size_workspace(&ws, largest, largest_gathered, ref);
   // A causal model's key range per block and group, [starts, limits): the same for every layer.
   // Without a look-back, starts stay empty (no lower limit).
   std::vector<std::vector<std::vector<int>>> limits(blocks.size()), starts(blocks.size());

@@ -7,22 +7,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+
+import { readSymbolMap } from './symbols.js';
 
 const wasm = fileURLToPath(new URL('../../web/dist/sensorformer-core.wasm', import.meta.url));
 const symbolsFile = fileURLToPath(new URL('../../build/wasm/sensorformer-core.symbols', import.meta.url));
 
-// Emscripten's symbol map: one `index:name` line per function (imports first), with characters
-// outside [A-Za-z0-9_:] written as \xx hex ("\28" is "(").
-function readSymbols() {
-  const names = new Map();
-  for (const line of readFileSync(symbolsFile, 'utf8').split('\n')) {
-    const m = /^(\d+):(.*)$/.exec(line);
-    if (m) names.set(Number(m[1]), m[2].replace(/\\([0-9a-f]{2})/gi, (_, h) => String.fromCharCode(parseInt(h, 16))));
-  }
-  return names;
-}
 
 function objdump(...args) {
   return execFileSync('wasm-objdump', [...args, wasm], { encoding: 'utf8', maxBuffer: 256 << 20 });
@@ -70,7 +62,7 @@ test(`the shipped module is at most ${MAX_WASM_BYTES} bytes`, () => {
 test('attention kernel in the shipped module uses v128 / f32x4 instructions', () => {
   // A map from another link would name the wrong functions: the function count and, for each
   // function picked, the parameter count must agree (checked below; rebuild with tools/build.sh).
-  const names = readSymbols();
+  const names = readSymbolMap(symbolsFile);
   const counts = simdOpsPerFunction();
   const params = paramCounts();
   assert.equal(names.size, params.size, 'the symbol map and the module disagree on the number of functions');
