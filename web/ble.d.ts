@@ -222,7 +222,8 @@ export class Wearable extends EventTarget {
   readonly name: string;
   readonly assembler: WindowAssembler;
   /** Device-to-host clock estimate: offset (s), drift (ppm), ready once fitted. */
-  readonly clock: { offset: number; drift: number; ready: boolean };
+  /** connectionInterval: s, NaN until the arrival times show one; driftBounds: [lo, hi] ppm or null (ClockAligner). */
+  readonly clock: { offset: number; drift: number; ready: boolean; connectionInterval: number; driftBounds: [number, number] | null };
   /** The kinds of samples seen so far. */
   readonly kinds: Set<SampleKind>;
   /** Body Sensor Location ('chest', 'wrist', ...), null when the device has none. */
@@ -382,6 +383,10 @@ export interface ClockAlignerOptions {
   lateSeconds?: number;
   persistSeconds?: number;
   negativeToleranceSeconds?: number;
+  /** The Bluetooth connection interval (s) bounding a punctual delivery's delay; 'auto' (default): found in the arrival times; null: not used. */
+  connectionIntervalSeconds?: number | 'auto' | null;
+  /** Host timestamp tolerance against the connection-event grid (s, default 0.0005). */
+  intervalToleranceSeconds?: number;
 }
 /** Maps a device clock onto host time: offset + drift fitted on the lower envelope of delivery delays. */
 export class ClockAligner {
@@ -395,6 +400,10 @@ export class ClockAligner {
   readonly drift: number;
   readonly ready: boolean;
   readonly jumps: number;
+  /** The connection interval in use (s): the option's, or the one found ('auto'); NaN when none. */
+  readonly connectionInterval: number;
+  /** [lo, hi] ppm: the drifts the connection-event bounds allow; null when not in use. */
+  readonly driftBounds: [number, number] | null;
   reset(): void;
 }
 /** Beat times from heart-rate notifications' RR intervals. */

@@ -63,15 +63,17 @@ test('ECG sample times are aligned to the host clock within 5 ms after 60 s (20 
   }
 });
 
-// Issue 21 item 5, bounded: at a 30 ms connection interval the fastest delivery among recent
-// frames is a sawtooth up to 10 ms high (the ECG frame period is nearly 56/3 intervals) whose
-// minima take up to ~150 s to be seen (web/src/ble/clock.js); until then the error can exceed
-// 5 ms (bench/clock_alignment.mjs: up to 7.2 ms at +20 ppm, 9.1 ms at +50 ppm). The bound held
-// here for all 20 seeds at 15 and 30 ms, +20 and +50 ppm: 10 ms from 60 s on, 5 ms from 150 s
-// on (measured worst: 9.14 and 3.28 ms).
-test('ECG alignment, 20 seeds, 15 and 30 ms intervals, +20 and +50 ppm: within 10 ms after 60 s and 5 ms after 150 s', async () => {
-  let worst60 = 0, worst150 = 0;
-  for (const driftPpm of [20, 50]) {
+// Issue 21's goal (the 5 ms alignment at 15 and 30 ms intervals for all 20 seeds), through the
+// whole device path. At a 30 ms interval the fastest delivery among recent frames is a sawtooth up
+// to 10 ms high (the ECG frame period is nearly 56/3 intervals) whose ramps look like drift; the
+// aligner's connection-event bounds (web/src/ble/clock.js) keep the slope off them. Measured here
+// and in bench/clock_alignment.mjs: +-20 ppm at most 4.8 ms from 60 s on (7.2 ms with the lower
+// envelope alone); a crystal 50 ppm fast, outside the goal, up to 6.4 ms at 30 ms (was 9.1), held
+// to 10 ms; every case within 5 ms from 150 s on (measured <= 2.6 ms).
+test('ECG alignment, 20 seeds, 15 and 30 ms intervals: within 5 ms after 60 s at +-20 ppm (10 ms at +50 ppm), 5 ms after 150 s', async () => {
+  const worst = { 20: 0, [-20]: 0, 50: 0 };
+  let worst150 = 0, runs = 0;
+  for (const driftPpm of [20, -20, 50]) {
     for (const connectionIntervalMs of [15, 30]) {
       for (let seed = 1; seed <= 20; seed++) {
         const clock = createVirtualClock(T0);
@@ -83,17 +85,24 @@ test('ECG alignment, 20 seeds, 15 and 30 ms intervals, +20 and +50 ppm: within 1
           const truth = trueHostTimes(sim, b, 'ecg');
           for (let i = 0; i < b.times.length; i++) {
             const e = Math.abs(b.times[i] - truth[i]), t = b.times[i] - T0;
-            if (t >= 60) worst60 = Math.max(worst60, e);
+            if (t >= 60) worst[driftPpm] = Math.max(worst[driftPpm], e);
             if (t >= 150) worst150 = Math.max(worst150, e);
           }
         }
+        assert.ok(Math.abs(strap.clock.connectionInterval * 1000 - connectionIntervalMs) < 1e-9,
+          `seed ${seed}: connection interval found ${strap.clock.connectionInterval * 1000} ms, simulated ${connectionIntervalMs} ms`);
+        runs++;
         await strap.close();
         sim.close();
       }
     }
   }
-  console.log(`ECG alignment over 80 runs: max error after 60 s ${(worst60 * 1000).toFixed(2)} ms, after 150 s ${(worst150 * 1000).toFixed(2)} ms`);
-  assert.ok(worst60 < 0.010, `after 60 s: ${worst60 * 1000} ms`);
+  const ms = (x) => (x * 1000).toFixed(2);
+  console.log(`ECG alignment over ${runs} runs, max error after 60 s: +20 ppm ${ms(worst[20])} ms, -20 ppm ${ms(worst[-20])} ms, ` +
+    `+50 ppm ${ms(worst[50])} ms; after 150 s ${ms(worst150)} ms`);
+  assert.ok(worst[20] < 0.005, `+20 ppm after 60 s: ${worst[20] * 1000} ms`);
+  assert.ok(worst[-20] < 0.005, `-20 ppm after 60 s: ${worst[-20] * 1000} ms`);
+  assert.ok(worst[50] < 0.010, `+50 ppm after 60 s: ${worst[50] * 1000} ms`);
   assert.ok(worst150 < 0.005, `after 150 s: ${worst150 * 1000} ms`);
 });
 

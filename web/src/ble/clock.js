@@ -37,6 +37,39 @@ function lowerHull(us, vs, n) {
   return hull;
 }
 
+const HOST_RING = 256;  // arrivals kept for the connection-interval estimate
+const TOP = 4;         // highest pairs kept per bin (the highest punctual one is among them unless 4 are late)
+
+// Keeps `top` ([u, v, ...] by decreasing v) to the TOP highest pairs with (u, v) added.
+function keepTop(top, u, v) {
+  let k = top.length;
+  while (k > 0 && top[k - 1] < v) k -= 2;
+  if (k >= 2 * TOP) return;
+  top.splice(k, 0, u, v);
+  if (top.length > 2 * TOP) top.length = 2 * TOP;
+}
+
+const erf = (x) => {  // Abramowitz and Stegun 7.1.26, |error| <= 1.5e-7
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return x >= 0 ? y : -y;
+};
+
+// Mean and standard deviation of N(mean, sd) truncated to [lo, hi]; sd Infinity (a flat prior):
+// the interval's middle and its uniform spread; far outside: the nearer end.
+function truncatedNormal(mean, sd, lo, hi) {
+  if (!(sd < Infinity)) return [(lo + hi) / 2, (hi - lo) / Math.sqrt(12)];
+  if (sd === 0) return [Math.max(lo, Math.min(hi, mean)), 0];
+  const a = (lo - mean) / sd, b = (hi - mean) / sd;
+  const pdf = (x) => Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
+  const Z = 0.5 * (erf(b / Math.SQRT2) - erf(a / Math.SQRT2));
+  if (!(Z > 1e-9)) return [Math.abs(a) < Math.abs(b) ? lo : hi, (hi - lo) / Math.sqrt(12)];
+  const pa = Number.isFinite(a) ? pdf(a) : 0, pb = Number.isFinite(b) ? pdf(b) : 0;
+  const r = (pa - pb) / Z;
+  const variance = 1 + ((Number.isFinite(a) ? a * pa : 0) - (Number.isFinite(b) ? b * pb : 0)) / Z - r * r;
+  return [mean + sd * r, sd * Math.sqrt(Math.max(variance, 0))];
+}
+
 /**
  * Online device-to-host clock alignment on the lower envelope of the delivery delay.
  *
@@ -79,6 +112,41 @@ function lowerHull(us, vs, n) {
  * - The offset is then the highest line with that slope below every point. Slopes beyond
  *   `maxDriftPpm` are clamped.
  *
+ * Connection events: Bluetooth LE delivers notifications only at connection events, every
+ * connInterval = N x 1.25 ms (Core Specification 5.x, Vol 6, Part B, 4.5.1), so a frame that is
+ * not late arrives within one interval I of being ready: besides host >= line (the lower
+ * envelope), host - I <= line. Both bounds together pin the slope where the lower envelope alone
+ * cannot: the sawtooth above keeps every delay small only along one ramp, but its largest delays
+ * (the frames that just missed an event) ride up and down with it, and a tilted line leaves one
+ * of the two sides of some frames. With I known (`connectionIntervalSeconds`, or 'auto': the
+ * largest N x 1.25 ms of which >= 60 % of the recent arrival times' gaps are multiples, within
+ * `intervalToleranceSeconds`, with at least two different multiples: one multiple only is a
+ * periodic source, not a grid), the fit:
+ * - marks a pair late (it waited one or more events more) when it lies more than I above the
+ *   smallest pair within `binSeconds` x 4 of it, takes each bin's highest pair that is not late,
+ *   and filters those over 3 bins (median), since a late pair that lies less than I above its
+ *   neighbours cannot be told from a punctual one;
+ * - finds the interval of slopes for which a line lies below every bin minimum and above every
+ *   filtered bin maximum minus (I + `intervalToleranceSeconds` + 4 x the median distance of the
+ *   arrival gaps from their multiples of I) (a concave condition: ternary
+ *   search for its best slope, bisection for the ends). If no slope fits, the most violated
+ *   lower bound is dropped, up to max(2, 5 % of the bins), else the bounds are not used;
+ * - takes as the slope the mean of the prior N(prior slope, `driftPriorPpm`) truncated to that
+ *   interval, instead of the hull edge (whose ramp-following is what the bounds rule out), and as
+ *   the host time of the newest device time the middle of the range that the highest line below
+ *   every pair takes over the slopes in the interval (the smallest worst case over them; the
+ *   truth lies near that line for its own slope, as the fastest deliveries are near 0 delay).
+ *   Measured on the simulated strap (bench/clock_alignment.mjs, 20 seeds, 300 s): at a 30 ms
+ *   interval and +20 ppm the largest error after 60 s fell from 7.2 to 4.8 ms (2 ms of it the
+ *   strap's own latency), with the crystal 50 ppm fast from 9.1 to 6.4 ms; 15 ms intervals and
+ *   slow crystals stay within 3.6 ms. Cost: ~0.2 ms per observation with a full 20-minute history
+ *   (only hull vertices are visited), against ~0.03 ms for the lower envelope alone.
+ *   Where the arrival times do not sit on one grid (their gaps are off their multiples of I by
+ *   more than a fifth of the tolerance, in median), 'auto' finds no interval and the fit is the
+ *   lower-envelope one above: with jitter, the highest pairs' jitter tail crosses the bound often
+ *   enough to pull the bounds off the truth (measured: 0.5 ms exponential jitter made it worse
+ *   than the envelope alone).
+ *
  * Clock jumps (device reset, re-set device clock): the residual of a new pair against the fit is
  * physically >= 0 (a delay) and small. A residual beyond +-`maxDelaySeconds` (e.g. a reset to 0),
  * or below -`negativeToleranceSeconds` once `ready` (the device clock jumped forward; before that
@@ -95,12 +163,17 @@ function lowerHull(us, vs, n) {
  */
 export class ClockAligner {
   #binSeconds; #historyBins; #minDriftSpan; #readySeconds; #maxSlope; #maxDelay; #late; #persist; #negTol;
-  #priorSigma; #wander;
+  #priorSigma; #wander; #intervalOption; #intervalTol;
   #priorSlope = 0; #priorSigmaNow;  // the current prior of the slope (mean, standard deviation)
   #fitSigma = Infinity;             // standard deviation of the current slope estimate
   #d0 = null; #h0 = null;
   // Bins sorted by index: parallel arrays, at most historyBins + 1 entries.
   #binIndex = []; #binU = []; #binV = []; #binSum = []; #binSumU = []; #binN = [];
+  #binTop = [];   // per bin: its TOP highest pairs, [u0, v0, u1, v1, ...] by decreasing v
+  #hostTimes = new Float64Array(HOST_RING); #hostCount = 0;  // the last arrivals, for 'auto'
+  #interval = NaN;                 // the connection interval in use (s), NaN: none
+  #jitter = 0;                     // median |arrival gap - multiple of the interval| (s)
+  #bounds = null; #boundsAt = -Infinity;  // feasible slope interval [lo, hi] and the u it was computed at
   #uMin = Infinity; #uMax = -Infinity; #count = 0;
   #c = 0; #s = 0;
   #pending = [];  // consecutive late pairs [device, host]
@@ -118,6 +191,8 @@ export class ClockAligner {
     lateSeconds = 1,
     persistSeconds = 10,
     negativeToleranceSeconds = 0.05,
+    connectionIntervalSeconds = 'auto',
+    intervalToleranceSeconds = 0.0005,
   } = {}) {
     const positive = { binSeconds, historySeconds, maxDriftPpm, driftPriorPpm, wanderSeconds, maxDelaySeconds, lateSeconds, persistSeconds, negativeToleranceSeconds };
     for (const [k, v] of Object.entries(positive))
@@ -135,11 +210,21 @@ export class ClockAligner {
     this.#late = lateSeconds;
     this.#persist = persistSeconds;
     this.#negTol = negativeToleranceSeconds;
+    if (!(connectionIntervalSeconds === 'auto' || connectionIntervalSeconds === null ||
+          (typeof connectionIntervalSeconds === 'number' && connectionIntervalSeconds > 0 && Number.isFinite(connectionIntervalSeconds))))
+      throw bad(`ClockAligner: connectionIntervalSeconds must be 'auto', null or a positive number of seconds, got ${connectionIntervalSeconds}`);
+    if (!(typeof intervalToleranceSeconds === 'number' && intervalToleranceSeconds >= 0 && Number.isFinite(intervalToleranceSeconds)))
+      throw bad(`ClockAligner: intervalToleranceSeconds must be a number >= 0, got ${intervalToleranceSeconds}`);
+    this.#intervalOption = connectionIntervalSeconds;
+    this.#intervalTol = intervalToleranceSeconds;
+    if (typeof connectionIntervalSeconds === 'number') this.#interval = connectionIntervalSeconds;
   }
 
   /** Forgets everything (history, fit, reference, prior slope). `jumps` is kept. */
   reset() {
     this.#clear();
+    this.#hostCount = 0;
+    if (this.#intervalOption === 'auto') this.#interval = NaN;
     this.#priorSlope = 0;
     this.#priorSigmaNow = this.#priorSigma;
   }
@@ -161,6 +246,24 @@ export class ClockAligner {
    */
   get drift() {
     return this.#s * 1e6;
+  }
+
+  /**
+   * The Bluetooth connection interval (s) whose events bound the delivery delay: the option's
+   * value, or with 'auto' the one found in the arrival times (NaN until found, or when the
+   * arrivals show none).
+   */
+  get connectionInterval() {
+    return this.#interval;
+  }
+
+  /**
+   * [lo, hi] (ppm, as `drift`): the drifts for which a line lies below every delivery and at most
+   * one connection interval above every punctual one; null when not known (no interval, too
+   * short a history, or no line fits).
+   */
+  get driftBounds() {
+    return this.#bounds ? [this.#bounds[0] * 1e6, this.#bounds[1] * 1e6] : null;
   }
 
   /** Number of clock jumps detected (history resets) since construction. */
@@ -233,6 +336,8 @@ export class ClockAligner {
     this.#uMin = Infinity; this.#uMax = -Infinity; this.#count = 0;
     this.#c = 0; this.#s = 0; this.#fitSigma = Infinity;
     this.#pending = [];
+    this.#binTop = [];
+    this.#bounds = null; this.#boundsAt = -Infinity;
   }
 
   #jump(pairs) {
@@ -247,6 +352,7 @@ export class ClockAligner {
 
   #add(deviceTime, hostTime) {
     if (this.#d0 === null) { this.#d0 = deviceTime; this.#h0 = hostTime; }
+    this.#hostTimes[this.#hostCount++ % HOST_RING] = hostTime;
     const u = deviceTime - this.#d0;
     const v = (hostTime - this.#h0) - u;
     const idx = Math.floor(u / this.#binSeconds);
@@ -261,13 +367,16 @@ export class ClockAligner {
     if (j >= 0 && I[j] === idx) {
       if (v < V[j]) { U[j] = u; V[j] = v; }
       S[j] += v; SU[j] += u; N[j]++;
+      keepTop(this.#binTop[j], u, v);
     } else {
       I.splice(j + 1, 0, idx); U.splice(j + 1, 0, u); V.splice(j + 1, 0, v); S.splice(j + 1, 0, v); SU.splice(j + 1, 0, u); N.splice(j + 1, 0, 1);
+      this.#binTop.splice(j + 1, 0, [u, v]);
+      this.#boundsAt = -Infinity;  // a new bin: recompute the bounds now
     }
     const oldest = I[I.length - 1] - this.#historyBins;
     let drop = 0;
     while (drop < I.length && I[drop] < oldest) drop++;
-    if (drop) { I.splice(0, drop); U.splice(0, drop); V.splice(0, drop); S.splice(0, drop); SU.splice(0, drop); N.splice(0, drop); }
+    if (drop) { I.splice(0, drop); U.splice(0, drop); V.splice(0, drop); S.splice(0, drop); SU.splice(0, drop); N.splice(0, drop); this.#binTop.splice(0, drop); }
     this.#uMin = drop ? U[0] : Math.min(this.#uMin, u);
     this.#fit();
   }
@@ -285,6 +394,36 @@ export class ClockAligner {
       this.#s = prior;
       this.#c = highestBelow(prior);
       this.#fitSigma = p;
+      this.#bounds = null;
+      return;
+    }
+    // Connection-event bounds, recomputed every quarter bin of device time (and for a new bin).
+    if (this.#uMax - this.#boundsAt >= this.#binSeconds / 4) {
+      this.#boundsAt = this.#uMax;
+      if (this.#intervalOption === 'auto') this.#interval = this.#estimateInterval();
+      this.#bounds = this.#interval > 0 ? this.#slopeBounds(this.#interval) : null;
+    }
+    if (this.#bounds) {
+      // Slope: the prior truncated to the bounds. Offset: the host time of the newest device time
+      // is the middle of the range that the highest line below every pair takes over the slopes
+      // in the bounds (the smallest worst case over them), or lower if the slope's own line is.
+      const [lo, hi] = this.#bounds, un = this.#uMax;
+      const [m, sd] = truncatedNormal(prior, p, lo, hi);
+      const low = lowerHull(U, V, n);  // only its vertices can be the lowest point for a slope
+      const H = (x) => {                // concave in x
+        let c = Infinity;
+        for (const i of low) c = Math.min(c, V[i] - x * U[i]);
+        return c + x * un;
+      };
+      let a = lo, z = hi;
+      for (let it = 0; it < 40; it++) {
+        const m1 = a + (z - a) / 3, m2 = z - (z - a) / 3;
+        if (H(m1) < H(m2)) a = m1; else z = m2;
+      }
+      const middle = (H((a + z) / 2) + Math.min(H(lo), H(hi))) / 2;
+      this.#s = m;
+      this.#fitSigma = sd;
+      this.#c = Math.min(H(m), middle) - m * un;
       return;
     }
     let mean = 0;
@@ -320,6 +459,124 @@ export class ClockAligner {
     }
     this.#s = s;
     this.#c = highestBelow(s);
+  }
+
+  // The largest N x 1.25 ms (N >= 6: 7.5 ms) of which >= 60 % of the gaps between the recent
+  // arrivals (those more than the tolerance apart and under 2 s, so the host's and the radio's
+  // clocks cannot part by more than the tolerance) are multiples within the tolerance; NaN when
+  // fewer than 16 such gaps or no N fits. One event's notifications arrive together (gap ~0).
+  #estimateInterval() {
+    const count = Math.min(this.#hostCount, HOST_RING), tol = this.#intervalTol;
+    if (count < 17) return NaN;
+    const times = [];
+    for (let k = this.#hostCount - count; k < this.#hostCount; k++) times.push(this.#hostTimes[k % HOST_RING]);
+    times.sort((a, b) => a - b);
+    const gaps = [];
+    let smallest = Infinity;
+    for (let k = 1; k < times.length; k++) {
+      const g = times[k] - times[k - 1];
+      if (g > tol && g < 2) { gaps.push(g); smallest = Math.min(smallest, g); }
+    }
+    if (gaps.length < 16) return NaN;
+    const step = 0.00125;
+    for (let N = Math.min(3200, Math.floor((smallest + tol) / step)); N >= 6; N--) {
+      const I = N * step;
+      const residuals = [], multiples = new Set();
+      for (const g of gaps) {
+        const k = Math.round(g / I), r = Math.abs(g - k * I);
+        if (r <= tol) { residuals.push(r); multiples.add(k); }
+      }
+      // Gaps of one single multiple are a periodic source, not a grid (frames every P seconds
+      // fit every P / k).
+      if (residuals.length >= 0.6 * gaps.length && multiples.size >= 2) {
+        residuals.sort((a, b) => a - b);
+        this.#jitter = residuals[residuals.length >> 1];
+        // Only a clean grid: with host jitter the highest pairs' jitter tail crosses the
+        // bound often enough to pull the bounds off the truth (measured with 0.5 ms exponential
+        // jitter, tests/js/ble-clock.test.js: worse than the envelope alone).
+        return this.#jitter <= tol / 5 ? I : NaN;
+      }
+    }
+    return NaN;
+  }
+
+  // [lo, hi] of the slopes s for which some c has c + s u <= every bin minimum and
+  // c + s u >= every filtered punctual bin maximum - (I + tolerance); null if none.
+  #slopeBounds(I) {
+    // A punctual pair lies at most I above the line, plus the host's timestamp jitter: the
+    // tolerance and 4 x the median distance of the arrival gaps from their multiples of I (a
+    // pair's jitter is one-sided, a gap's two-sided).
+    const U = this.#binU, V = this.#binV, n = U.length, reach = I + this.#intervalTol + 4 * this.#jitter;
+    const WU = new Float64Array(n), W = new Float64Array(n);
+    const R = 4;
+    for (let j = 0; j < n; j++) {
+      let m = V[j];
+      for (let k = Math.max(0, j - R); k <= Math.min(n - 1, j + R); k++) m = Math.min(m, V[k]);
+      const top = this.#binTop[j];
+      W[j] = -Infinity;
+      for (let k = 0; k < top.length; k += 2) {
+        if (top[k + 1] <= m + reach) { WU[j] = top[k]; W[j] = top[k + 1] - reach; break; }  // highest punctual
+      }
+    }
+    // median of 3 neighbouring bins (at the ends the lower of 2): a late pair that passed the
+    // test above is one bin's outlier
+    const Wm = new Float64Array(n), WUm = new Float64Array(n);
+    for (let j = 0; j < n; j++) {
+      let pick = j;
+      if (j === 0 || j === n - 1) {
+        const k = j === 0 ? Math.min(1, n - 1) : n - 2;
+        if (W[k] < W[j]) pick = k;
+      } else {
+        const a = W[j - 1], b = W[j], c = W[j + 1];
+        pick = (a <= b) === (b <= c) ? j : (a <= b) === (c <= a) ? j - 1 : j + 1;
+      }
+      Wm[j] = W[pick]; WUm[j] = WU[pick];
+    }
+    // Only hull vertices can bind: the lower hull of the minima, the upper hull of the maxima.
+    const low = lowerHull(U, V, n).map((i) => [U[i], V[i]]);
+    let high;
+    const upper = () => {
+      const order = [];
+      for (let j = 0; j < n; j++) if (Wm[j] > -Infinity) order.push(j);
+      order.sort((x, y) => WUm[x] - WUm[y]);
+      const us = order.map((j) => WUm[j]), negated = order.map((j) => -Wm[j]);
+      high = lowerHull(us, negated, order.length).map((i) => [us[i], -negated[i], order[i]]);
+    };
+    upper();
+    const F = (s) => {
+      let lo = Infinity, hi = -Infinity;
+      for (const [u, v] of low) lo = Math.min(lo, v - s * u);
+      for (const [u, w] of high) hi = Math.max(hi, w - s * u);
+      return lo - hi;
+    };
+    const S = this.#maxSlope;
+    const limit = Math.max(2, Math.floor(0.05 * n));
+    let best;
+    for (let dropped = 0; ; dropped++) {
+      let a = -S, z = S;
+      for (let it = 0; it < 60; it++) {
+        const m1 = a + (z - a) / 3, m2 = z - (z - a) / 3;
+        if (F(m1) < F(m2)) a = m1; else z = m2;
+      }
+      best = (a + z) / 2;
+      if (F(best) >= 0) break;
+      if (dropped >= limit) return null;
+      let worst = -1, height = -Infinity;
+      for (const [u, w, j] of high) {
+        if (w - best * u > height) { height = w - best * u; worst = j; }
+      }
+      Wm[worst] = -Infinity;
+      upper();
+    }
+    const edge = (inside, outside) => {
+      if (F(outside) >= 0) return outside;
+      for (let it = 0; it < 50; it++) {
+        const m = (inside + outside) / 2;
+        if (F(m) >= 0) inside = m; else outside = m;
+      }
+      return inside;
+    };
+    return [edge(best, -S), edge(best, S)];
   }
 }
 

@@ -305,9 +305,13 @@ export class Wearable extends EventTarget {
     return this.#clock.now();
   }
 
-  /** Device-to-host clock estimate: { offset (s), drift (ppm), ready }. */
+  /**
+   * Device-to-host clock estimate: { offset (s), drift (ppm), ready, connectionInterval (s, NaN
+   * until the arrivals show one), driftBounds ([lo, hi] ppm or null) } (web/src/ble/clock.js).
+   */
   get clock() {
-    return { offset: this.#aligner.offset, drift: this.#aligner.drift, ready: this.#aligner.ready };
+    const a = this.#aligner;
+    return { offset: a.offset, drift: a.drift, ready: a.ready, connectionInterval: a.connectionInterval, driftBounds: a.driftBounds };
   }
 
   /**
