@@ -196,11 +196,18 @@ def main():
     ap.add_argument("--resume", action="store_true",
                     help="continue the run from its checkpoint.pt (written after every epoch: weights, optimiser, "
                          "schedule and every generator's state, so the run goes on as if never stopped)")
+    ap.add_argument("--config", default=None, metavar="JSON",
+                    help="model settings over afmodel.CONFIG's, e.g. '{\"d_model\": 96, \"dim_feedforward\": 192}' "
+                         "(an experiment's model; written into the exported file's metadata and metrics.json)")
     ap.add_argument("--publish", action="store_true",
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
+    overrides = json.loads(args.config) if args.config else {}
+    unknown = sorted(set(overrides) - {"d_model", "n_heads", "n_layers", "dim_feedforward"})
+    assert not unknown, f"--config: only d_model, n_heads, n_layers, dim_feedforward can change, not {unknown}"
+    A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -312,7 +319,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads,
-               "train_records": len(train_names), "validation": val, "test": test,
+               "train_records": len(train_names), "config": overrides, "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     (out / "test_logits.json").write_text(json.dumps(
