@@ -6,9 +6,12 @@
 // instant. Also the part of that which is the per-sample device time (frame timestamps -> sample
 // times, before alignment): the largest |device time - true| of any ECG sample from the second
 // frame on, and in the first frame (nominal rate). Deterministic (virtual clock).
+// Last, the aligner's cost per observation once its 20-minute history is full, with the
+// connection-event bounds and without (connectionIntervalSeconds: null), alternated, medians of 5.
 //   node bench/clock_alignment.mjs [seeds=20]
 import { connectWearable, DEVICE_FILTERS } from '../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../web/src/simulator/devices.js';
+import { ClockAligner } from '../web/src/ble/clock.js';
 
 const T0 = 1764460800, SEEDS = Number(process.argv[2] ?? 20), RUN = 300;
 const quantiles = (errors) => {
@@ -56,3 +59,30 @@ for (const driftPpm of [20, -20, 50, -50]) {
     }
   }
 }
+
+// Cost: H10 frames (ECG 73 / 130.35 Hz, ACC 36 / 51.07 Hz, +20 ppm) delivered at the next 30 ms
+// connection event, 1300 s; the time per observe() over the last 100 s.
+const pairs = [];
+for (const [n, hz] of [[73, 130.35], [36, 51.07]]) {
+  for (let j = 1; (j * n) / hz < 1300; j++) {
+    const device = (j * n - 1) / hz, ready = device / (1 + 20e-6) + 0.002;
+    pairs.push([device, Math.ceil(ready / 0.03) * 0.03]);
+  }
+}
+pairs.sort((a, b) => a[1] - b[1]);
+const cost = { bounds: [], envelope: [] };
+for (let round = 0; round < 5; round++) {
+  for (const [name, options] of [['bounds', {}], ['envelope', { connectionIntervalSeconds: null }]]) {
+    const aligner = new ClockAligner(options);
+    let t0 = 0, timed = 0;
+    for (const [d, h] of pairs) {
+      if (d >= 1200 && !t0) t0 = performance.now();
+      aligner.observe(d, h);
+      if (t0) timed++;
+    }
+    cost[name].push((performance.now() - t0) / timed);
+  }
+}
+const median = (x) => [...x].sort((a, b) => a - b)[x.length >> 1];
+console.log(`cost per observation with a full history: ${(median(cost.bounds) * 1000).toFixed(0)} us with the connection-event bounds, ` +
+  `${(median(cost.envelope) * 1000).toFixed(0)} us with the lower envelope alone (${(median(cost.bounds) / median(cost.envelope)).toFixed(1)}x; medians of 5 alternated runs)`);
