@@ -682,7 +682,8 @@ export interface FeederChunk {
 
 /** Per stream: what was received and given, and how the grid fits (the header of feeder.js). */
 export interface FeederStreamStats {
-  kind: 'regular' | 'event';
+  /** 'derived': a beat stream (FeederStreamSpec.from); received 0, given / missing count its values. */
+  kind: 'regular' | 'event' | 'derived';
   /** Session stream index (-1 before the stream is declared). */
   index: number;
   received: number;
@@ -708,6 +709,10 @@ export interface FeederStreamStats {
   retimed?: number;
   maxRetime?: number;
   watermark?: number | null;
+  /** Derived beat streams: the stream it reads, the beats given, and those found after their watermark (BeatTracker.late). */
+  from?: string;
+  beats?: number;
+  late?: number;
 }
 
 /** A model's config, as far as the feeder reads it (model.config). */
@@ -723,6 +728,9 @@ export interface FeederStreamSpec extends StreamSpec {
    * a model trained in other units than the device sends (a Polar H10's ECG is in µV, the AF
    * model takes mV: 1e-3). */
   scale?: number;
+  /** Derived, not received: the id of a regular ECG stream added before this one; the stream is
+   * its beat stream (modality 'beat', rateHz null: BeatTracker over the ECG the session is given). */
+  from?: string;
 }
 
 export interface SessionFeederOptions {

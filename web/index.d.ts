@@ -202,7 +202,63 @@ export interface RrStream {
  * the source sends no RR (the AF model, models/af.safetensors, was trained on exactly this).
  * INVALID_ARGUMENT when `ecg` is not a regular stream.
  */
-export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }): RrStream;
+export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats): RrStream;
+
+/** Points per beat of the beat stream: a beat's ECG from 0.24 s before its R peak to 0.384 s after, 16 ms apart. */
+export const BEAT_POINTS: 40;
+
+/** The beat event stream beatsFromEcg makes: BEAT_POINTS events per beat, so a patch of BEAT_POINTS is one beat. */
+export interface BeatStream {
+  sensor: number;
+  modality: 'beat';
+  placement: string;
+  /** Each beat's time, BEAT_POINTS times over, seconds. */
+  timestamps: Float64Array;
+  /** Each beat's ECG on the grid (linear interpolation, the beat's mean removed), in the ECG's unit; NaN where a sample is missing or outside the recording. */
+  samples: Float64Array;
+}
+
+/**
+ * The beat event stream of an ECG stream, from detectBeats (or the `detected` beats of the same
+ * samples): for a model with a `beat` modality. INVALID_ARGUMENT when `ecg` is not a regular stream.
+ */
+export function beatsFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats): BeatStream;
+
+/** Options of BeatTracker. Other keys are INVALID_ARGUMENT. */
+export interface BeatTrackerOptions {
+  /** The ECG's rate, 50-100000 Hz (required). */
+  rateHz: number;
+  /** The first sample's time, seconds (default 0). */
+  startTime?: number;
+  /** The detection window over the newest samples, 8-600 s (default 20). */
+  seconds?: number;
+  /** How far behind the newest sample a beat becomes final, 0.5 s to a quarter of `seconds` (default 2.5). */
+  hold?: number;
+}
+
+/** A chunk of the beat stream for a streaming session: this push's final beats and the stream's watermark. */
+export interface BeatChunk {
+  timestamps: Float64Array;
+  samples: Float64Array;
+  until: number;
+}
+
+/**
+ * The beat stream of a live ECG, push by push: detectBeats over a trailing window, each beat given
+ * once, when it is `hold` seconds old, with its waveform (beatsFromEcg's); `until` is the
+ * stream's watermark. Bad options are INVALID_ARGUMENT.
+ */
+export class BeatTracker {
+  constructor(options: BeatTrackerOptions);
+  /** The watermark so far: every beat before it has been given. */
+  readonly until: number;
+  /** Beats found only after their watermark had passed (dropped, counted). */
+  late: number;
+  /** The ECG's next samples (null / NaN missing), or from `startTime` (a gap before it). */
+  push(samples: ArrayLike<number | null>, startTime?: number): BeatChunk;
+  /** Nothing more will come: the beats not given yet, and the watermark at the newest sample. */
+  end(): BeatChunk;
+}
 
 /** A WFDB record given as bytes (browsers, or Node without a path): the header and its signal files. */
 export interface WfdbFiles {

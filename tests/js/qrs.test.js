@@ -14,7 +14,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { detectBeats, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
+import { beatsFromEcg, BEAT_POINTS, BeatTracker, detectBeats, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
+import { beatWaveforms } from '../../web/src/qrs.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
 import { matchBeats } from './beats.js';
 
@@ -82,6 +83,134 @@ test('rrFromEcg: an event per beat after the first, the interval before it; NaN 
   const bad = (fn) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /rrFromEcg/.test(e.message));
   bad(() => rrFromEcg(null));
   bad(() => rrFromEcg({ sensor: 0, placement: 'chest', timestamps: [1, 2], samples: [1, 2] }));
+});
+
+test('beatWaveforms matches the training\'s definition (tools/af/afmodel.py beat_waveforms) on its fixture', () => {
+  // tests/fixtures/beat_waveforms.json is made by tools/af/make_beat_fixture.py from a synthetic
+  // signal with gaps, beats at both edges and rates of 300, 130 and 250 Hz. The grid positions and
+  // the interpolation are the same float64 operations in the same order, so the same samples are
+  // missing; only the mean's summation order differs (numpy sums pairwise): 1e-12 mV covers that.
+  const fixture = JSON.parse(readFileSync(new URL('../fixtures/beat_waveforms.json', import.meta.url), 'utf8'));
+  assert.equal(fixture.points, BEAT_POINTS);
+  for (const c of fixture.cases) {
+    const got = beatWaveforms(c.samples, c.rateHz, c.indices);
+    assert.equal(got.length, c.waveforms.length);
+    let missing = 0;
+    c.waveforms.forEach((want, i) => {
+      if (want === null) { missing++; assert.ok(Number.isNaN(got[i]), `${c.rateHz} Hz point ${i}: missing in the fixture, ${got[i]} here`); }
+      else assert.ok(Math.abs(got[i] - want) <= 1e-12, `${c.rateHz} Hz point ${i}: ${got[i]} vs ${want}`);
+    });
+    assert.ok(missing > 0 && missing < c.waveforms.length / 2, 'the fixture exercises both the missing and the present points');
+  }
+});
+
+test('beatsFromEcg: BEAT_POINTS events per detected beat at its time; the window around each R peak', () => {
+  const { x } = synthetic(5, 300, 60);
+  const start = 1764460800.25;
+  const ecg = { sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 300, startTime: start, samples: x };
+  const beats = detectBeats(x, 300, { startTime: start });
+  const b = beatsFromEcg(ecg);
+  assert.equal(b.modality, 'beat');
+  assert.equal(b.placement, 'chest');
+  assert.equal(b.timestamps.length, beats.times.length * BEAT_POINTS);
+  assert.equal(b.samples.length, b.timestamps.length);
+  for (let j = 0; j < beats.times.length; j++) {
+    for (let k = 0; k < BEAT_POINTS; k++) assert.equal(b.timestamps[j * BEAT_POINTS + k], beats.times[j]);
+    const row = b.samples.subarray(j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+    const present = Array.from(row).filter((v) => !Number.isNaN(v));
+    assert.ok(Math.abs(present.reduce((a, v) => a + v, 0)) < 1e-9, 'each beat\'s present points have mean 0');
+    // an independent reading at 300 Hz: grid point k is 4.8 (k - 15) samples from the beat,
+    // interpolated linearly (continuous in the position, so 1e-9 mV covers the rounding of 4.8)
+    const at = (u) => x[Math.floor(u)] + (x[Math.floor(u) + 1] - x[Math.floor(u)]) * (u - Math.floor(u));
+    const raw = Array.from({ length: BEAT_POINTS }, (_, k) => beats.indices[j] + 4.8 * (k - 15)).map((u) => (u >= 0 && u + 1 < x.length ? at(u) : NaN));
+    const inside = raw.filter((v) => !Number.isNaN(v));
+    const mean = inside.reduce((a, v) => a + v, 0) / inside.length;
+    raw.forEach((v, k) => assert.ok(Number.isNaN(v) ? Number.isNaN(row[k]) : Math.abs(row[k] - (v - mean)) < 1e-9, `beat ${j} point ${k}`));
+    if (present.length < BEAT_POINTS) continue;
+    assert.ok(row[15] > row[5] && row[15] > row[30], `beat ${j}: the R peak stands above the P and T regions`);
+  }
+  // the same with the detection given
+  assert.deepEqual(beatsFromEcg(ecg, beats), b);
+  const bad = (fn) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /beatsFromEcg/.test(e.message));
+  bad(() => beatsFromEcg(null));
+  bad(() => beatsFromEcg({ sensor: 0, placement: 'chest', timestamps: [1, 2], samples: [1, 2] }));
+});
+
+// Feeds x to a BeatTracker in chunks of the given sizes (cycled), checking the watermark's rules:
+// each chunk's beats at or after the previous watermark, the watermark never back and at least
+// `hold` behind the newest sample. Returns the beats' times and waveforms.
+function track(x, fs, sizes, start = 0, options = {}) {
+  const tracker = new BeatTracker({ rateHz: fs, startTime: start, ...options });
+  const times = [], waves = [];
+  let until = -Infinity, at = 0, c = 0;
+  while (at < x.length) {
+    const n = sizes[c++ % sizes.length];
+    const chunk = tracker.push(x.subarray(at, at + n));
+    at += n;
+    assert.equal(chunk.samples.length, chunk.timestamps.length);
+    for (let j = 0; j < chunk.timestamps.length; j += BEAT_POINTS) {
+      assert.ok(chunk.timestamps[j] >= until, `a beat at ${chunk.timestamps[j]} before the watermark ${until}`);
+      times.push(chunk.timestamps[j]);
+      waves.push(chunk.samples.subarray(j, j + BEAT_POINTS));
+    }
+    assert.ok(chunk.until >= until && chunk.until <= Math.max(start, start + Math.min(at, x.length) / fs - (options.hold ?? 2.5)) + 1e-9);
+    until = chunk.until;
+  }
+  return { times, waves, tracker };
+}
+
+test('BeatTracker: the beats of a live ECG, chunk by chunk: the offline detection\'s, its waveforms, a watermark that only moves on', () => {
+  for (const seed of [1, 2]) {
+    for (const fs of [130, 300]) {
+      const { x, beats } = synthetic(seed, fs, 120);
+      const start = 1764460800.5;
+      const offline = beatsFromEcg({ sensor: 0, placement: 'chest', rateHz: fs, startTime: start, samples: x });
+      const final = Array.from(new Set(offline.timestamps)).filter((t) => t < start + x.length / fs - 2.5);
+      // chunk sizes: a strap's ECG notification (73 at 130 Hz), one second, and uneven ones
+      for (const sizes of [[73], [fs], [1, 500, 17, 2999]]) {
+        const { times, waves, tracker } = track(x, fs, sizes, start);
+        const what = `seed ${seed}, ${fs} Hz, chunks ${sizes}`;
+        // the simulated strap's own beats: as detectBeats' test holds them
+        const m = match(beats.filter((t) => t < x.length / fs - 2.5), times.map((t) => t - start));
+        assert.ok(m.se >= MIN_SE_PPV && m.ppv >= MIN_SE_PPV, `${what}: Se ${m.se}, PPV ${m.ppv}`);
+        // the offline detection's beats, to the sample (clean ECG: the thresholds settle the same)
+        assert.equal(times.length, final.length, what);
+        times.forEach((t, j) => assert.ok(Math.abs(t - final[j]) <= 1.01 / fs, `${what}: beat ${j} at ${t}, offline ${final[j]}`));
+        // the same waveform where the beat is the same sample (float64 positions differ in the
+        // last bits: an index within the window vs within the recording; 1e-9 mV)
+        times.forEach((t, j) => {
+          if (t !== final[j]) return;
+          const want = offline.samples.subarray(j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+          want.forEach((v, k) => assert.ok(Math.abs(waves[j][k] - v) <= 1e-9, `${what}: beat ${j} point ${k}`));
+        });
+        assert.equal(tracker.late, 0, what);
+      }
+    }
+  }
+});
+
+test('BeatTracker: a gap (startTime later than the next sample) gives no beat in it and the beats after it', () => {
+  const fs = 130;
+  const { x, beats } = synthetic(3, fs, 90);
+  const tracker = new BeatTracker({ rateHz: fs });
+  const times = [];
+  const take = (c) => { for (let j = 0; j < c.timestamps.length; j += BEAT_POINTS) times.push(c.timestamps[j]); };
+  take(tracker.push(x.subarray(0, 30 * fs)));
+  take(tracker.push(x.subarray(36 * fs, 50 * fs), 36));        // 6 s lost: within the window
+  take(tracker.push(x.subarray(90 * fs - 1), 90 - 1 / fs));    // 40 s lost: longer than the window
+  take(tracker.push(new Float32Array(0)));
+  assert.ok(times.every((t) => !(t > 30 - 0.15 && t < 36 + 0.15) && !(t > 50 - 0.15 && t < 90)), 'no beat in a gap or within 150 ms of it');
+  const expected = beats.filter((t) => (t < 30 - 0.15) || (t > 36 + 2.1 && t < 50 - 2.5));
+  const m = match(expected, times.filter((t) => !(t > 36 - 0.2 && t < 36 + 2.1)));
+  assert.ok(m.se >= MIN_SE_PPV && m.ppv >= MIN_SE_PPV, `Se ${m.se}, PPV ${m.ppv}`);
+  assert.ok(tracker.until >= 50 - 2.5 - 1e-9, `the watermark reaches past the data before the long gap: ${tracker.until}`);
+  const bad = (fn, pattern) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message));
+  bad(() => tracker.push(x.subarray(0, 10), 80), /startTime must be at or after/);
+  bad(() => tracker.push(null), /samples must be an array/);
+  bad(() => new BeatTracker(), /rateHz is required/);
+  bad(() => new BeatTracker({ rateHz: 20 }), /rateHz must be/);
+  bad(() => new BeatTracker({ rateHz: 130, seconds: 8, hold: 3 }), /hold \(3 s\) must be at most a quarter/);
+  bad(() => new BeatTracker({ rateHz: 130, window: 8 }), /unknown option "window"/);
 });
 
 test('nothing to detect: empty, all missing, shorter than two integration windows, a flat line', () => {

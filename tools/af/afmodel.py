@@ -33,6 +33,13 @@ LOOKBACK_S = 5.0
 BLOCK = 32     # local attention's block (forward_batched): 2 blocks hold any 5 s of tokens at <= 300 Hz
 # A notification of a Polar H10's ECG: 73 samples at 130 Hz. Bluetooth-like dropouts lose whole ones.
 NOTIFICATION_S = 73 / 130.0
+# The beat stream (web/src/qrs.js beatStream is the runtime's definition): each detected beat's ECG
+# on a fixed grid around it, BEAT_L points BEAT_STEP_S apart from BEAT_FIRST_S (-0.24 .. +0.384 s:
+# the P wave, the QRS and most of the T wave), whatever the ECG's rate.
+BEAT_L = 40
+BEAT_FIRST = -15          # grid point k is at (k + BEAT_FIRST) * BEAT_STEP_S from the beat
+BEAT_STEP_S = 0.016
+BEAT_MODALITY = {"name": "beat", "patch_len": BEAT_L, "mean": 0.0, "std": 0.25}   # mV
 
 CONFIG = {
     "format": "sensorformer-1",
@@ -86,6 +93,37 @@ def rr_stream(beats, rate, missing=None, start=0.0):
     return times[1:], values
 
 
+def beat_waveforms(x, rate, beats):
+    """(len(beats), BEAT_L): the ECG x (NaN missing) around each beat (sample index) on the beat
+    grid, linearly interpolated between the two samples around each grid point (NaN when either
+    is missing or outside x), minus the mean of the beat's present points."""
+    x = np.asarray(x, dtype=np.float64)
+    b = np.asarray(beats, dtype=np.int64)
+    if not len(b):
+        return np.zeros((0, BEAT_L))
+    off = (np.arange(BEAT_L) + BEAT_FIRST) * BEAT_STEP_S * rate          # samples, float64
+    u = b[:, None] + off[None, :]
+    i0 = np.floor(u).astype(np.int64)
+    frac = u - i0
+    ok = (i0 >= 0) & (i0 + 1 < len(x))
+    a = x[np.clip(i0, 0, len(x) - 1)]
+    c = x[np.clip(i0 + 1, 0, len(x) - 1)]
+    w = np.where(ok, a * (1.0 - frac) + c * frac, np.nan)
+    present = ~np.isnan(w)
+    count = present.sum(axis=1)
+    mean = np.where(count > 0, np.nansum(w, axis=1) / np.maximum(count, 1), 0.0)
+    return w - mean[:, None]
+
+
+def beat_stream(x, rate, beats, start=0.0):
+    """The beat stream's (timestamps, values): BEAT_L events per beat, all at the beat's time
+    start + index / rate, valued its waveform (beat_waveforms); one token per beat (patch_len
+    BEAT_L)."""
+    w = beat_waveforms(x, rate, beats)
+    times = start + np.asarray(beats, dtype=np.int64) / rate
+    return np.repeat(times, BEAT_L), w.reshape(-1)
+
+
 def drop_notifications(n, fs, fraction, rng):
     """Bool (n,): True where a sample is lost, whole notifications (NOTIFICATION_S) at a time,
     each lost with probability `fraction` (so `fraction` of the samples on average)."""
@@ -117,23 +155,26 @@ def patches(values, P):
     return out.reshape(K, P)
 
 
-def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0):
+def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0, beat=None):
     """A record's tokens as numpy arrays, exactly the reference tokenizer's (sensorformer_ref.py
-    tokenize) for streams [ecg (regular, `rate`, startTime `start`), rr (events at rr_times, absolute)]:
-    vals_ecg (Ke, P), vals_rr (Kr, 4) normalised with missing as 0; present, time (float64,
-    absolute), modality per token (ECG tokens first)."""
+    tokenize) for streams [ecg (regular, `rate`, startTime `start`), rr (events at rr_times,
+    absolute), beat (beat_stream's (times, values)) when the config has that modality]: per
+    modality name (vals (K, P) normalised with missing as 0, present, time (float64, absolute))."""
     frac = config["min_present_fraction"]
-    mods = {m["name"]: m for m in config["modalities"]}
+    given = {"ecg": (np.asarray(ecg, dtype=np.float64), None),
+             "rr": (np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))}
+    if beat is not None:
+        given["beat"] = (np.asarray(beat[1], dtype=np.float64), np.asarray(beat[0], dtype=np.float64))
     out = {}
-    for name, vals, times in (("ecg", np.asarray(ecg, dtype=np.float64), None),
-                              ("rr", np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))):
-        m = mods[name]
+    for m in config["modalities"]:
+        name = m["name"]
+        vals, times = given.get(name, (np.zeros(0), np.zeros(0)))
         p = patches(vals, m["patch_len"])
         ok = ~np.isnan(p)
         present = ok.sum(axis=1) / m["patch_len"] >= frac
         norm = np.where(ok, (np.nan_to_num(p) - m["mean"]) / m["std"], 0.0)
         K = len(p)
-        if name == "ecg":
+        if times is None:
             t = start + np.arange(K) * m["patch_len"] / rate
         else:
             t = times[::m["patch_len"]][:K]
@@ -147,18 +188,18 @@ def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0):
 # batched twin
 
 class Batch:
-    """Padded tensors of several records' tokens. Token order per record: ECG tokens, then RR."""
+    """Padded tensors of several records' tokens. Token order per record: the config's modalities
+    in order (ECG tokens, then RR, then beats), each padded to the batch's longest."""
 
     def __init__(self, items, config=CONFIG, index_time=False, dtype=torch.float32):
         """items: dicts with tokens (tokens_of), rate, placement (index), ref (float: the
         reference time), label (int or None), pool_from (float or None)."""
         B = len(items)
-        Te = max(1, max(len(it["tokens"]["ecg"][2]) for it in items))
-        Tr = max(1, max(len(it["tokens"]["rr"][2]) for it in items))
-        Pe, Pr = ECG_P, RR_P
-        self.vals_ecg = torch.zeros(B, Te, Pe, dtype=dtype)
-        self.vals_rr = torch.zeros(B, Tr, Pr, dtype=dtype)
-        T = Te + Tr
+        mods = config["modalities"]
+        sizes = [max(1, max(len(it["tokens"][m["name"]][2]) for it in items)) for m in mods]
+        self.vals = [torch.zeros(B, n, m["patch_len"], dtype=dtype) for n, m in zip(sizes, mods)]
+        self.starts = [sum(sizes[:i]) for i in range(len(mods))]
+        T = sum(sizes)
         self.present = torch.zeros(B, T, dtype=torch.bool)
         self.valid = torch.zeros(B, T, dtype=torch.bool)
         self.time = torch.full((B, T), 1e18, dtype=torch.float64)  # absolute; padding after everything
@@ -167,21 +208,22 @@ class Batch:
         self.placement = torch.zeros(B, dtype=torch.int64)
         self.rate_bucket = torch.zeros(B, dtype=torch.int64)
         self.label = torch.tensor([it.get("label", -1) if it.get("label") is not None else -1 for it in items])
-        self.Te = Te
+        self.modality = torch.cat([torch.full((n,), i, dtype=torch.int64) for i, n in enumerate(sizes)])
+        self.regular = torch.tensor([m["name"] == "ecg" for m in mods])[self.modality]  # rate bucket from the rate
         for b, it in enumerate(items):
-            (ve, pe, te), (vr, pr, tr) = it["tokens"]["ecg"], it["tokens"]["rr"]
-            ke, kr = len(te), len(tr)
-            self.vals_ecg[b, :ke] = torch.from_numpy(ve)
-            self.vals_rr[b, :kr] = torch.from_numpy(vr)
-            self.present[b, :ke] = torch.from_numpy(pe)
-            self.present[b, Te:Te + kr] = torch.from_numpy(pr)
-            self.valid[b, :ke] = True
-            self.valid[b, Te:Te + kr] = True
-            # Masks compare absolute times (float64), as the reference and the runtime do: at epoch
-            # seconds (~1e9) a difference rounds differently from one of times relative to ref.
-            self.time[b, :ke] = torch.from_numpy(te)
-            self.time[b, Te:Te + kr] = torch.from_numpy(tr)
-            rel = np.concatenate([te, tr]) - it["ref"]
+            enc_all, spans = [], []
+            for i, m in enumerate(mods):
+                v, p, t = it["tokens"][m["name"]]
+                k, a = len(t), self.starts[i]
+                self.vals[i][b, :k] = torch.from_numpy(v)
+                self.present[b, a:a + k] = torch.from_numpy(p)
+                self.valid[b, a:a + k] = True
+                # Masks compare absolute times (float64), as the reference and the runtime do: at epoch
+                # seconds (~1e9) a difference rounds differently from one of times relative to ref.
+                self.time[b, a:a + k] = torch.from_numpy(t)
+                enc_all.append(t - it["ref"])
+                spans.append((a, k))
+            rel = np.concatenate(enc_all)
             if index_time:  # the ablation: a token's position in time order instead of its time
                 order = np.argsort(rel, kind="stable")
                 rank = np.empty(len(rel))
@@ -189,8 +231,10 @@ class Batch:
                 enc = rank
             else:
                 enc = rel
-            self.enc_rel[b, :ke] = torch.from_numpy(enc[:ke])
-            self.enc_rel[b, Te:Te + kr] = torch.from_numpy(enc[ke:])
+            c = 0
+            for a, k in spans:
+                self.enc_rel[b, a:a + k] = torch.from_numpy(enc[c:c + k])
+                c += k
             keep = self.present[b] & self.valid[b]
             if it.get("pool_from") is not None:
                 keep &= self.time[b] >= it["pool_from"]
@@ -253,15 +297,13 @@ def embed(model, batch):
     """The tokenizer's sum (value or mask token + time encoding + identity), (B, T) in batch order."""
     tok = model.tokenizer
     dtype = tok.mask_token.dtype
-    ve = tok.value_proj["ecg"](batch.vals_ecg.to(dtype))
-    vr = tok.value_proj["rr"](batch.vals_rr.to(dtype))
-    v = torch.cat([ve, vr], dim=1)
+    names = [m["name"] for m in model.config["modalities"]]
+    v = torch.cat([tok.value_proj[n](vals.to(dtype)) for n, vals in zip(names, batch.vals)], dim=1)
     v = torch.where(batch.present[..., None], v, tok.mask_token)
     B, T, d = v.shape
     enc = model.time_encoding(batch.enc_rel.reshape(-1)).reshape(B, T, d).to(dtype)
-    mod = torch.zeros(B, T, dtype=torch.int64)
-    mod[:, batch.Te:] = 1
-    rate = torch.where(mod == 0, batch.rate_bucket[:, None], torch.zeros_like(mod))
+    mod = batch.modality[None, :].expand(B, T)
+    rate = torch.where(batch.regular[None, :], batch.rate_bucket[:, None], torch.zeros_like(mod))
     ident = (tok.sensor_embedding.weight[0] + tok.modality_embedding.weight[mod]
              + tok.placement_embedding.weight[batch.placement][:, None, :] + tok.rate_embedding.weight[rate])
     return v + enc + ident
@@ -321,6 +363,10 @@ def window_of(item, config=CONFIG):
         streams.append({"sensor": 0, "modality": "rr", "placement": place,
                         "timestamps": [float(t) for t in item["rr_times"]],
                         "samples": [None if math.isnan(v) else float(v) for v in item["rr_values"]]})
+    if item.get("beat") is not None and len(item["beat"][0]):
+        streams.append({"sensor": 0, "modality": "beat", "placement": place,
+                        "timestamps": [float(t) for t in item["beat"][0]],
+                        "samples": [None if math.isnan(v) else float(v) for v in item["beat"][1]]})
     w = {"streams": streams}
     if item.get("ref") is not None:
         w["referenceTime"] = item["ref"]

@@ -4,11 +4,11 @@
 //   node tools/af/beats.mjs IN.f32 IN.json OUT.json
 //
 // IN.f32: float32 ECG records one after another (NaN = missing); IN.json: [{ record, offset,
-// length, rateHz, startTime }]; OUT.json: { record: { timestamps, samples } } (the RR stream; NaN
-// written as null).
+// length, rateHz, startTime }]; OUT.json: { record: { timestamps, samples, indices } } (the RR stream; NaN
+// written as null) and the beats' sample indices (for the beat stream: afmodel.beat_waveforms).
 import { readFileSync, writeFileSync } from 'node:fs';
 
-import { rrFromEcg } from '../../web/src/index.js';
+import { detectBeats, rrFromEcg } from '../../web/src/index.js';
 
 const [input, list, output] = process.argv.slice(2);
 if (!output) {
@@ -19,7 +19,10 @@ const bytes = readFileSync(input);
 const ecg = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
 const out = {};
 for (const { record, offset, length, rateHz, startTime } of JSON.parse(readFileSync(list, 'utf8'))) {
-  const rr = rrFromEcg({ sensor: 0, placement: 'hand', rateHz, startTime, samples: ecg.subarray(offset, offset + length) });
-  out[record] = { timestamps: Array.from(rr.timestamps), samples: Array.from(rr.samples, (v) => (Number.isNaN(v) ? null : v)) };
+  const samples = ecg.subarray(offset, offset + length);
+  const detected = detectBeats(samples, rateHz, { startTime });
+  const rr = rrFromEcg({ sensor: 0, placement: 'hand', rateHz, startTime, samples }, detected);
+  out[record] = { timestamps: Array.from(rr.timestamps), samples: Array.from(rr.samples, (v) => (Number.isNaN(v) ? null : v)),
+    indices: Array.from(detected.indices) };
 }
 writeFileSync(output, JSON.stringify(out) + '\n');

@@ -1,6 +1,6 @@
 // The AF model's score on the test part, in WebAssembly through the package's own path
 // (docs/models.md): each record of tools/af/split/test.txt read by readWfdb, its RR stream from
-// rrFromEcg (detectBeats), one forward of models/af.safetensors, the arg-max of the head. Prints
+// rrFromEcg (detectBeats) and, for a model with a beat modality, its beat stream (beatsFromEcg), one forward of models/af.safetensors, the arg-max of the head. Prints
 // per-class F1, the confusion matrix, and as its last line the challenge's metric (the mean of the
 // F1 of N, A and O):  F1 0.xxx
 //
@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { loadModel, readWfdb, rrFromEcg } from '../../web/src/index.js';
+import { beatsFromEcg, detectBeats, loadModel, readWfdb, rrFromEcg } from '../../web/src/index.js';
 
 const CODES = ['N', 'A', 'O', '~'];
 const here = new URL('.', import.meta.url).pathname;
@@ -28,13 +28,17 @@ export async function evaluate({ data, model: modelPath = join(root, 'models', '
     .map((l) => l.trim().split(',')).filter((r) => CODES.includes(r[1])));
   const model = await loadModel(modelPath);
   const labels = model.config.labels;
+  const withBeats = model.config.modalities.some((m) => m.name === 'beat');
   const confusion = CODES.map(() => CODES.map(() => 0));
   const logits = {};
   const started = performance.now();
   try {
     for (const record of names) {
       const window = await readWfdb(join(data, `${record}.hea`), { placement: model.config.placements[0] });
-      window.streams.push(rrFromEcg(window.streams[0]));
+      const ecg = window.streams[0];
+      const beats = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime });
+      window.streams.push(rrFromEcg(ecg, beats));
+      if (withBeats) window.streams.push(beatsFromEcg(ecg, beats));
       const out = model.forward(window);
       logits[record] = Array.from(out.head);
       const t = CODES.indexOf(truth.get(record));

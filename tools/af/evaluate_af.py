@@ -22,7 +22,8 @@ fold). Conditions (each record perturbed with its own seeded generator, the same
                  on the way costs no beat. Its stand-in: the package's detector on the clean 300 Hz
                  record (the beats prepare.mjs stored), each 1 s notification's RR values lost with
                  probability 20 % as well (the remaining events keep their beat times and values)
-The RR stream of every other condition comes from the package's detector (tools/af/beats.mjs runs
+A model with a beat stream (variant beats) takes it from the package's detector on the perturbed
+ECG in every condition (a strap sends RR but no beat times). The RR stream of every other condition comes from the package's detector (tools/af/beats.mjs runs
 rrFromEcg in Node on the perturbed ECG, as the CLI and the demo do for a source without RR): one
 detector definition. Prints a table row per model and condition; --out writes them as JSON
 (committed under tools/af/results/; rows already in the file for other runs or conditions are kept).
@@ -78,7 +79,7 @@ def strap_rr(rec, condition):
     return {"timestamps": t[keep].tolist(), "samples": v[keep].tolist()}
 
 
-def condition_items(data, names, condition, workdir, variant):
+def condition_items(data, names, condition, workdir, variant, with_beats):
     workdir.mkdir(parents=True, exist_ok=True)
     signals, listing, offset = [], [], 0
     for n in names:
@@ -89,12 +90,10 @@ def condition_items(data, names, condition, workdir, variant):
         offset += len(x)
     np.concatenate(signals).tofile(workdir / f"{condition}.f32")
     (workdir / f"{condition}.json").write_text(json.dumps(listing))
-    if condition.startswith("strap-"):
-        rr = {n: strap_rr(data.records[n], condition) for n in names}
-    else:
-        subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
-                        str(workdir / f"{condition}-rr.json")], check=True)
-        rr = json.loads((workdir / f"{condition}-rr.json").read_text())
+    subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
+                    str(workdir / f"{condition}-rr.json")], check=True)
+    detected = json.loads((workdir / f"{condition}-rr.json").read_text())
+    rr = {n: strap_rr(data.records[n], condition) for n in names} if condition.startswith("strap-") else detected
     items = []
     for n, x, entry in zip(names, signals, listing):
         rec = data.records[n]
@@ -105,7 +104,8 @@ def condition_items(data, names, condition, workdir, variant):
         else:
             rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
-        tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start)
+        beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
+        tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
         items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),
                       "label": A.CODES.index(rec["label"]), "record": n})
     return items
@@ -129,10 +129,13 @@ def main():
         names = [r["record"] for r in data.index["records"] if r["fold"] == fold]
         _, model = load_safetensors(run / "model.safetensors")
         model = model.double()
+        # afmodel's functions take A.CONFIG as their default: this model's modalities
+        A.CONFIG["modalities"] = model.config["modalities"]
+        with_beats = any(m["name"] == "beat" for m in model.config["modalities"])
         for condition in args.conditions.split(","):
-            key = (fold, condition, variant == "ecg-only")
+            key = (fold, condition, variant == "ecg-only", with_beats)
             if key not in cache:
-                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant)
+                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, with_beats)
             items = cache[key]
             logits = T.predict(model, items, variant, torch.float64)
             s = T.score(logits, items)

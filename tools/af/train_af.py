@@ -12,6 +12,8 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
   no-rate-aug  never sees a rate other than the set's 300 Hz
   index-time   the time encoding takes a token's position in time order instead of its time
                (masks still use real time: only the encoding changes)
+  beats        main plus a third stream: each detected beat's ECG on a fixed grid around it
+               (afmodel.beat_stream; one token per beat), the beats' morphology aligned
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
 
@@ -110,17 +112,18 @@ def make_item(data, rec, rng, variant, augment):
         rr_t, rr_v = np.zeros(0), np.zeros(0)
     else:
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
-    tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start)
+    beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
+    tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
     ref = A.default_ref(tokens)
     if augment and rng.random() < 0.5:
         ref -= rng.uniform(0.0, REF_OFFSET_S)
     return {"tokens": tokens, "rate": rate, "placement": placement, "ref": ref, "label": label,
-            "ecg": x, "rr_times": rr_t, "rr_values": rr_v, "start": start, "record": rec["record"]}
+            "ecg": x, "rr_times": rr_t, "rr_values": rr_v, "beat": beat, "start": start, "record": rec["record"]}
 
 
 def batches(items, rng, shuffle):
     """Items grouped by token count (little padding) into batches of at most TOKEN_BUDGET."""
-    size = lambda it: len(it["tokens"]["ecg"][2]) + len(it["tokens"]["rr"][2])
+    size = lambda it: sum(len(t) for (_, _, t) in it["tokens"].values())
     order = sorted(range(len(items)), key=lambda i: size(items[i]))
     out, cur, top = [], [], 0
     for i in order:
@@ -183,7 +186,7 @@ def check_twin(model, items, variant, count=12):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
-    ap.add_argument("--variant", default="main", choices=["main", "ecg-only", "no-rate-aug", "index-time", "zero-fill"])
+    ap.add_argument("--variant", default="main", choices=["main", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats"])
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -208,6 +211,8 @@ def main():
     unknown = sorted(set(overrides) - {"d_model", "n_heads", "n_layers", "dim_feedforward"})
     assert not unknown, f"--config: only d_model, n_heads, n_layers, dim_feedforward can change, not {unknown}"
     A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
+    if args.variant == "beats":
+        A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)

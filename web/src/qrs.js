@@ -187,11 +187,200 @@ export function detectBeats(samples, rateHz, options = null) {
  * (models/af.safetensors) was trained on exactly this stream (tools/af/prepare.mjs).
  * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
  *   a regular stream in the window format
+ * @param {{ times: ArrayLike<number>, rr: ArrayLike<number> }} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
+ *   when the caller has it already (beatsFromEcg takes the same)
  * @returns {{ sensor: number, modality: 'rr', placement: string, timestamps: Float64Array, samples: Float64Array }}
  */
-export function rrFromEcg(ecg) {
+export function rrFromEcg(ecg, detected) {
   if (ecg == null || typeof ecg !== 'object') throw bad('rrFromEcg(ecg): ecg must be a stream object');
   if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('rrFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
-  const { times, rr } = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
+  const { times, rr } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
   return { sensor: ecg.sensor, modality: 'rr', placement: ecg.placement, timestamps: times.slice(1), samples: rr };
+}
+
+// The beat stream's grid (tools/af/afmodel.py BEAT_L, BEAT_FIRST, BEAT_STEP_S: the training's
+// definition of the same): point k of a beat at (k + BEAT_FIRST) * BEAT_STEP_S seconds from it,
+// -0.24 .. +0.384 s (the P wave, the QRS and most of the T wave).
+export const BEAT_POINTS = 40;
+const BEAT_FIRST = -15;
+const BEAT_STEP_S = 0.016;
+
+/**
+ * Each beat's ECG on the beat grid (BEAT_POINTS values per beat, beat after beat): linear
+ * interpolation between the two samples around each grid point (NaN when either is missing or
+ * outside the samples), minus the mean of the beat's present points. Whatever the rate, a beat
+ * reads the same 0.624 s around its R peak, aligned on it.
+ * @param {ArrayLike<number|null>} samples the ECG (null or NaN missing)
+ * @param {number} rateHz
+ * @param {ArrayLike<number>} indices the beats' sample indices (detectBeats)
+ */
+export function beatWaveforms(samples, rateHz, indices) {
+  const n = samples.length;
+  const value = (i) => (samples[i] == null ? NaN : Number(samples[i]));
+  const out = new Float64Array(indices.length * BEAT_POINTS);
+  for (let j = 0; j < indices.length; j++) {
+    let sum = 0, count = 0;
+    const row = out.subarray(j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+    for (let k = 0; k < BEAT_POINTS; k++) {
+      const u = indices[j] + (k + BEAT_FIRST) * BEAT_STEP_S * rateHz;
+      const i0 = Math.floor(u), frac = u - i0;
+      const v = i0 >= 0 && i0 + 1 < n ? value(i0) * (1 - frac) + value(i0 + 1) * frac : NaN;
+      row[k] = v;
+      if (!Number.isNaN(v)) sum += v, count++;
+    }
+    const mean = count ? sum / count : 0;
+    for (let k = 0; k < BEAT_POINTS; k++) row[k] -= mean;
+  }
+  return out;
+}
+
+/**
+ * The beat event stream of an ECG stream, for a model with a `beat` modality: detectBeats on the
+ * ECG (or the `detected` beats of the same samples), then BEAT_POINTS events per beat, all at the
+ * beat's time, valued its waveform (beatWaveforms), so that a patch of BEAT_POINTS events is one
+ * beat: its morphology aligned on the R peak, at any rate.
+ * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
+ * @param {{ indices: ArrayLike<number>, times: ArrayLike<number> }} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
+ * @returns {{ sensor: number, modality: 'beat', placement: string, timestamps: Float64Array, samples: Float64Array }}
+ */
+export function beatsFromEcg(ecg, detected) {
+  if (ecg == null || typeof ecg !== 'object') throw bad('beatsFromEcg(ecg): ecg must be a stream object');
+  if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('beatsFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
+  const { indices, times } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
+  const timestamps = new Float64Array(times.length * BEAT_POINTS);
+  for (let j = 0; j < times.length; j++) timestamps.fill(times[j], j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+  return { sensor: ecg.sensor, modality: 'beat', placement: ecg.placement, timestamps, samples: beatWaveforms(ecg.samples, ecg.rateHz, indices) };
+}
+
+/**
+ * The beat stream of a live ECG stream, chunk by chunk (a streaming session's `beat` stream, for a
+ * strap that sends ECG but no beat times). Each push runs detectBeats over the last `seconds` of
+ * ECG and gives the beats that are now final: at least `hold` seconds before the newest sample
+ * (the detector's search back reaches 1.66 mean RR behind, and a beat's waveform 0.384 s ahead),
+ * each once, in time order. Its `until` is the beat stream's watermark (no later push gives a beat
+ * before it), so the chunk goes to the session as it is:
+ *
+ *   const tracker = new BeatTracker({ rateHz: 130, startTime: t0 });
+ *   session.push({ streams: [{ samples: ecg }, { ...tracker.push(ecg) }] });
+ *
+ * The beats are detectBeats' over a trailing window rather than the whole recording: its adaptive
+ * thresholds start again from each window's first 2 s, so a few beats can differ from an offline
+ * detection (measured in docs/models.md). A beat first found after an earlier push's watermark
+ * passed it (and more than 200 ms after the last beat given) is dropped and counted (`late`).
+ */
+export class BeatTracker {
+  #rate; #start; #span; #hold; #buf; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
+  late = 0;
+
+  /**
+   * @param {{ rateHz: number, startTime?: number, seconds?: number, hold?: number }} options
+   *   the ECG's rate and first sample's time; the detection window (default 20 s, at least 8) and the hold
+   *   (default 2.5 s, at most a quarter of the window)
+   */
+  constructor(options) {
+    const { rateHz, startTime, seconds, hold } = checkOptions(options, 'new BeatTracker(options)', {
+      rateHz: { fallback: undefined, valid: (v) => Number.isFinite(v) && v >= 50 && v <= 1e5, expected: 'a number of Hz from 50 to 100000' },
+      startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
+      seconds: { fallback: 20, valid: (v) => Number.isFinite(v) && v >= 8 && v <= 600, expected: 'seconds from 8 to 600' },
+      hold: { fallback: 2.5, valid: (v) => Number.isFinite(v) && v >= 0.5 && v <= 10, expected: 'seconds from 0.5 to 10' },
+    });
+    if (rateHz === undefined) throw new SensorformerError('INVALID_ARGUMENT', 'new BeatTracker(options): options.rateHz is required (the ECG\'s rate)');
+    if (hold > seconds / 4) throw new SensorformerError('INVALID_ARGUMENT', `new BeatTracker(options): hold (${hold} s) must be at most a quarter of seconds (${seconds} s)`);
+    this.#rate = rateHz;
+    this.#start = startTime;
+    this.#span = Math.ceil(seconds * rateHz);
+    this.#hold = Math.ceil(hold * rateHz);
+    this.#buf = new Float64Array(this.#span);
+    this.#until = startTime;
+  }
+
+  /** The watermark given so far: every beat before it has been given. */
+  get until() { return this.#until; }
+
+  /**
+   * The next samples of the ECG (null / NaN missing), in order after the previous push's, or from
+   * `startTime` (the session chunk's re-anchor: the slots in between are a gap, missing).
+   * @param {ArrayLike<number|null>} samples
+   * @param {number} [startTime] the time of samples[0], at or after the next expected sample's
+   * @returns {{ timestamps: Float64Array, samples: Float64Array, until: number }} the beat stream's chunk
+   */
+  push(samples, startTime) {
+    if (samples == null || typeof samples !== 'object' || typeof samples.length !== 'number')
+      throw new SensorformerError('INVALID_ARGUMENT', 'BeatTracker.push(samples): samples must be an array or a typed array');
+    const parts = [];
+    if (startTime !== undefined) {
+      const expected = this.#first + this.#count;
+      const slot = Math.round((startTime - this.#start) * this.#rate);
+      if (!Number.isFinite(startTime) || slot < expected)
+        throw new SensorformerError('INVALID_ARGUMENT', `BeatTracker.push(samples, startTime): startTime must be at or after the next sample's time ${this.#start + expected / this.#rate}, got ${startTime}`);
+      if (slot - expected > this.#span) {  // a long gap: nothing before it is needed any more
+        parts.push(this.#step(new Float64Array(0)));  // what the samples so far make final
+        this.#first = slot, this.#count = 0;
+        this.#next = Math.max(this.#next, slot);
+      } else {
+        for (let k = expected; k < slot; k += this.#span >> 3) parts.push(this.#step(new Float64Array(Math.min(this.#span >> 3, slot - k)).fill(NaN)));
+      }
+    }
+    // In pieces of an eighth of the window: a detection sees every sample at least 3/8 of the
+    // window after the window's start (past its 2 s of learning thresholds) before it leaves.
+    const piece = this.#span >> 3;
+    for (let k = 0; k < samples.length || k === 0; k += piece) parts.push(this.#step(Array.prototype.slice.call(samples, k, k + piece)));
+    const n = parts.reduce((a, p) => a + p.timestamps.length, 0);
+    const timestamps = new Float64Array(n), values = new Float64Array(n);
+    let at = 0;
+    for (const p of parts) timestamps.set(p.timestamps, at), values.set(p.samples, at), at += p.timestamps.length;
+    return { timestamps, samples: values, until: this.#until };
+  }
+
+  /**
+   * The end of the ECG (nothing more will come): the beats not given yet, up to the newest sample
+   * (a waveform past it is missing there), and the watermark at the end.
+   * @returns {{ timestamps: Float64Array, samples: Float64Array, until: number }}
+   */
+  end() {
+    const chunk = this.#step([], true);
+    return { ...chunk, until: this.#until };
+  }
+
+  #step(samples, final = false) {
+    for (let i = 0; i < samples.length; i++) {
+      if (this.#count === this.#span) {  // keep the newest three quarters of the window
+        this.#buf.copyWithin(0, this.#span >> 2);
+        this.#count -= this.#span >> 2;
+        this.#first += this.#span >> 2;
+      }
+      const v = samples[i];
+      this.#buf[this.#count++] = v == null ? NaN : Number(v);
+    }
+    const end = this.#first + this.#count;        // absolute index after the newest sample
+    const cut = final ? end : end - this.#hold;   // beats before this are final
+    if (cut <= this.#next) return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
+    const window = this.#buf.subarray(0, this.#count);
+    const found = this.#count >= 2 ? detectBeats(window, this.#rate).indices : new Int32Array(0);
+    // A window that starts after the recording did has its first 2 s still learning thresholds:
+    // beats there were candidates of an earlier push already.
+    const from = this.#first === 0 ? 0 : Math.round(2 * this.#rate);
+    const refractory = Math.round(0.2 * this.#rate);
+    const keep = [];
+    for (const i of found) {
+      const at = this.#first + i;
+      if (at >= cut) break;
+      if (at < this.#next || i < from) {  // given already, or found after its watermark
+        if (at >= this.#given + refractory && at > this.#counted + refractory) this.late++, this.#counted = at;
+        continue;
+      }
+      keep.push(i);
+    }
+    const beats = Int32Array.from(keep);
+    const waves = beatWaveforms(window, this.#rate, beats);
+    const timestamps = new Float64Array(beats.length * BEAT_POINTS);
+    for (let j = 0; j < beats.length; j++)
+      timestamps.fill(this.#start + (this.#first + beats[j]) / this.#rate, j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+    // The next beat is at least a refractory period (200 ms) after the last one given, and never
+    // before the watermark.
+    if (beats.length) this.#given = this.#first + beats[beats.length - 1];
+    this.#next = Math.max(cut, this.#given + refractory);
+    this.#until = this.#start + cut / this.#rate;
+    return { timestamps, samples: waves };
+  }
 }

@@ -64,6 +64,7 @@
 //   stream's `missing` counts the slots no sample came for (given as NaN samples, gaps or `until`).
 import { SensorformerError } from '../errors.js';
 import { StreamBuffer } from './assembler.js';
+import { BEAT_POINTS, BeatTracker } from '../qrs.js';
 
 const bad = (message) => new SensorformerError('INVALID_ARGUMENT', message);
 
@@ -139,6 +140,7 @@ class RegularTrack {
     this.rate = 0;            // the session's rate
     this.n = 0;               // slots given (samples and missing)
     this.gaps = [];           // marked [t0, t1), merged, sorted
+    this.given = null;        // a SlotLog when a derived stream (BeatTrack) reads this one
     this.stats = {
       kind: 'regular', declaredRateHz: spec.rateHz, measuredRateHz: null, rateHz: null, startTime: null,
       received: 0, given: 0, missing: 0, pending: 0, beforeFrontier: 0, reanchors: 0, maxLag: 0, maxLead: 0,
@@ -259,6 +261,7 @@ class RegularTrack {
       }
       if (p.samples.length === 0) p.startTime = this.slot(this.n);
       p.samples.push(v);
+      this.given?.push(this.n, v);
       const e = m - this.slot(this.n);
       if (e > this.stats.maxLag) this.stats.maxLag = e;
       if (-e > this.stats.maxLead) this.stats.maxLead = -e;
@@ -365,6 +368,103 @@ class EventTrack {
   }
 }
 
+// The samples a regular track gave in one flush, by slot: runs of consecutive slots.
+class SlotLog {
+  runs = [];
+  push(slot, v) {
+    const last = this.runs[this.runs.length - 1];
+    if (last && last.slot + last.values.length === slot) last.values.push(v);
+    else this.runs.push({ slot, values: [v] });
+  }
+  take() { const r = this.runs; this.runs = []; return r; }
+}
+
+// A beat stream derived from a regular ECG track (spec.from, its id): the beats BeatTracker finds
+// in the samples the ECG track gives, as they become final (web/src/qrs.js), for a model with a
+// `beat` modality fed by a source that sends no beat times (a strap). Declared with its ECG track;
+// its watermark is the tracker's (hold seconds behind the ECG given).
+class BeatTrack {
+  constructor(id, spec, source) {
+    this.id = id;
+    this.spec = spec;
+    this.source = source;
+    source.given = new SlotLog();
+    this.tracker = null;
+    this.fed = 0;             // slots of the source given to the tracker
+    this.lastValue = NaN;     // the last of them
+    this.pending = [];
+    this.firstArrival = null;
+    this.index = -1;
+    this.described = false;
+    this.last = -Infinity;
+    this.watermark = -Infinity;
+    this.frontier = -Infinity;
+    this.stats = { kind: 'derived', from: spec.from, received: 0, given: 0, missing: 0, pending: 0, beforeFrontier: 0, beats: 0, late: 0, watermark: null };
+  }
+
+  get measuring() { return false; }
+  // Declared in the flush that declares its ECG track (see SessionFeeder.flush).
+  get joinable() { return this.source.index >= 0; }
+  bound() { return Math.max(this.last, this.watermark); }
+
+  begin(builder, frontier) {
+    this.frontier = frontier;
+    this.watermark = Math.max(this.watermark, frontier);
+    builder.part(this.index);
+  }
+
+  flush(builder, now, final) {
+    const src = this.source;
+    if (!src.ready) return;
+    this.tracker ??= new BeatTracker({ rateHz: src.rate, startTime: src.start });
+    const chunks = [];
+    for (const run of src.given.take()) {
+      let { slot, values } = run;
+      // One slot skipped between two samples is the grid's margin (rateMargin: a slot no sample
+      // was measured in), not a loss: the detector would drop the beat next to a missing sample,
+      // so the tracker reads it as the mean of its neighbours.
+      if (slot === this.fed + 1 && Number.isFinite(this.lastValue) && Number.isFinite(values[0]))
+        values = [(this.lastValue + values[0]) / 2, ...values], slot--;
+      chunks.push(this.tracker.push(values, src.slot(slot)));
+      this.fed = slot + values.length;
+      this.lastValue = values[values.length - 1];
+    }
+    // The slots given as missing (gaps, `until`) after the last sample: the tracker's window moves on.
+    if (src.n > this.fed) {
+      chunks.push(this.tracker.push([], src.slot(src.n)));
+      this.fed = src.n;
+      this.lastValue = NaN;
+    }
+    if (final) chunks.push(this.tracker.end());
+    for (const c of chunks) {
+      for (let i = 0; i < c.timestamps.length; i++) {
+        if (c.timestamps[i] < this.watermark) {  // before the session's frontier when it joined
+          if (i % BEAT_POINTS === 0) this.stats.beforeFrontier++;
+          continue;
+        }
+        const p = builder.open(this.index);
+        p.timestamps.push(c.timestamps[i]);
+        p.samples.push(c.samples[i]);
+        this.last = Math.max(this.last, c.timestamps[i]);
+        if (i % BEAT_POINTS === 0) this.stats.beats++;
+        if (Number.isNaN(c.samples[i])) this.stats.missing++;
+        else this.stats.given++;
+      }
+    }
+    this.stats.late = this.tracker.late;
+    const w = this.tracker.until;
+    if (w > this.watermark && w > this.last) {
+      builder.part(this.index).until = w;
+      this.watermark = w;
+      this.stats.watermark = w;
+    }
+  }
+
+  describe(p) {
+    return EventTrack.prototype.describe.call(this, p);
+  }
+}
+
 /**
  * Samples and gap marks in (the device layer's sink interface, like WindowAssembler's), session
  * chunks out (flush). See the header for the grid, the watermarks and the bounds.
@@ -424,6 +524,13 @@ export class SessionFeeder {
       return this;
     }
     const options = { ...this.#options, lateness: this.#options.streamLateness[id] ?? this.#options.lateness };
+    if (spec.from !== undefined) {
+      const source = this.#tracks.get(spec.from);
+      if (clean.modality !== 'beat' || !(source instanceof RegularTrack) || source.given)
+        throw bad(`SessionFeeder.add: stream ${JSON.stringify(id)}: from names the regular stream a beat stream is derived from (modality "beat"; one per stream, added after it), got from ${JSON.stringify(spec.from)} with modality ${JSON.stringify(clean.modality)}`);
+      this.#tracks.set(id, new BeatTrack(id, { ...clean, from: spec.from }, source));
+      return this;
+    }
     const track = clean.rateHz === null ? new EventTrack(id, clean, options) : new RegularTrack(id, clean, options);
     this.#tracks.set(id, track);
     return this;
@@ -447,6 +554,7 @@ export class SessionFeeder {
       if (!spec) throw bad(`SessionFeeder.push: no stream ${JSON.stringify(id)} (add it first)`);
       this.add(id, spec);
     }
+    if (this.#tracks.get(id) instanceof BeatTrack) throw bad(`SessionFeeder.push: stream ${JSON.stringify(id)} is derived from ${JSON.stringify(this.#tracks.get(id).spec.from)}: it takes no samples`);
     const ignored = this.#ignored.get(id);
     if (ignored) {
       ignored.received += times?.length ?? 0;
@@ -525,7 +633,7 @@ export class SessionFeeder {
       for (const t of this.#declared) bound = Math.min(bound, t.bound());
     }
     for (const t of tracks) {
-      if (t.index >= 0 || !t.pending.length) continue;
+      if (t.index >= 0 || !(t instanceof BeatTrack ? t.joinable : t.pending.length)) continue;
       t.index = this.#declared.length;
       this.#declared.push(t);
     }
