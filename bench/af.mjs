@@ -25,7 +25,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createPhysiology } from '../web/src/simulator/physiology.js';
-import { rrFromEcg } from '../web/src/qrs.js';
+import { beatsFromEcg, detectBeats, rrFromEcg } from '../web/src/qrs.js';
 import { fmt, interleaved, median, readF32, relError, table } from './lib.mjs';
 import { compareRows } from './stream.mjs';
 
@@ -39,8 +39,9 @@ export const AF_CASE = Object.freeze({ seed: 20, seconds: 30, rateHz: 300, start
 
 /**
  * A seeded single-lead ECG (mV, Float32Array) of `seconds` from the simulator's physiology (at rest;
- * sinus rhythm, atrial fibrillation from afFromS on) and its RR stream from rrFromEcg.
- * Returns { ecg, rr }: a regular stream and an event stream in the window format.
+ * sinus rhythm, atrial fibrillation from afFromS on), its RR stream from rrFromEcg and its beat
+ * stream from beatsFromEcg (one detection). Returns { ecg, rr, beat }: a regular stream and two
+ * event streams in the window format.
  */
 export function synthesize(seconds, { seed, rateHz, startTime, placement, afFromS } = AF_CASE) {
   const ph = createPhysiology({ seed, activities: [{ activity: 'rest' }], af: [{ at: afFromS, duration: 1e6 }] });
@@ -48,8 +49,13 @@ export function synthesize(seconds, { seed, rateHz, startTime, placement, afFrom
   const samples = new Float32Array(n);
   for (let i = 0; i < n; i++) samples[i] = ph.ecgAt(i / rateHz) / 1000;  // the simulator gives µV
   const ecg = { sensor: 0, modality: 'ecg', placement, rateHz, startTime, samples };
-  return { ecg, rr: rrFromEcg(ecg) };
+  const detected = detectBeats(samples, rateHz, { startTime });
+  return { ecg, rr: rrFromEcg(ecg, detected), beat: beatsFromEcg(ecg, detected) };
 }
+
+// The model's event streams (rr, and beat for a model with a beat stream), in its config's order
+// after the ECG: the graph's inputs and the session's streams follow that order.
+const eventNames = (cfg) => cfg.modalities.map((m) => m.name).filter((n) => n !== 'ecg');
 
 // --- what an onnxruntime-web user computes before the graph --------------------------------------
 /** Patches [k0, k1) of `values` (P each; past the end or NaN: missing), normalised, and their
@@ -70,37 +76,37 @@ function patches(values, { patch_len: P, mean, std }, frac, k0, k1) {
 }
 
 /**
- * The graph's inputs (bench/make_peer_models.py AfPeer) for ECG patches [e0, e1) and RR patches
- * [r0, r1) of the streams as received so far: ecg samples and rr events. Token times as the
- * tokenizer writes them: startTime + k P / rateHz, and an RR patch's first event's time.
+ * The graph's inputs (bench/make_peer_models.py AfPeer) for the patches ranges[name] = [k0, k1) of
+ * each of the model's streams as received so far: rec[name] the streams, counts[name] how many of
+ * their samples or events were received (default all). Token times as the tokenizer writes them:
+ * startTime + k P / rateHz, and an event patch's first event's time.
  */
-export function peerFeeds(ort, cfg, { ecg, rr, nEcg = ecg.samples.length, nRr = rr.timestamps.length }, [e0, e1], [r0, r1], referenceTime) {
-  const [mE, mR] = ['ecg', 'rr'].map((name) => cfg.modalities.find((m) => m.name === name));
+export function peerFeeds(ort, cfg, rec, ranges, referenceTime, counts = {}) {
   const frac = cfg.min_present_fraction;
-  const e = patches(ecg.samples.subarray(0, nEcg), mE, frac, e0, e1);
-  const r = patches(rr.samples.subarray(0, nRr), mR, frac, r0, r1);
-  const eTime = new Float64Array(e1 - e0), rTime = new Float64Array(r1 - r0);
-  for (let k = e0; k < e1; k++) eTime[k - e0] = ecg.startTime + k * mE.patch_len / ecg.rateHz;
-  for (let k = r0; k < r1; k++) rTime[k - r0] = rr.timestamps[k * mR.patch_len];
+  const feeds = {};
+  for (const m of cfg.modalities) {
+    const stream = rec[m.name], [k0, k1] = ranges[m.name];
+    const n = counts[m.name] ?? stream.samples.length;
+    const p = patches(stream.samples.subarray(0, n), m, frac, k0, k1);
+    const time = new Float64Array(k1 - k0);
+    for (let k = k0; k < k1; k++) time[k - k0] = m.name === 'ecg' ? stream.startTime + k * m.patch_len / stream.rateHz : stream.timestamps[k * m.patch_len];
+    feeds[m.name] = new ort.Tensor('float32', p.out, [k1 - k0, m.patch_len]);
+    feeds[`${m.name}_present`] = new ort.Tensor('bool', p.present, [k1 - k0]);
+    feeds[`${m.name}_time`] = new ort.Tensor('float64', time, [k1 - k0]);
+  }
+  const ecg = rec.ecg;
   const bucket = 1 + cfg.rate_bucket_edges_hz.filter((edge) => ecg.rateHz >= edge).length;
-  const placement = cfg.placements.indexOf(ecg.placement);
-  return {
-    ecg: new ort.Tensor('float32', e.out, [e1 - e0, mE.patch_len]),
-    ecg_present: new ort.Tensor('bool', e.present, [e1 - e0]),
-    ecg_time: new ort.Tensor('float64', eTime, [e1 - e0]),
-    rr: new ort.Tensor('float32', r.out, [r1 - r0, mR.patch_len]),
-    rr_present: new ort.Tensor('bool', r.present, [r1 - r0]),
-    rr_time: new ort.Tensor('float64', rTime, [r1 - r0]),
-    reference_time: new ort.Tensor('float64', Float64Array.of(referenceTime), []),
-    placement: new ort.Tensor('int64', BigInt64Array.of(BigInt(placement)), []),
-    ecg_rate_bucket: new ort.Tensor('int64', BigInt64Array.of(BigInt(bucket)), []),
-  };
+  feeds.reference_time = new ort.Tensor('float64', Float64Array.of(referenceTime), []);
+  feeds.placement = new ort.Tensor('int64', BigInt64Array.of(BigInt(cfg.placements.indexOf(ecg.placement))), []);
+  feeds.ecg_rate_bucket = new ort.Tensor('int64', BigInt64Array.of(BigInt(bucket)), []);
+  return feeds;
 }
 
-/** The graph's token labels (ECG tokens, then RR, as fed) in the shape compareRows reads. */
-function peerTokens(feeds) {
-  const te = feeds.ecg_time.data, tr = feeds.rr_time.data;
-  return { stream: Int32Array.from([...te].map(() => 0).concat([...tr].map(() => 1))), time: Float64Array.from([...te, ...tr]) };
+/** The graph's token labels (the modalities' tokens in config order, as fed) in the shape compareRows reads. */
+function peerTokens(cfg, feeds) {
+  const stream = [], time = [];
+  cfg.modalities.forEach((m, i) => { for (const t of feeds[`${m.name}_time`].data) stream.push(i), time.push(t); });
+  return { stream: Int32Array.from(stream), time: Float64Array.from(time) };
 }
 
 /** Nominal FLOPs of a forward on tokens (times, present): the value projections, per layer the
@@ -133,21 +139,24 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   const model = await loadModel(AF_WEIGHTS, { numThreads: 1 });  // one thread each, as ORT here
   const cfg = model.config, d = cfg.d_model;
   const session = await ort.InferenceSession.create(path.join(MODELS, 'af.onnx'), ORT_OPTIONS);
-  const [mE, mR] = ['ecg', 'rr'].map((name) => cfg.modalities.find((m) => m.name === name));
+  const mE = cfg.modalities.find((m) => m.name === 'ecg');
+  const EV = eventNames(cfg), P = Object.fromEntries(cfg.modalities.map((m) => [m.name, m.patch_len]));
   const L = cfg.n_layers * cfg.attention_lookback_s;  // a token depends on tokens at most L older (flattened: one block per layer)
 
   // --- (a) one 30 s recording: the committed case, against float64 torch, then timed ------------
   const c = info.case;
   const ecgSamples = readF32(path.join(MODELS, 'af_case_ecg.f32'));
-  const rrCase = JSON.parse(readFileSync(path.join(MODELS, 'af_case_rr.json'), 'utf8'));
-  const rec = {
-    ecg: { sensor: 0, modality: 'ecg', placement: c.placement, rateHz: c.rateHz, startTime: c.startTime, samples: ecgSamples },
-    rr: { sensor: 0, modality: 'rr', placement: c.placement, timestamps: Float64Array.from(rrCase.timestamps), samples: Float64Array.from(rrCase.samples) },
-  };
-  const window = { streams: [rec.ecg, rec.rr], referenceTime: c.startTime };
-  const Ke = Math.ceil(ecgSamples.length / mE.patch_len), Kr = Math.ceil(rec.rr.timestamps.length / mR.patch_len);
+  const rec = { ecg: { sensor: 0, modality: 'ecg', placement: c.placement, rateHz: c.rateHz, startTime: c.startTime, samples: ecgSamples } };
+  for (const name of EV) {
+    const events = JSON.parse(readFileSync(path.join(MODELS, `af_case_${name}.json`), 'utf8'));
+    rec[name] = { sensor: 0, modality: name, placement: c.placement, timestamps: Float64Array.from(events.timestamps), samples: Float64Array.from(events.samples, (v) => v ?? NaN) };
+  }
+  const window = { streams: cfg.modalities.map((m) => rec[m.name]), referenceTime: c.startTime };
+  const K = Object.fromEntries(cfg.modalities.map((m) => [m.name, Math.ceil(rec[m.name].samples.length / m.patch_len)]));
+  const Ke = K.ecg, Kev = EV.reduce((a, n) => a + K[n], 0);
+  const allRanges = Object.fromEntries(Object.entries(K).map(([n, k]) => [n, [0, k]]));
   const ortForward = async () => {
-    const feeds = peerFeeds(ort, cfg, rec, [0, Ke], [0, Kr], c.startTime);
+    const feeds = peerFeeds(ort, cfg, rec, allRanges, c.startTime);
     const o = await session.run(feeds);
     return { embeddings: o.embeddings.data, head: o.head.data };
   };
@@ -156,16 +165,17 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   const errSf = Math.max(check('af 30 s sensorformer embeddings vs float64 torch', relError(sf.embeddings, wantEmb)), check('af 30 s sensorformer head logits vs float64 torch', relError(sf.head, wantHead)));
   const errOrt = Math.max(check('af 30 s ORT embeddings vs float64 torch', relError(o.embeddings, wantEmb)), check('af 30 s ORT head logits vs float64 torch', relError(o.head, wantHead)));
   const T = sf.dims[0];
-  if (T !== Ke + Kr) throw new Error(`bench af: the 30 s case gave ${T} tokens, the peer's inputs ${Ke + Kr}`);
-  log(`af forward: ${T} tokens (${Ke} ECG + ${Kr} RR)`);
+  const what = cfg.modalities.map((m) => `${K[m.name]} ${m.name === 'ecg' ? 'ECG' : m.name === 'rr' ? 'RR' : m.name}`).join(' + ');
+  if (T !== Ke + Kev) throw new Error(`bench af: the 30 s case gave ${T} tokens, the peer's inputs ${Ke + Kev}`);
+  log(`af forward: ${T} tokens (${what})`);
   const rows = [];
   if (!CHECK) {
     const { rounds, median: m } = await interleaved([
       { name: 'sf', run: () => model.forward(window) },
       { name: 'ort', run: ortForward },
     ], QUICK ? TIMING : { ...TIMING, warmup: 20, budgetMs: 8000, maxRounds: 2001 });
-    const flops = afFlops(cfg, sf.tokens.time, sf.tokens.present, Ke * mE.patch_len + Kr * mR.patch_len);
-    rows.push([`one 30 s recording, \`model.forward\`: ${T} tokens (${Ke} ECG + ${Kr} RR)`, fmt.ms(m.sf), fmt.gflops(flops, m.sf), `the graph on the recording's ${T} tokens`, fmt.ms(m.ort), fmt.gflops(flops, m.ort), `**${fmt.ratio(m.ort / m.sf)}**`, rounds]);
+    const flops = afFlops(cfg, sf.tokens.time, sf.tokens.present, cfg.modalities.reduce((a, m) => a + K[m.name] * m.patch_len, 0));
+    rows.push([`one 30 s recording, \`model.forward\`: ${T} tokens (${what})`, fmt.ms(m.sf), fmt.gflops(flops, m.sf), `the graph on the recording's ${T} tokens`, fmt.ms(m.ort), fmt.gflops(flops, m.ort), `**${fmt.ratio(m.ort / m.sf)}**`, rounds]);
   }
 
   // --- (b) one streaming update ----------------------------------------------------------------
@@ -185,21 +195,25 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   const updates = CHECK ? 3 : timing.warmup + timing.maxRounds + 2;
   const feedS = prerollS + Math.min(9 * updates, 60 + 3 * updates);
   const feed = synthesize(feedS, { ...AF_CASE, seed: AF_CASE.seed + 1 });
-  const rate = feed.ecg.rateHz, Pe = mE.patch_len, Pr = mR.patch_len, START = feed.ecg.startTime;
-  const beatIndex = Int32Array.from(feed.rr.timestamps, (t) => Math.round((t - START) * rate));
-  let nE = 0, nR = 0;  // samples and events pushed
-  const frontierOf = (ne, nr) => {
-    const ecgBound = START + Math.floor(ne / Pe) * Pe / rate;
-    const rrBound = nr % Pr ? feed.rr.timestamps[nr - (nr % Pr)] : nr ? feed.rr.timestamps[nr - 1] : -Infinity;
-    return Math.min(ecgBound, rrBound);
-  };
-  const chunkEnd = (s) => {  // (ECG samples, RR events) once second s is pushed
+  const rate = feed.ecg.rateHz, Pe = mE.patch_len, START = feed.ecg.startTime;
+  // An event (an RR interval, a beat's points) is pushed with the second its beat falls in (the
+  // beat stream's values are computed from the whole feed: here only the times of the pushes matter).
+  const eventIndex = Object.fromEntries(EV.map((n) => [n, Int32Array.from(feed[n].timestamps, (t) => Math.round((t - START) * rate))]));
+  let nE = 0;
+  const nEv = Object.fromEntries(EV.map((n) => [n, 0]));  // samples and events pushed
+  const evBound = (n, k) => (k % P[n] ? feed[n].timestamps[k - (k % P[n])] : k ? feed[n].timestamps[k - 1] : -Infinity);
+  const frontierOf = (ne, counts) => Math.min(START + Math.floor(ne / Pe) * Pe / rate, ...EV.map((n) => evBound(n, counts[n])));
+  const chunkEnd = (s) => {  // (ECG samples, events per stream) once second s is pushed
     const ne = Math.min(feed.ecg.samples.length, (s + 1) * rate);
-    let nr = nR;
-    while (nr < beatIndex.length && beatIndex[nr] < ne) nr++;
-    return [ne, nr];
+    const counts = {};
+    for (const n of EV) {
+      let k = nEv[n];
+      while (k < eventIndex[n].length && eventIndex[n][k] < ne) k++;
+      counts[n] = k;
+    }
+    return [ne, counts];
   };
-  // tokens (ECG patch k, RR patch j) with time in [a, b), times compared as the tokenizer writes them
+  // tokens (ECG patch k, event patch j) with time in [a, b), times compared as the tokenizer writes them
   const ecgTime = (k) => START + k * Pe / rate;
   const firstAtOrAfter = (a) => {
     let k = Math.max(0, Math.floor((a - START) * rate / Pe) - 1);
@@ -207,40 +221,43 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
     return k;
   };
   const ecgRange = (a, b) => [firstAtOrAfter(a), firstAtOrAfter(b)];
-  const rrFirstAtOrAfter = (a, complete) => {  // binary search over the complete RR patches
+  const evFirstAtOrAfter = (n, a, complete) => {  // binary search over the complete patches
     let lo = 0, hi = complete;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (feed.rr.timestamps[mid * Pr] < a) lo = mid + 1;
+      if (feed[n].timestamps[mid * P[n]] < a) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   };
-  const rrRange = (a, b, nr) => [rrFirstAtOrAfter(a, Math.floor(nr / Pr)), rrFirstAtOrAfter(b, Math.floor(nr / Pr))];
-  const newTokens = (f0, f1, ne, nr) => {
-    const [e0, e1] = ecgRange(f0, f1), [r0, r1] = rrRange(f0, f1, nr);
-    return (e1 - e0) + (r1 - r0);
-  };
+  const evRange = (n, a, b, k) => [evFirstAtOrAfter(n, a, Math.floor(k / P[n])), evFirstAtOrAfter(n, b, Math.floor(k / P[n]))];
+  const ranges = (a, b, counts) => ({ ecg: ecgRange(a, b), ...Object.fromEntries(EV.map((n) => [n, evRange(n, a, b, counts[n])])) });
+  const newTokens = (f0, f1, counts) => Object.values(ranges(f0, f1, counts)).reduce((acc, [k0, k1]) => acc + (k1 - k0), 0);
   let s = 0;
   const stream = model.stream({ referenceTime: START, historySeconds: HISTORY_S });
   const pushSecond = () => {
     if ((s + 1) * rate > feed.ecg.samples.length) throw new Error(`bench af: the synthetic feed (${feedS} s) ran out; make it longer`);
-    const [ne, nr] = chunkEnd(s);
-    const ecgPart = { samples: feed.ecg.samples.subarray(nE, ne) };
-    const rrPart = nr > nR ? { timestamps: feed.rr.timestamps.subarray(nR, nr), samples: feed.rr.samples.subarray(nR, nr) } : null;
+    const [ne, counts] = chunkEnd(s);
     const first = s === 0;
-    const chunk = { streams: [first ? { ...feed.ecg, ...ecgPart } : ecgPart, first ? { ...feed.rr, timestamps: feed.rr.timestamps.subarray(0, nr), samples: feed.rr.samples.subarray(0, nr) } : rrPart] };
+    const part = (n) => {
+      const k0 = first ? 0 : nEv[n], k1 = counts[n];
+      if (k1 === k0 && !first) return null;
+      const p = { timestamps: feed[n].timestamps.subarray(k0, k1), samples: feed[n].samples.subarray(k0, k1) };
+      return first ? { ...feed[n], ...p } : p;
+    };
+    const ecgPart = { samples: feed.ecg.samples.subarray(nE, ne) };
+    const chunk = { streams: cfg.modalities.map((m) => (m.name === 'ecg' ? (first ? { ...feed.ecg, ...ecgPart } : ecgPart) : part(m.name))) };
     const u = stream.push(chunk);
-    nE = ne, nR = nr, s++;
+    nE = ne, Object.assign(nEv, counts), s++;
     return u;
   };
   for (let k = 0; k < prerollS; k++) pushSecond();
 
-  let current = null;  // the latest timed update: { f0, f1, nE, nR, update }
+  let current = null;  // the latest timed update: { f0, f1, nE, counts, update }
   const fillers = [], perUpdate = { tokens: [], ortTokens: [] };
   const finalizes = () => {
-    const [ne, nr] = chunkEnd(s);
-    return newTokens(frontierOf(nE, nR), frontierOf(ne, nr), ne, nr) > 0;
+    const [ne, counts] = chunkEnd(s);
+    return newTokens(frontierOf(nE, nEv), frontierOf(ne, counts), counts) > 0;
   };
   const prepare = () => {
     while (!finalizes()) {
@@ -251,29 +268,30 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
     }
   };
   const sfUpdate = () => {
-    const f0 = frontierOf(nE, nR);
+    const f0 = frontierOf(nE, nEv);
     const update = pushSecond();
-    current = { f0, f1: frontierOf(nE, nR), nE, nR, update };
+    current = { f0, f1: frontierOf(nE, nEv), nE, counts: { ...nEv }, update };
     return update;
   };
   // The ORT user's update: the new tokens [f0, f1) and everything they can see, as received.
   const ortUpdate = async () => {
-    const { f0, f1, nE: ne, nR: nr } = current;
-    const [e0] = ecgRange(f0, f1), [j0] = rrRange(f0, f1, nr);
-    const tFirst = Math.min(ecgTime(e0), j0 * Pr < nr ? feed.rr.timestamps[j0 * Pr] : Infinity);
+    const { f0, f1, nE: ne, counts } = current;
+    const fresh = ranges(f0, f1, counts);
+    const tFirst = Math.min(ecgTime(fresh.ecg[0]), ...EV.map((n) => (fresh[n][0] * P[n] < counts[n] ? feed[n].timestamps[fresh[n][0] * P[n]] : Infinity)));
     const from = tFirst - L - 1e-6;  // margin: an extra older token changes nothing (it is out of reach)
-    const feeds = peerFeeds(ort, cfg, { ecg: feed.ecg, rr: feed.rr, nEcg: ne, nRr: nr }, ecgRange(from, f1), rrRange(from, f1, nr), START);
+    const feeds = peerFeeds(ort, cfg, feed, ranges(from, f1, counts), START, { ecg: ne, ...counts });
     const out = await session.run(feeds);
     return { feeds, embeddings: out.embeddings.data, dims: out.embeddings.dims };
   };
-  const asRows = (r) => ({ tokens: peerTokens(r.feeds), embeddings: r.embeddings, dims: r.dims });
+  const asRows = (r) => ({ tokens: peerTokens(cfg, r.feeds), embeddings: r.embeddings, dims: r.dims });
   // Session update against ORT's rows, and (untimed checks) against a forward of everything received.
   const everything = () => ({
     referenceTime: START,
-    streams: [{ ...feed.ecg, samples: feed.ecg.samples.subarray(0, nE) }, { ...feed.rr, timestamps: feed.rr.timestamps.subarray(0, nR), samples: feed.rr.samples.subarray(0, nR) }],
+    streams: cfg.modalities.map((m) => (m.name === 'ecg' ? { ...feed.ecg, samples: feed.ecg.samples.subarray(0, nE) }
+      : { ...feed[m.name], timestamps: feed[m.name].timestamps.subarray(0, nEv[m.name]), samples: feed[m.name].samples.subarray(0, nEv[m.name]) })),
   });
-  const expectTokens = (u, { f0, f1, nE: ne, nR: nr }) => {
-    const n = newTokens(f0, f1, ne, nr);
+  const expectTokens = (u, { f0, f1, counts }) => {
+    const n = newTokens(f0, f1, counts);
     if (u.dims[0] !== n || !u.tokens.time.every((t) => t >= f0 && t < f1))
       throw new Error(`bench af: the session's update has ${u.dims[0]} tokens, the frontier rule ${n} in [${f0}, ${f1})`);
   };
@@ -332,8 +350,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   const dir = process.argv[at + 1];
   mkdirSync(dir, { recursive: true });
-  const { ecg, rr } = synthesize(AF_CASE.seconds);
+  const { ecg, rr, beat } = synthesize(AF_CASE.seconds);
   writeFileSync(path.join(dir, 'af_case_ecg.f32'), new Uint8Array(ecg.samples.buffer));
-  writeFileSync(path.join(dir, 'af_case_rr.json'), JSON.stringify({ timestamps: [...rr.timestamps], samples: [...rr.samples] }) + '\n');
-  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: ecg.samples.length, rrEvents: rr.timestamps.length }));
+  // NaN (a missing value) as null
+  const events = (x) => JSON.stringify({ timestamps: [...x.timestamps], samples: Array.from(x.samples, (v) => (Number.isNaN(v) ? null : v)) }) + '\n';
+  writeFileSync(path.join(dir, 'af_case_rr.json'), events(rr));
+  writeFileSync(path.join(dir, 'af_case_beat.json'), events(beat));
+  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: ecg.samples.length, rrEvents: rr.timestamps.length, beats: beat.timestamps.length / 40 }));
 }

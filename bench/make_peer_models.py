@@ -90,7 +90,7 @@ MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
 MHA_CHECK_N = 128
 MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
 AF_WEIGHTS = ROOT / "models" / "af.safetensors"
-AF_FILES = ["af.onnx", "af_case_ecg.f32", "af_case_rr.json", "af_check_embeddings.f32", "af_check_head.f32"]
+AF_FILES = ["af.onnx", "af_case_ecg.f32", "af_case_rr.json", "af_case_beat.json", "af_check_embeddings.f32", "af_check_head.f32"]
 
 
 def mha_math(x, in_w, in_b, out_w, out_b, num_heads):
@@ -331,10 +331,12 @@ def make_demo(meta):
 
 
 class AfPeer(nn.Module):
-    """The AF model after what a JS user computes (bench/af.mjs peerFeeds):
-    ecg (Ne, P_ecg) and rr (Nr, P_rr) normalised patches (missing samples 0), *_present (bool) and
-    *_time (float64 absolute seconds) per patch, reference_time (float64), placement and
-    ecg_rate_bucket (int64 indices) -> embeddings (Ne + Nr, d) (ECG tokens, then RR) and head.
+    """The AF model after what a JS user computes (bench/af.mjs peerFeeds): per modality of the
+    config, in its order (ecg, rr and, for a model with a beat stream, beat), the normalised
+    patches (K, P) (missing samples 0), <name>_present (bool) and <name>_time (float64 absolute
+    seconds) per patch; then reference_time (float64), placement and ecg_rate_bucket (int64
+    indices) -> embeddings (sum K, d) (the modalities' tokens in that order) and head. The ECG is
+    the one regular stream (its rate bucket); the others are event streams (bucket 0).
     Same function as SensorformerRef on the window (flattened layout, causal look-back, pre-norm
     GELU layers, final norm): the masks compare absolute float64 times, the time encoding's angle
     is formed in float64, a query with no key gets a zero context. Parameters are held in
@@ -347,7 +349,8 @@ class AfPeer(nn.Module):
         for key, want in [("layout", "flattened"), ("causal", True), ("norm_first", True),
                           ("activation", "gelu"), ("final_norm", True)]:
             assert cfg.get(key) == want, f"AfPeer is written for {key} = {want!r}, the model has {cfg.get(key)!r}"
-        assert [m["name"] for m in cfg["modalities"]] == ["ecg", "rr"] and cfg["n_sensors"] == 1
+        self.names = [m["name"] for m in cfg["modalities"]]
+        assert self.names[:2] == ["ecg", "rr"] and set(self.names[2:]) <= {"beat"} and cfg["n_sensors"] == 1
         self.cfg, self.compute = cfg, compute
         for name, t in ref.state_dict().items():
             keep = torch.float64 if name == INV_FREQ else storage
@@ -356,21 +359,26 @@ class AfPeer(nn.Module):
     def w(self, name):
         return getattr(self, name.replace(".", "__")).to(self.compute)
 
-    def forward(self, ecg, ecg_present, ecg_time, rr, rr_present, rr_time, reference_time,
-                placement, ecg_rate_bucket):
+    def forward(self, *args):
         cfg, w = self.cfg, self.w
+        n = len(self.names)
+        reference_time, placement, ecg_rate_bucket = args[3 * n:]
         d, H, W, eps = cfg["d_model"], cfg["n_heads"], cfg["attention_lookback_s"], cfg["layer_norm_eps"]
         mask_token = w("tokenizer.mask_token")
         ident = w("tokenizer.sensor_embedding.weight")[0] + w("tokenizer.placement_embedding.weight")[placement]
         modality, rate = w("tokenizer.modality_embedding.weight"), w("tokenizer.rate_embedding.weight")
-        xe = torch.where(ecg_present[:, None], F.linear(ecg.to(self.compute), w("tokenizer.value_proj.ecg.weight"), w("tokenizer.value_proj.ecg.bias")), mask_token)
-        xr = torch.where(rr_present[:, None], F.linear(rr.to(self.compute), w("tokenizer.value_proj.rr.weight"), w("tokenizer.value_proj.rr.bias")), mask_token)
-        xe = xe + (ident + modality[0] + rate[ecg_rate_bucket])
-        xr = xr + (ident + modality[1] + rate[0])  # event streams: rate bucket 0
-        t = torch.cat([ecg_time, rr_time])
+        xs, ts, ps = [], [], []
+        for i, name in enumerate(self.names):
+            vals, present, time = args[3 * i:3 * i + 3]
+            x = torch.where(present[:, None], F.linear(vals.to(self.compute), w(f"tokenizer.value_proj.{name}.weight"), w(f"tokenizer.value_proj.{name}.bias")), mask_token)
+            # the ECG's rate bucket; event streams: bucket 0
+            xs.append(x + (ident + modality[i] + rate[ecg_rate_bucket if name == "ecg" else 0]))
+            ts.append(time)
+            ps.append(present)
+        t = torch.cat(ts)
         angle = (t - reference_time)[:, None] * getattr(self, INV_FREQ.replace(".", "__"))[None, :]
-        x = torch.cat([xe, xr]) + torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).to(self.compute)
-        present = torch.cat([ecg_present, rr_present])
+        x = torch.cat(xs) + torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).to(self.compute)
+        present = torch.cat(ps)
         hidden = ~present[None, :] | (t[None, :] > t[:, None]) | ((t[:, None] - t[None, :]) > W)
         no_key = ((~hidden).to(self.compute).sum(dim=-1) == 0)[None, :, None]
         dh = d // H
@@ -393,8 +401,10 @@ class AfPeer(nn.Module):
 
 
 def af_inputs(config, window, dtype):
-    """AfPeer's inputs for a window [ecg stream, rr stream] (the patches as the reference cuts them)."""
+    """AfPeer's inputs for a window whose streams are the config's modalities in order (the patches
+    as the reference cuts them)."""
     mods = {m["name"]: m for m in config["modalities"]}
+    assert [s["modality"] for s in window["streams"]] == [m["name"] for m in config["modalities"]]
     frac = config["min_present_fraction"]
     out = []
     for stream in window["streams"]:
@@ -420,13 +430,13 @@ def make_af(meta, previous):
     case = json.loads(subprocess.run(["node", str(ROOT / "bench" / "af.mjs"), "--write-case", str(OUT)],
                                      check=True, capture_output=True, text=True).stdout)
     ecg = np.fromfile(OUT / "af_case_ecg.f32", dtype="<f4")
-    rr = json.loads((OUT / "af_case_rr.json").read_text())
-    window = {"streams": [
-        {"sensor": 0, "modality": "ecg", "placement": case["placement"], "rateHz": case["rateHz"],
-         "startTime": case["startTime"], "samples": [float(v) for v in ecg]},
-        {"sensor": 0, "modality": "rr", "placement": case["placement"],
-         "timestamps": rr["timestamps"], "samples": rr["samples"]}],
-        "referenceTime": case["startTime"]}
+    streams = [{"sensor": 0, "modality": "ecg", "placement": case["placement"], "rateHz": case["rateHz"],
+                "startTime": case["startTime"], "samples": [float(v) for v in ecg]}]
+    for m in config["modalities"][1:]:  # the event streams (rr, beat): af.mjs --write-case wrote them
+        events = json.loads((OUT / f"af_case_{m['name']}.json").read_text())
+        streams.append({"sensor": 0, "modality": m["name"], "placement": case["placement"],
+                        "timestamps": events["timestamps"], "samples": events["samples"]})
+    window = {"streams": streams, "referenceTime": case["startTime"]}
 
     ref64 = copy.deepcopy(ref32).double()
     out = ref64(window)
@@ -444,9 +454,9 @@ def make_af(meta, previous):
     emb32, head32 = peer(*args)
     err32 = max((emb32.double() - out["embeddings"]).abs().max().item(), (head32.double() - out["head"]).abs().max().item())
     assert err32 < 1e-4, f"af peer graph in float32 differs from float64 by {err32}"
-    names = ["ecg", "ecg_present", "ecg_time", "rr", "rr_present", "rr_time", "reference_time",
-             "placement", "ecg_rate_bucket"]
-    dynamic = {n: {0: "Ne"} for n in names[:3]} | {n: {0: "Nr"} for n in names[3:6]} | {"embeddings": {0: "T"}}
+    mods = [m["name"] for m in config["modalities"]]
+    names = [f"{m}{suffix}" for m in mods for suffix in ("", "_present", "_time")] + ["reference_time", "placement", "ecg_rate_bucket"]
+    dynamic = {f"{m}{suffix}": {0: f"N_{m}"} for m in mods for suffix in ("", "_present", "_time")} | {"embeddings": {0: "T"}}
     # no constant folding: it would turn the F16 weights and their casts into float32 initializers
     torch.onnx.export(peer, args, str(OUT / "af.onnx"), input_names=names,
                       output_names=["embeddings", "head"], dynamic_axes=dynamic,
