@@ -460,3 +460,23 @@ test('end to end through a Worker session (async pushes): the same final tokens 
     model.dispose();
   }
 });
+
+test('a model with a beat modality: the feeder derives "<ecg id>:beat" from an ECG stream by itself, once, declared with it', () => {
+  const config = { modalities: [{ name: 'ecg' }, { name: 'rr' }, { name: 'beat' }], placements: ['chest'], n_sensors: 1 };
+  const f = new SessionFeeder({ config, streams: { ecg: { ...DEFAULT_STREAMS.ecg, rateHz: 100 } } });
+  const times = Array.from({ length: 1000 }, (_, i) => 10 + i / 100);
+  f.push('ecg', times, times.map((t) => Math.sin(t)));
+  const chunks = [...f.flush({ now: 15 }), ...f.flush({ now: 21 })];
+  assert.deepEqual(f.streamIds, ['ecg', 'ecg:beat']);
+  assert.equal(chunks[0].streams[1].modality, 'beat');
+  assert.equal(f.stats['ecg:beat'].kind, 'derived');
+  // an explicit derived stream wins; none for a model without the modality
+  const g = new SessionFeeder({ config, streams: { ecg: DEFAULT_STREAMS.ecg, mine: { sensor: 0, modality: 'beat', placement: 'chest', rateHz: null, from: 'ecg' } } });
+  g.push('ecg', [10, 10.01], [1, 2]);
+  g.flush({ now: 20 });
+  assert.deepEqual(g.ids, ['ecg', 'mine']);
+  const h = new SessionFeeder({ config: { ...config, modalities: [{ name: 'ecg' }] }, streams: { ecg: DEFAULT_STREAMS.ecg } });
+  h.push('ecg', [10, 10.01], [1, 2]);
+  h.flush({ now: 20 });
+  assert.deepEqual(h.ids, ['ecg']);
+});

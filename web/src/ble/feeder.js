@@ -619,6 +619,14 @@ export class SessionFeeder {
     number(now, 'flush: now', { min: -Infinity });
     if (now < this.#lastNow) throw bad(`SessionFeeder.flush: now (${now}) is earlier than the previous flush (${this.#lastNow})`);
     this.#lastNow = now;
+    // A model with a `beat` modality fed an ECG with no beat stream derived from it: one is
+    // derived (id "<ecg id>:beat"), as a user of such a model expects of a strap that sends none.
+    if (this.#config?.modalities.some((m) => m.name === 'beat')) {
+      for (const [id, t] of [...this.#tracks]) {
+        if (t instanceof RegularTrack && t.spec.modality === 'ecg' && !t.given && t.index < 0 && !this.#tracks.has(`${id}:beat`))
+          this.add(`${id}:beat`, { sensor: t.spec.sensor, modality: 'beat', placement: t.spec.placement, rateHz: null, from: id });
+      }
+    }
     const tracks = [...this.#tracks.values()];
     for (const t of tracks) if (t.firstArrival === null && t.pending.length) t.firstArrival = now;
     for (const t of tracks) if (t.firstArrival !== null) this.#firstArrival = Math.min(this.#firstArrival ?? Infinity, t.firstArrival);
