@@ -193,16 +193,18 @@ export interface RrStream {
   placement: string;
   /** Each beat's time after the first, seconds. */
   timestamps: Float64Array;
-  /** The RR interval before it, seconds; NaN (missing) when a missing ECG sample lies between the two beats. */
+  /** The RR interval before it, seconds. An interval with a missing ECG sample between its two beats is left out (default) or NaN (`gaps: 'missing'`). */
   samples: Float64Array;
 }
 
 /**
  * The RR event stream of an ECG stream, from detectBeats: for a model with an `rr` modality when
- * the source sends no RR (the AF model, models/af.safetensors, was trained on exactly this).
- * INVALID_ARGUMENT when `ecg` is not a regular stream.
+ * the source sends no RR (the AF model, models/af.safetensors, was trained on its beats). An
+ * interval across a gap in the ECG is unknown: left out of the stream by default (it scores
+ * better: docs/models.md, "RR across gaps"), or an event valued NaN with `gaps: 'missing'`.
+ * INVALID_ARGUMENT when `ecg` is not a regular stream or `gaps` is neither.
  */
-export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats): RrStream;
+export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats | null, options?: { gaps?: 'leave-out' | 'missing' }): RrStream;
 
 /** Points per beat of the beat stream: a beat's ECG from 0.24 s before its R peak to 0.384 s after, 16 ms apart. */
 export const BEAT_POINTS: 40;

@@ -30,7 +30,13 @@ FS = 300.0
 ECG_P = 40      # 0.133 s at 300 Hz, 0.31 s at 130 Hz
 RR_P = 4        # beats per RR token
 LOOKBACK_S = 5.0
-BLOCK = 32     # local attention's block (forward_batched): 2 blocks hold any 5 s of tokens at <= 300 Hz
+# Local attention (forward_batched): tokens in time order, in blocks of BLOCK; a block's queries
+# see the keys of the block, of `back` blocks before it (as few as hold every query's look-back
+# in the batch, at most MAX_BACK) and of TIE positions after it (keys at a query's own time that
+# sort after it). 16-token blocks with 3 back (the 5 s look-back at 300 Hz) score 68 keys a query.
+BLOCK = 16
+TIE = 4
+MAX_BACK = 8
 # A notification of a Polar H10's ECG: 73 samples at 130 Hz. Bluetooth-like dropouts lose whole ones.
 NOTIFICATION_S = 73 / 130.0
 # The beat stream (web/src/qrs.js beatStream is the runtime's definition): each detected beat's ECG
@@ -241,14 +247,8 @@ class Batch:
             self.keep[b] = keep
             self.placement[b] = it["placement"]
             self.rate_bucket[b] = rate_bucket(it["rate"], config["rate_bucket_edges_hz"])
-        # Local attention (forward_batched): tokens in time order, in blocks of BLOCK; a query's
-        # keys are its block, the two before it and the one after (ties), which must hold every key
-        # of its look-back; a later key at the same time is at most a few positions on.
         self.order = torch.argsort(self.time, dim=1, stable=True)
-        t = torch.gather(self.time, 1, self.order)
-        span = 2 * BLOCK + 1
-        self.local = T <= span or bool(((t[:, span:] - t[:, :-span] > config["attention_lookback_s"])
-                                        | (t[:, span:] >= 1e17)).all())  # (padding: 1e18)
+        self.back = bands_of(torch.gather(self.time, 1, self.order), config["attention_lookback_s"])
 
 
 def attend_batched(mha, x, mask):
@@ -267,30 +267,49 @@ def attend_batched(mha, x, mask):
     return F.linear(context, mha.out_proj.weight, mha.out_proj.bias)
 
 
-def local_attend(mha, x, mask):
-    """attend_batched restricted to bands: x (B, nb, S, d) in time order, mask (B, nb, S, 4S) over
-    the keys of the block, the two before it and the one after it (a key at the same time as its
-    query attends both ways, and ties can straddle a block's end)."""
+def bands_of(t, W):
+    """The number of blocks back local attention needs for the time-sorted token times t (B, T)
+    (padding 1e18) and look-back W: the fewest whose BLOCK * back + 1 consecutive tokens always
+    span more than W; None (dense attention) when MAX_BACK are not enough or more than TIE
+    later tokens share a query's time."""
+    real = t < 1e17
+    T = t.shape[1]
+    if T > TIE + 1 and not bool(((t[:, TIE + 1:] > t[:, :-(TIE + 1)]) | ~real[:, :-(TIE + 1)]).all()):
+        return None
+    for back in range(1, MAX_BACK + 1):
+        span = back * BLOCK + 1
+        if T <= span or bool(((t[:, span:] - t[:, :-span] > W) | (t[:, span:] >= 1e17)).all()):
+            return back
+    return None
+
+
+def band(u, back, fill):
+    """u (B, nb * BLOCK, ...) -> (B, nb, ..., K): per block its keys, K = (back + 1) * BLOCK + TIE
+    (the `back` blocks before it, itself, TIE positions after), `fill` outside the sequence."""
+    pad = [0, 0] * (u.dim() - 2) + [back * BLOCK, TIE]
+    return F.pad(u, pad, value=fill).unfold(1, (back + 1) * BLOCK + TIE, BLOCK)
+
+
+def local_attend(mha, x, bias, qkeep, back):
+    """attend_batched restricted to bands: x (B, nb, BLOCK, d) in time order; bias (B, 1, nb,
+    BLOCK, K) 0 for a key the query sees and HIDDEN otherwise (an exp that underflows to exactly
+    0, so no -inf and no NaN in the gradient); qkeep (B, 1, nb, BLOCK, 1) 0 for a query that sees
+    no key (its context is 0, as attend_batched's)."""
     B, nb, S, d = x.shape
     H = mha.num_heads
     dh = d // H
     q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
-
-    def band(u):  # (B, nb, S, d) -> (B, nb, 4S, d): blocks j-2, j-1, j, j+1
-        flat = F.pad(u.reshape(B, nb * S, d), (0, 0, 2 * S, S))
-        return flat.unfold(1, 4 * S, S).permute(0, 1, 3, 2)
-
-    k, v = band(k), band(v)
-    q = q.reshape(B, nb, S, H, dh).permute(0, 3, 1, 2, 4)
-    k = k.reshape(B, nb, 4 * S, H, dh).permute(0, 3, 1, 2, 4)
-    v = v.reshape(B, nb, 4 * S, H, dh).permute(0, 3, 1, 2, 4)
-    scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)  # (B, H, nb, S, 4S)
-    m = mask[:, None]
-    no_key = m.all(dim=-1, keepdim=True)
-    scores = scores.masked_fill(m, -math.inf).masked_fill(no_key, 0.0)
-    weights = scores.softmax(dim=-1).masked_fill(no_key, 0.0)
-    context = (weights @ v).permute(0, 2, 3, 1, 4).reshape(B, nb, S, d)
+    q = q.reshape(B, nb, S, H, dh).permute(0, 3, 1, 2, 4)                               # (B, H, nb, S, dh)
+    kb, vb = (band(u.reshape(B, nb * S, d), back, 0.0) for u in (k, v))                # (B, nb, d, K)
+    K = kb.shape[-1]
+    kT = kb.reshape(B, nb, H, dh, K).permute(0, 2, 1, 3, 4)                            # (B, H, nb, dh, K)
+    vv = vb.reshape(B, nb, H, dh, K).permute(0, 2, 1, 4, 3)                            # (B, H, nb, K, dh)
+    weights = (torch.matmul(q, kT) * (1.0 / math.sqrt(dh)) + bias).softmax(dim=-1)
+    context = (torch.matmul(weights, vv) * qkeep).permute(0, 2, 3, 1, 4).reshape(B, nb, S, d)
     return F.linear(context, mha.out_proj.weight, mha.out_proj.bias)
+
+
+HIDDEN = -1e30
 
 
 def embed(model, batch):
@@ -324,26 +343,27 @@ def forward_batched(model, batch, dense=False):
     t = gather(batch.time)
     alive = gather(batch.present & batch.valid)
     keep = gather(batch.keep)
-    if dense or not batch.local:
+    if dense or batch.back is None:
         mask = ~alive[:, None, :] | (t[:, None, :] > t[:, :, None]) | ((t[:, :, None] - t[:, None, :]) > W)
         for layer in model.encoder.layers:
             x = x + attend_batched(layer.self_attn, layer.norm1(x), mask)
             x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
     else:
-        S = BLOCK
+        S, back = BLOCK, batch.back
         nb = -(-T // S)
         pad = nb * S - T
         x = F.pad(x, (0, 0, 0, pad))
         t = F.pad(t, (0, pad), value=1e18)
         alive = F.pad(alive, (0, pad), value=False)
         keep = F.pad(keep, (0, pad), value=False)
-        tk = F.pad(t, (2 * S, S), value=1e18).unfold(1, 4 * S, S)                       # (B, nb, 4S)
-        ak = F.pad(alive, (2 * S, S), value=False).unfold(1, 4 * S, S)
+        tk, ak = band(t, back, 1e18), band(alive, back, False)                           # (B, nb, K)
         tq = t.reshape(B, nb, S)
         mask = ~ak[:, :, None, :] | (tk[:, :, None, :] > tq[..., None]) | ((tq[..., None] - tk[:, :, None, :]) > W)
+        bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask, HIDDEN)[:, None]  # once for the 4 layers
+        qkeep = (~mask.all(dim=-1, keepdim=True)).to(x.dtype)[:, None]
         x = x.reshape(B, nb, S, d)
         for layer in model.encoder.layers:
-            x = x + local_attend(layer.self_attn, layer.norm1(x), mask)
+            x = x + local_attend(layer.self_attn, layer.norm1(x), bias, qkeep, back)
             x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
         x = x.reshape(B, nb * S, d)
     if cfg.get("final_norm"):

@@ -21,7 +21,8 @@ const out = {};
 for (const { record, offset, length, rateHz, startTime } of JSON.parse(readFileSync(list, 'utf8'))) {
   const samples = ecg.subarray(offset, offset + length);
   const detected = detectBeats(samples, rateHz, { startTime });
-  const rr = rrFromEcg({ sensor: 0, placement: 'hand', rateHz, startTime, samples }, detected);
+  // every interval, NaN across a gap: evaluate_af.py decides per condition whether to leave those out
+  const rr = rrFromEcg({ sensor: 0, placement: 'hand', rateHz, startTime, samples }, detected, { gaps: 'missing' });
   out[record] = { timestamps: Array.from(rr.timestamps), samples: Array.from(rr.samples, (v) => (Number.isNaN(v) ? null : v)),
     indices: Array.from(detected.indices) };
 }
