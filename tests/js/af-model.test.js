@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_MARKERS, CV_NAN_RR_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -49,17 +49,19 @@ test('the model card\'s ablation table is the one the committed scores give (too
   assert.equal(documented(), table(byKey), 'docs/models.md between the af-ablations markers: run `node tools/af/table.mjs` and paste its output');
 });
 
-test('the model card\'s cross-validation table is the one the fold runs give; every fold a different test part of the split', () => {
-  const list = folds();
-  assert.equal(list[0].fold, 0);
-  assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), 'folds 0, 1, ... in order, none twice');
+test('the model card\'s cross-validation tables are the ones the fold runs give; every fold a different test part of the split', () => {
   // each fold's test part is its list in the split (tools/af/split/fold<k>.txt: 8,528 records in
   // 5 folds of 1,704-1,707), record for record in count
   const splitSize = (k) => readFileSync(new URL(`../../tools/af/split/fold${k}.txt`, import.meta.url), 'utf8').split('\n').filter(Boolean).length;
-  for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `fold ${m.fold}: ${m.test.records} test records`);
   assert.equal([0, 1, 2, 3, 4].map(splitSize).reduce((a, b) => a + b, 0), 8528);
-  for (const m of list) assert.equal(m.variant, 'main');
-  assert.equal(documented(undefined, CV_MARKERS), cvTable(list), 'docs/models.md between the af-cv markers: run `node tools/af/table.mjs` and paste its output');
+  for (const [variant, markers, count] of [['main', CV_MARKERS, 1], ['nan-rr', CV_NAN_RR_MARKERS, 5]]) {
+    const list = folds(variant);
+    assert.ok(list.length >= count, `${variant}: ${list.length} folds`);
+    assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${variant}: folds 0, 1, ... in order, none twice`);
+    for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${variant} fold ${m.fold}: ${m.test.records} test records`);
+    for (const m of list) assert.equal(m.variant, variant);
+    assert.equal(documented(undefined, markers), cvTable(list), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
+  }
 });
 
 const data = process.env.SF_CINC2017 ?? '';

@@ -7,12 +7,17 @@ Speed: Debian's python3-torch does its matrix products through the system BLAS; 
 (libblas3) makes training ~10x slower than OpenBLAS: `apt-get install libopenblas0-openmp` first.
 
 Variants (the ablations of docs/models.md; each a model trained the same way but for one change):
-  main         ECG + RR events, rate augmentation, dropout augmentation, continuous-time encoding
+  main         ECG + RR events, rate augmentation, dropout augmentation, continuous-time encoding;
+               an RR interval across a gap (dropout augmentation) left out of the RR stream, as
+               rrFromEcg does by default
+  nan-rr       main with such an interval sent as a missing (NaN) event instead: the shipped
+               configuration until 2026-12-03, and the one the variants below were trained in
+               (each of them differs from nan-rr by its one change)
   ecg-only     no RR stream (train and test)
   no-rate-aug  never sees a rate other than the set's 300 Hz
   index-time   the time encoding takes a token's position in time order instead of its time
                (masks still use real time: only the encoding changes)
-  beats        main plus a third stream: each detected beat's ECG on a fixed grid around it
+  beats        nan-rr plus a third stream: each detected beat's ECG on a fixed grid around it
                (afmodel.beat_stream; one token per beat), the beats' morphology aligned
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
@@ -65,6 +70,11 @@ class Data:
         return np.array(self.ecg[rec["offset"]:rec["offset"] + rec["length"]], dtype=np.float64)
 
 
+# The variants whose RR stream leaves out the intervals it cannot measure (across a dropout) rather
+# than sending them as NaN events: main only (evaluate_af.py feeds each model as it was trained).
+LEAVE_OUT_RR = {"main"}
+
+
 def make_item(data, rec, rng, variant, augment):
     """One record as the model's input. augment: training's random crops, amplitude, rate,
     dropouts, reference offset and placement (evaluate_af.py builds its perturbed test inputs
@@ -112,7 +122,7 @@ def make_item(data, rec, rng, variant, augment):
         rr_t, rr_v = np.zeros(0), np.zeros(0)
     else:
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
-        if variant == "known-rr":  # an interval across a gap is left out, not sent as missing
+        if variant in LEAVE_OUT_RR:  # an interval across a gap is left out, not sent as missing
             rr_t, rr_v = rr_t[~np.isnan(rr_v)], rr_v[~np.isnan(rr_v)]
     beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
     tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
@@ -190,7 +200,7 @@ def check_twin(model, items, variant, count=12):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
-    ap.add_argument("--variant", default="main", choices=["main", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats", "known-rr"])
+    ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats"])
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
