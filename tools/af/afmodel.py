@@ -99,6 +99,13 @@ def rr_stream(beats, rate, missing=None, start=0.0):
     return times[1:], values
 
 
+def known_rr(times, values):
+    """The RR stream without its unknown intervals (NaN: across a gap): left out, not missing
+    (rrFromEcg's default, gaps: 'leave-out')."""
+    known = ~np.isnan(values)
+    return times[known], values[known]
+
+
 def beat_waveforms(x, rate, beats):
     """(len(beats), BEAT_L): the ECG x (NaN missing) around each beat (sample index) on the beat
     grid, linearly interpolated between the two samples around each grid point (NaN when either
@@ -290,6 +297,9 @@ def band(u, back, fill):
     return F.pad(u, pad, value=fill).unfold(1, (back + 1) * BLOCK + TIE, BLOCK)
 
 
+HIDDEN = -1e30  # local_attend's bias for a key a query does not see
+
+
 def local_attend(mha, x, bias, qkeep, back):
     """attend_batched restricted to bands: x (B, nb, BLOCK, d) in time order; bias (B, 1, nb,
     BLOCK, K) 0 for a key the query sees and HIDDEN otherwise (an exp that underflows to exactly
@@ -308,8 +318,6 @@ def local_attend(mha, x, bias, qkeep, back):
     context = (torch.matmul(weights, vv) * qkeep).permute(0, 2, 3, 1, 4).reshape(B, nb, S, d)
     return F.linear(context, mha.out_proj.weight, mha.out_proj.bias)
 
-
-HIDDEN = -1e30
 
 
 def embed(model, batch):

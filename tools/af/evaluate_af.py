@@ -110,7 +110,7 @@ def condition_items(data, names, condition, workdir, variant, with_beats):
             rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
             if condition.endswith("-known") or variant in T.LEAVE_OUT_RR:  # intervals across a gap left out, not sent as missing
-                rr_t, rr_v = rr_t[~np.isnan(rr_v)], rr_v[~np.isnan(rr_v)]
+                rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
         items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),

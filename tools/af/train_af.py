@@ -123,7 +123,7 @@ def make_item(data, rec, rng, variant, augment):
     else:
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
         if variant in LEAVE_OUT_RR:  # an interval across a gap is left out, not sent as missing
-            rr_t, rr_v = rr_t[~np.isnan(rr_v)], rr_v[~np.isnan(rr_v)]
+            rr_t, rr_v = A.known_rr(rr_t, rr_v)
     beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
     tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
     ref = A.default_ref(tokens)

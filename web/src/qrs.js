@@ -189,11 +189,12 @@ export function detectBeats(samples, rateHz, options = null) {
  * not seen). By default it is left out of the stream: the event stream then holds only measured
  * intervals, as a strap's own RR stream does when one of its notifications is lost. With
  * `{ gaps: 'missing' }` it is an event valued NaN instead, a missing value in its patch. Leaving
- * out is the default because it scores better: the AF model (models/af.safetensors, trained with
- * such intervals missing) reaches challenge F1 0.680 instead of 0.636 on the CinC 2017 test part
- * with 20 % of its ECG lost in 0.56 s notifications (docs/models.md, "RR across gaps"): a 4-beat
- * patch with one or two missing values is still present, and its missing values read as 0.8 s
- * (the normalisation's mean), a regular rhythm that is not there.
+ * out is the default because it scores better: a 4-beat patch with one or two missing values is
+ * still present, and its missing values read as 0.8 s (the normalisation's mean), a regular
+ * rhythm that is not there. The AF model (models/af.safetensors) was trained with them left out;
+ * on the CinC 2017 test part with 20 % of its ECG lost in 0.56 s notifications it reaches
+ * challenge F1 0.714, the model before it (trained with them missing) 0.636, or 0.680 fed this
+ * default (docs/models.md, "RR across gaps").
  * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
  *   a regular stream in the window format
  * @param {{ times: ArrayLike<number>, rr: ArrayLike<number> } | null} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
