@@ -229,6 +229,9 @@ export class StreamInference extends EventTarget {
       return;
     }
     if (!chunks.length) return;
+    // Recorded as the feeder gives them, not when the queue reaches them: the recording and the
+    // feeder's accounting then agree at any moment (a chunk waiting behind an update is in both).
+    if (run.record) for (const chunk of chunks) run.record.chunks.push(structuredClone(chunk));
     run.queue = run.queue.then(() => this.#update(run, chunks, arrival)).catch((error) => this.#fail(run, error));
   }
 
@@ -237,7 +240,6 @@ export class StreamInference extends EventTarget {
     // Every push of the flush and the pooled() after them are sent at once: the Worker answers
     // in order, so pooled() sees every chunk, and the page waits for one round trip, not one per
     // call. pooled() after a push that made nothing final is a cheap call whose answer is unused.
-    if (run.record) for (const chunk of chunks) run.record.chunks.push(structuredClone(chunk));  // before the Worker gets a copy
     const sent = performance.now();
     const pushes = chunks.map((chunk) => run.session.push(chunk));
     for (const p of pushes) p.catch(() => {});  // the first refusal is thrown below; the rest are moot
@@ -278,7 +280,7 @@ export class StreamInference extends EventTarget {
       // The simulator's activity at both ends of the pooled seconds (null for a real wearable).
       const truth = run.source.sim?.truth;
       run.record.predictions.push({
-        chunks: run.record.chunks.length, frontier: last.frontier, referenceTime: last.referenceTime, ...prediction,
+        chunks: run.pushes, frontier: last.frontier, referenceTime: last.referenceTime, ...prediction,
         truth: truth ? [truth.activityAt(prediction.from), truth.activityAt(prediction.to)] : null,
       });
     }

@@ -54,6 +54,9 @@ const RECORDING = () => {
     received: Object.fromEntries(Object.entries(r.received).map(([id, v]) => [id, plain(v)])),
     shown: { label: document.querySelector('#predicted').textContent, best: document.querySelector('.prob.best .name')?.textContent ?? null },
     stats: globalThis.sensorformerDemo.stats(),
+    // The feeder's accounting in the same task as the chunks and values above, so that nothing
+    // moves from pending to a chunk between the two.
+    feed: globalThis.sensorformerDemo.feed(),
   };
 };
 
@@ -260,7 +263,7 @@ test('a simulated disconnect: the gap is marked in the chunks, the session keeps
   // as the chunks carry it), except those it still holds (pending) or that came before the frontier
   // of a stream joining later (beforeFrontier); counted per stream.
   const stats = await page.evaluate(() => ({ ...document.querySelector('#session-line').dataset }));
-  const feed = await page.evaluate(() => globalThis.sensorformerDemo.feed());
+  const feed = rec.feed;
   for (const [id, values] of Object.entries(rec.received)) {
     const index = rec.streamIds.indexOf(id);
     const given = [];
