@@ -2,6 +2,7 @@
 
     node tools/af/prepare.mjs --data DIR            # build/af/: ECG + beats through the package's code
     /usr/bin/python3 tools/af/train_af.py [--variant main] [--fold 0] [--seed 1] [--epochs 40]
+        [--schedule v1|full]    # v1 (default): every run so far; full: anneals by the last epoch
 
 Speed: Debian's python3-torch does its matrix products through the system BLAS; the reference BLAS
 (libblas3) makes training ~10x slower than OpenBLAS: `apt-get install libopenblas0-openmp` first.
