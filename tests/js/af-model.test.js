@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_MARKERS, CV_NAN_RR_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -54,12 +54,16 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // 5 folds of 1,704-1,707), record for record in count
   const splitSize = (k) => readFileSync(new URL(`../../tools/af/split/fold${k}.txt`, import.meta.url), 'utf8').split('\n').filter(Boolean).length;
   assert.equal([0, 1, 2, 3, 4].map(splitSize).reduce((a, b) => a + b, 0), 8528);
-  for (const [variant, markers, count] of [['main', CV_MARKERS, 1], ['nan-rr', CV_NAN_RR_MARKERS, 5]]) {
-    const list = folds(variant);
-    assert.ok(list.length >= count, `${variant}: ${list.length} folds`);
-    assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${variant}: folds 0, 1, ... in order, none twice`);
-    for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${variant} fold ${m.fold}: ${m.test.records} test records`);
-    for (const m of list) assert.equal(m.variant, variant);
+  // [configuration, its markers, folds it has at least, train_af.py's variant and schedule] (runs
+  // from before train_af.py recorded the schedule were all v1)
+  const configurations = [['main', CV_MARKERS, 2, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
+    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1']];
+  for (const [configuration, markers, count, variant, schedule] of configurations) {
+    const list = folds(configuration);
+    assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
+    assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${configuration}: folds 0, 1, ... in order, none twice`);
+    for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${configuration} fold ${m.fold}: ${m.test.records} test records`);
+    for (const m of list) assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
     assert.equal(documented(undefined, markers), cvTable(list), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
 });

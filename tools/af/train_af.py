@@ -2,7 +2,7 @@
 
     node tools/af/prepare.mjs --data DIR            # build/af/: ECG + beats through the package's code
     /usr/bin/python3 tools/af/train_af.py [--variant main] [--fold 0] [--seed 1] [--epochs 40]
-        [--schedule v1|full]    # v1 (default): every run so far; full: anneals by the last epoch
+        [--schedule full|v1]    # full (default): anneals by the last epoch; v1: the runs before 2026-12-03
 
 Speed: Debian's python3-torch does its matrix products through the system BLAS; the reference BLAS
 (libblas3) makes training ~10x slower than OpenBLAS: `apt-get install libopenblas0-openmp` first.
@@ -208,9 +208,9 @@ def main():
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--schedule", default="v1", choices=["v1", "full"],
-                    help="v1: the learning-rate schedule of every run so far (ends at ~40 %% of its peak); "
-                         "full: sized from a whole epoch, so it anneals to the end of the last epoch")
+    ap.add_argument("--schedule", default="full", choices=["full", "v1"],
+                    help="full: sized from a whole epoch, so it anneals to the end of the last epoch (the shipped model); "
+                         "v1: the schedule of the runs before 2026-12-03 (ends at ~40 %% of its peak)")
     ap.add_argument("--limit", type=int, default=0, help="train on this many records (a smoke run)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--export-only", action="store_true", help="no training: export and score the run's best.pt")
@@ -244,7 +244,10 @@ def main():
     if args.limit:
         train_names = train_names[:args.limit]
         val_names = val_names[:max(50, args.limit // 8)]
-    out = pathlib.Path(args.out or ROOT / "build" / "af" / "runs" / f"{args.variant}-fold{args.fold}")
+    # main's runs with the v1 schedule (shipped until 2026-12-03) keep a name of their own beside the
+    # present configuration's; the ablations were all trained with v1 and keep theirs.
+    v1 = "-v1" if args.variant == "main" and args.schedule == "v1" else ""
+    out = pathlib.Path(args.out or ROOT / "build" / "af" / "runs" / f"{args.variant}{v1}-fold{args.fold}")
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / "checkpoint.pt"
     resume = args.resume and checkpoint.exists()
