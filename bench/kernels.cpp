@@ -156,6 +156,35 @@ __attribute__((noinline)) float probe_kloop(const float* A, const float* panel, 
   return xsimd::hadd(sum);
 }
 
+// The peak: what the core issues of independent 4-wide multiplies and adds, without GEMM's loads
+// and broadcasts. The limit above is Zen 4/5's port layout; another core's differs (Intel's Golden
+// Cove, for one, starts 128-bit multiplies on two ports and adds on two, one port shared, so at
+// most 3 of the 4 per cycle: 12 FLOP), so these rows measure it instead of assuming it. Each lane
+// is multiplied by 1 or has 0 added (read from volatile memory: no compiler folds them), so the
+// values never change and never become denormal. The chains hide the latency: kPeakChains
+// independent ones per operation keep up to 2 multiplies and 2 adds a cycle in flight at a latency
+// of 3-4 cycles (6 chains of each in the mixed loop, 12 of one in the single ones: at most 13 of
+// the 16 XMM registers V8 and SSE4.1 code use, so nothing spills).
+volatile float g_peak_one = 1.0f, g_peak_zero = 0.0f;
+
+template <int kMul, int kAdd>
+__attribute__((noinline)) float peak_loop(long iters) {
+  const f4 one(g_peak_one), zero(g_peak_zero);
+  f4 m[kMul > 0 ? kMul : 1], a[kAdd > 0 ? kAdd : 1];
+  for (int i = 0; i < kMul; ++i) m[i] = f4(1.0f + static_cast<float>(i));
+  for (int i = 0; i < kAdd; ++i) a[i] = f4(2.0f + static_cast<float>(i));
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < (kMul > kAdd ? kMul : kAdd); ++i) {
+      if (i < kMul) m[i] = m[i] * one;
+      if (i < kAdd) a[i] = a[i] + zero;
+    }
+  }
+  f4 sum(0.0f);
+  for (int i = 0; i < kMul; ++i) sum += m[i];
+  for (int i = 0; i < kAdd; ++i) sum += a[i];
+  return xsimd::hadd(sum);
+}
+
 // Random weights for one pre-norm GELU encoder layer (d, H, ff); storage owned by `store`.
 sf::EncoderLayerWeights layer_weights(int d, int H, int ff, std::vector<std::vector<float>>* store,
                                       unsigned seed) {
@@ -218,6 +247,16 @@ int main(int argc, char** argv) {
     cases.push_back({"probe: 4x8 mul+add k loop in L1", 64.0 * kProbeK * kReps, [=] {
                        g_sink = probe_kloop(A, panel, kReps);
                      }});
+    cases.back().vs_limit = true;
+  }
+
+  {
+    constexpr long kIters = 1 << 14;  // 12 vector operations of 4 FLOP per iteration: 0.8 MFLOP per call
+    cases.push_back({"peak: 4-wide mul+add, 6+6 chains", 48.0 * kIters, [] { g_sink = peak_loop<6, 6>(kIters); }});
+    cases.back().vs_limit = true;
+    cases.push_back({"peak: 4-wide mul only, 12 chains", 48.0 * kIters, [] { g_sink = peak_loop<12, 0>(kIters); }});
+    cases.back().vs_limit = true;
+    cases.push_back({"peak: 4-wide add only, 12 chains", 48.0 * kIters, [] { g_sink = peak_loop<0, 12>(kIters); }});
     cases.back().vs_limit = true;
   }
 
