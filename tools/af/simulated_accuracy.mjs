@@ -175,8 +175,8 @@ export async function simulatedAccuracy({ model = join(root, 'models', 'af.safet
         for (let k = 0; k < 10; k++) bpm += heartRateAt(w.to - k) / 10;
         const band = bpm < 90 ? 'under 90 bpm' : bpm < 110 ? '90-110 bpm' : bpm < 130 ? '110-130 bpm' : '130 bpm and over';
         for (const key of [`${activityAt(w.to)}`, band]) {
-          const a = (sinusBy[key] ??= { n: 0, normal: 0, bpm: 0 });
-          a.n++, a.normal += w.label === 'normal' ? 1 : 0, a.bpm += bpm;
+          const a = (sinusBy[key] ??= { n: 0, normal: 0, af: 0, bpm: 0 });
+          a.n++, a.normal += w.label === 'normal' ? 1 : 0, a.af += w.label === 'af' ? 1 : 0, a.bpm += bpm;
         }
       }
       const t = tally(windows);
@@ -193,7 +193,7 @@ export async function simulatedAccuracy({ model = join(root, 'models', 'af.safet
   log(`confusion over ${total.sinus.n + total.af.n} windows (${total.excluded} straddling an onset or offset left out); rows: simulator, columns: model`);
   log(`${''.padEnd(8)}${cols.map((c) => c.padStart(8)).join('')}`);
   for (const truth of ['sinus', 'af']) log(`${truth.padEnd(8)}${cols.map((c) => String(total[truth].labels[c] ?? 0).padStart(8)).join('')}`);
-  const by = (keys) => keys.filter((k) => sinusBy[k]).map((k) => `${k} ${sinusBy[k].normal}/${sinusBy[k].n} normal (mean ${(sinusBy[k].bpm / sinusBy[k].n).toFixed(0)} bpm)`).join(', ');
+  const by = (keys) => keys.filter((k) => sinusBy[k]).map((k) => `${k} ${sinusBy[k].normal}/${sinusBy[k].n} normal, ${sinusBy[k].af} af (mean ${(sinusBy[k].bpm / sinusBy[k].n).toFixed(0)} bpm)`).join(', ');
   log(`sinus windows by activity at their end: ${by(['rest', 'walk', 'run'])}`);
   log(`sinus windows by heart rate over their last 10 s: ${by(['under 90 bpm', '90-110 bpm', '110-130 bpm', '130 bpm and over'])}`);
   const sinus = pct(total.sinus.labels.normal ?? 0, total.sinus.n), af = pct(total.af.labels.af ?? 0, total.af.n);
