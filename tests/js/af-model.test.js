@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_CONDITIONS_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -66,6 +66,23 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
     for (const m of list) assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
     assert.equal(documented(undefined, markers), cvTable(list), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
+});
+
+test('the model card\'s conditions-per-fold table is the one the committed scores give; each fold\'s clean row is its run\'s own test score', () => {
+  // evaluate_af.py re-scores each fold's exported file (tools/af/results/cv/main-conditions.json):
+  // its clean rows must be the numbers train_af.py wrote for the same run (results/cv/main-fold<k>.json)
+  const rows = JSON.parse(readFileSync(new URL('../../tools/af/results/cv/main-conditions.json', import.meta.url), 'utf8'));
+  const byFold = new Map(folds('main').map((m) => [m.fold, m]));
+  const clean = rows.filter((r) => r.condition === 'clean');
+  assert.ok(clean.length >= 3, `${clean.length} folds scored`);
+  for (const r of clean) {
+    const m = byFold.get(r.fold);
+    assert.ok(m && r.run === `main-fold${r.fold}` && r.variant === 'main', `${r.run}: a main fold run with metrics`);
+    assert.equal(r.f1.toFixed(6), m.test.f1.toFixed(6), `${r.run}: clean F1`);
+    assert.deepEqual(r.confusion, m.test.confusion, `${r.run}: confusion`);
+  }
+  assert.equal(documented(undefined, CV_CONDITIONS_MARKERS), cvConditionsTable(),
+    `docs/models.md between the ${CV_CONDITIONS_MARKERS[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
 });
 
 const data = process.env.SF_CINC2017 ?? '';
