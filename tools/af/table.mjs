@@ -4,7 +4,9 @@
 // the same configuration with the v1 learning-rate schedule, shipped before
 // (tools/af/results/cv/main-v1-fold<k>.json), and the NaN-RR configuration, shipped before that
 // (tools/af/results/cv/nan-rr-fold<k>.json), each the metrics.json a `train_af.py --variant <variant>
-// --fold k` run writes, copied: the numbers in the model card come from these files, never by hand.
+// --fold k` run writes, copied; and the issue's test conditions on every fold of the main
+// configuration (tools/af/results/cv/main-conditions.json, evaluate_af.py's rows): the numbers in
+// the model card come from these files, never by hand.
 //
 //   node tools/af/table.mjs            # prints the tables (Markdown, with their markers)
 //   node tools/af/table.mjs --check    # exit 1 when docs/models.md does not hold them as printed
