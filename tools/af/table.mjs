@@ -13,7 +13,7 @@
 //
 // A row whose run or condition has no score yet is left out (the issue's ablations are added as
 // their models finish training); tests/js/af-model.test.js runs the check.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -97,6 +97,12 @@ const ROWS = [
   ['beat stream', 'beats-fold0', 'clean', N],
 ];
 
+// Three decimals, a signed difference, and the mean and sample standard deviation of a list.
+const f = (x) => x.toFixed(3);
+const signed = (x) => `${x >= 0 ? '+' : '-'}${f(Math.abs(x))}`;
+const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+const sd = (a) => Math.sqrt(a.reduce((x, y) => x + (y - mean(a)) ** 2, 0) / (a.length - 1));
+
 export function scores(dir = RESULTS) {
   const byKey = new Map();
   for (const f of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
@@ -106,7 +112,6 @@ export function scores(dir = RESULTS) {
 }
 
 export function table(byKey = scores()) {
-  const f = (x) => x.toFixed(3);
   const lines = [
     '| claim | model | test condition | F1 N | F1 A | F1 O | F1 ~ | challenge F1 | vs clean |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -116,7 +121,7 @@ export function table(byKey = scores()) {
     if (!r) continue;
     const clean = byKey.get(`${base}|clean`);
     const p = r.per_class_f1;
-    const delta = clean && r !== clean ? `${r.f1 - clean.f1 >= 0 ? '+' : '-'}${f(Math.abs(r.f1 - clean.f1))} (${MODELS[base][1]})` : '';
+    const delta = clean && r !== clean ? `${signed(r.f1 - clean.f1)} (${MODELS[base][1]})` : '';
     const strong = run === M && condition === 'clean' ? `**${f(r.f1)}**` : f(r.f1);
     lines.push(`| ${claim} | ${MODELS[run][0]} | ${CONDITIONS[condition]} | ${f(p.N)} | ${f(p.A)} | ${f(p.O)} | ${f(p['~'])} | ${strong} | ${delta} |`);
   }
@@ -152,7 +157,6 @@ export function folds(configuration = 'main') {
 }
 
 export function cvTable(list = folds()) {
-  const f = (x) => x.toFixed(3);
   const lines = [
     '| fold | test records | F1 N | F1 A | F1 O | F1 ~ | challenge F1 | best epoch | training |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -163,10 +167,8 @@ export function cvTable(list = folds()) {
     lines.push(`| ${m.fold}${note} | ${m.test.records} | ${f(p.N)} | ${f(p.A)} | ${f(p.O)} | ${f(p['~'])} | ${f(m.test.f1)} | ${m.best_epoch} of ${m.epochs_run} | ${(m.train_seconds / 60).toFixed(0)} min |`);
   }
   const values = list.map((m) => m.test.f1);
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const sd = values.length > 1 ? Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1)) : NaN;
   const per = (k) => f(list.reduce((a, m) => a + m.test.per_class_f1[k], 0) / list.length);
-  lines.push(`| **mean of ${values.length} fold${values.length === 1 ? '' : 's'}**${values.length < 5 ? ` (of 5; ${5 - values.length} to come)` : ''} | | ${per('N')} | ${per('A')} | ${per('O')} | ${per('~')} | **${f(mean)}**${values.length > 1 ? ` ± ${f(sd)} (sd), range ${f(Math.min(...values))}-${f(Math.max(...values))}` : ''} | | |`);
+  lines.push(`| **mean of ${values.length} fold${values.length === 1 ? '' : 's'}**${values.length < 5 ? ` (of 5; ${5 - values.length} to come)` : ''} | | ${per('N')} | ${per('A')} | ${per('O')} | ${per('~')} | **${f(mean(values))}**${values.length > 1 ? ` ± ${f(sd(values))} (sd), range ${f(Math.min(...values))}-${f(Math.max(...values))}` : ''} | | |`);
   return lines.join('\n');
 }
 
@@ -179,14 +181,10 @@ const CV_CONDITIONS = ['clean', 'r130', 'drop20', 'r130-drop20', 'strap-r130-dro
 
 export function cvConditionsTable(byKey = scores(), extra = join(RESULTS, 'cv', 'main-conditions.json')) {
   const rows = new Map(byKey);
-  try {
-    for (const row of JSON.parse(readFileSync(extra, 'utf8'))) rows.set(`${row.run}|${row.condition}`, row);
-  } catch { /* no fold scored yet */ }
+  const scored = existsSync(extra) ? JSON.parse(readFileSync(extra, 'utf8')) : [];  // none: no fold scored yet
+  for (const row of scored) rows.set(`${row.run}|${row.condition}`, row);
   const fold = (k, c) => rows.get(`main-fold${k}|${c}`)?.f1;
   const ks = [0, 1, 2, 3, 4].filter((k) => CV_CONDITIONS.every((c) => fold(k, c) !== undefined));
-  const f = (x) => x.toFixed(3);
-  const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
-  const sd = (a) => Math.sqrt(a.reduce((x, y) => x + (y - mean(a)) ** 2, 0) / (a.length - 1));
   const lines = [
     `| test condition | ${ks.map((k) => `fold ${k}`).join(' | ')} | mean | vs clean, mean (range) of the folds |`,
     `|---|${ks.map(() => '---|').join('')}---|---|`,
@@ -194,8 +192,7 @@ export function cvConditionsTable(byKey = scores(), extra = join(RESULTS, 'cv', 
   for (const c of CV_CONDITIONS) {
     const v = ks.map((k) => fold(k, c));
     const d = ks.map((k) => fold(k, c) - fold(k, 'clean'));
-    const sign = (x) => `${x >= 0 ? '+' : '-'}${f(Math.abs(x))}`;
-    const gap = c === 'clean' ? '' : `${sign(mean(d))} (${sign(Math.min(...d))} to ${sign(Math.max(...d))})`;
+    const gap = c === 'clean' ? '' : `${signed(mean(d))} (${signed(Math.min(...d))} to ${signed(Math.max(...d))})`;
     lines.push(`| ${CONDITIONS[c]} | ${v.map(f).join(' | ')} | ${f(mean(v))}${v.length > 1 ? ` ± ${f(sd(v))}` : ''} | ${gap} |`);
   }
   return lines.join('\n');
