@@ -8,7 +8,7 @@
 // thread count is fixed when it starts and the main thread's is pinned to 1), and times each run
 // inside its worker (bench/ort-encoder-worker.mjs: the JS preprocessing and session.run, as the
 // one-thread encoder rows do), so message passing is not charged to it. Each run is preceded by a
-// 20 ms pause, so that no runtime's spinning pool from the run before competes with it. sensorformer runs on this
+// 100 ms pause, so that no runtime's spinning pool from the run before competes with it. sensorformer runs on this
 // thread, its calling thread being one of its numThreads. Each round times every variant once, in
 // an order that rotates from round to round; medians. Before timing, per N: sensorformer's 2-thread
 // output bit-identical to its 1-thread output, and both ORT instances within TOL of it.
@@ -19,7 +19,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { assertSameResults, fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
 
-const SETTLE_MS = 20;
+// The pause before each timed run. onnxruntime-web's pool of 2 threads keeps spinning for 20-50 ms
+// after a run: measured 2026-12-03 on the 2-vCPU Xeon (a 64-token forward of ours on 2 threads
+// right after one of ORT's: 0.90x our 1 thread after a 20 ms pause, 1.23x after 50 ms, 1.32x
+// after 100 ms, 1.33x after 200 ms). A pause of 20 ms, used until then, let ORT's spinning take a
+// core from the run after it whenever that was ours on 2 threads.
+const SETTLE_MS = 100;
 
 function ortWorker(models, threads) {
   const worker = new Worker(new URL('./ort-encoder-worker.mjs', import.meta.url), { workerData: { models, threads } });
@@ -90,9 +95,9 @@ export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS,
       for (let v = 0; v < variants.length; v++) {
         const [k, run] = variants[(v + r) % variants.length];
         // A pause before each run: both runtimes' pools spin for a while after a forward (ours
-        // ~0.1 ms, ORT's longer), and a spinning pool of the previous variant would take the
+        // 0.5 ms, ORT's 20-50 ms), and a spinning pool of the previous variant would take the
         // cores from the next one's threads (measured: sensorformer's 2 threads at N = 256 went
-        // from 1.1-1.5x its 1 thread to 0.5-0.6x right after ORT's runs).
+        // from 1.1-1.5x its 1 thread to 0.5-0.6x right after ORT's runs; SETTLE_MS above).
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         times[k].push(await run());
       }

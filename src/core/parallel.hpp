@@ -50,13 +50,25 @@ inline Part part(int count, int t, int tasks) {
           static_cast<int>(static_cast<long long>(count) * (t + 1) / tasks)};
 }
 
-// The grain of the forward's steps, in multiply-adds: ~0.2 ms of one thread's work in WebAssembly
-// (~5 GMAC/s), far above a hand-off (a spinning helper picks a step up in microseconds, a
-// sleeping one in tens of them; on a machine with more threads than free cores a helper may not
-// run for milliseconds). So the small windows of streaming (N = 64 tokens at d 64: every step
-// <= 1 M multiply-adds) stay on the calling thread, and a step splits only when each part is
-// worth a hand-off.
-constexpr double kGrain = 1 << 20;
+// The grain of the forward's steps, in multiply-adds: a step (a matrix product, an attention) is
+// split into parts of at least this much work, ~13 us of one thread's work in WebAssembly
+// (~5 GMAC/s). A spinning helper picks a part up in a microsecond or two; a sleeping one takes
+// tens of microseconds (on a VM up to a millisecond), and on a machine with more threads than
+// free cores a helper may not run for milliseconds. That costs little: the caller takes parts
+// itself and waits only for parts a helper has claimed, never for a helper to start. So even the
+// small windows of streaming split (N = 64 tokens at d 64: every projection into 4 blocks of 16
+// rows, attention by head): 2^16 against the 2^20 (~0.2 ms) used until 2026-12-03, which left
+// them on one thread: 1.08-1.52x faster at 64 tokens on 2 threads, the same from 256 up
+// (BENCHMARKS.md, "The step grain and the bench's pause").
+constexpr double kGrain = 1 << 16;
+
+// The grain above which the groups of a block (the channel and factorized layouts' channel
+// attention, small time groups) run one after another with their steps split, rather than
+// spread over the threads whole (model.cpp, run_block): a group whose largest product is at most
+// this is handed out whole. Groups keep the larger grain: at the step grain, the demo model's
+// groups of 1-50 tokens would run one after another with their steps cut into parts of a few
+// microseconds, 16-20 % slower on 2 threads (BENCHMARKS.md, "The step grain and the bench's pause").
+constexpr double kGroupGrain = 1 << 20;
 
 #ifdef SF_THREADS
 

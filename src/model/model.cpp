@@ -315,7 +315,7 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   const auto limit = [&](int g) { return limits.empty() ? nullptr : limits[g].data(); };
   const auto start = [&](int g) { return starts.empty() ? nullptr : starts[g].data(); };
   // Groups are independent. When none is large enough for its own steps to split (its largest
-  // product at most the grain: the channel attention of the channel and factorized layouts, one
+  // product at most parallel::kGroupGrain: the channel attention of the channel and factorized layouts, one
   // small group per time bin, and the demo's time groups), the groups themselves are spread over
   // the threads, whole groups in order, each thread with its own buffers: every group goes
   // through the same instructions as on one thread, so results stay bit-identical. Otherwise
@@ -328,9 +328,9 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
     if (!consecutive(members)) gathered = std::max(gathered, members.size());
     work += n * (4 * d * d + 2 * d * ff + 2 * n * d);
   }
-  const bool small = static_cast<double>(largest) * d * std::max(ff, 3 * d) <= parallel::kGrain;
+  const bool small = static_cast<double>(largest) * d * std::max(ff, 3 * d) <= parallel::kGroupGrain;
   const int tasks = G > 1 && small && options.kernels != kernels::KernelSet::kReference
-                        ? std::min(G, parallel::split(work, parallel::kGrain)) : 1;
+                        ? std::min(G, parallel::split(work, parallel::kGroupGrain)) : 1;
   size_workspace(ws, largest, gathered, options.kernels == kernels::KernelSet::kReference);
   const std::size_t first_map = maps->size();
   if (options.attention_maps) maps->resize(first_map + G);

@@ -65,7 +65,7 @@ test('the default is the cores (at most 4); numThreads 1 is the single-thread bu
 test('forward: embeddings, pooled, head and attention maps bit-identical for 1, 2 and 3 threads', async () => {
   const models = await Promise.all([1, 2, 3].map((numThreads) => loadModel(ENCODER, { numThreads })));
   assert.deepEqual(models.map((m) => m.threads), [1, 2, 3]);
-  for (const tokens of [64, 700, 2048]) {
+  for (const tokens of [50, 64, 700, 2048]) {
     const window = encoderWindow(tokens, tokens);
     const [ref, ...others] = models.map((m) => m.forward(window, { attention: tokens <= 700 }));
     assert.equal(ref.embeddings.length, tokens * 64);
@@ -81,7 +81,7 @@ test('forward: embeddings, pooled, head and attention maps bit-identical for 1, 
 });
 
 // The demo model (factorized, d 32) on the bench's demo window (129 tokens: 8 time groups of 1-50
-// tokens, 5 channel groups of 25-27 per layer): no group's products reach the grain, so whole
+// tokens, 5 channel groups of 25-27 per layer): no group's products reach the group grain, so whole
 // groups are spread over the threads (model.cpp, run_block) instead of steps; maps come back in
 // group order.
 test('forward: a factorized model whose groups are spread over threads gives 1 thread\'s bits and maps', async () => {
