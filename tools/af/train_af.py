@@ -26,8 +26,9 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
 Fold k tests on fold k of tools/af/split/ and stops early on the validation part carved from the
 other folds (make_split.validation_of); fold 0 is the split every reported score uses. Writes
 build/af/runs/<variant>-fold<k>/: model.safetensors (F16), log.txt, metrics.json (validation and
-test scores of the exported file), test_logits.json and checkpoint.pt (after every epoch; `--resume`
-continues a stopped run from it). Deterministic for a seed, a thread count and a machine (torch's
+test scores of the exported file), test_logits.json and validation_logits.json (the exported file's
+logits per record) and checkpoint.pt (after every epoch; `--resume` continues a stopped run from
+it). Deterministic for a seed, a thread count and a machine (torch's
 CPU kernels, numpy's and Python's generators all seeded; a resumed run restores their states).
 """
 import argparse
@@ -353,7 +354,8 @@ def main():
     export_safetensors(model, A.CONFIG, path, dtype="F16")
     _, exported = load_safetensors(path)
     exported = exported.double()
-    val = score(predict(exported, val_items, args.variant, torch.float64), val_items)
+    val_logits = predict(exported, val_items, args.variant, torch.float64)
+    val = score(val_logits, val_items)
     test_logits = predict(exported, test_items, args.variant, torch.float64)
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
@@ -363,6 +365,9 @@ def main():
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     (out / "test_logits.json").write_text(json.dumps(
         {it["record"]: z for it, z in zip(test_items, test_logits)}) + "\n")
+    # The validation part's too: what combining runs (an ensemble, offsets) may be chosen on.
+    (out / "validation_logits.json").write_text(json.dumps(
+        {it["record"]: z for it, z in zip(val_items, val_logits)}) + "\n")
     if args.publish:
         models = ROOT / "models"
         models.mkdir(exist_ok=True)

@@ -1,0 +1,58 @@
+"""Score an ensemble of trained AF runs: the mean of their class probabilities (the softmax of each
+run's logits), on the validation part (where an ensemble may be chosen) and on the test part.
+
+    /usr/bin/python3 tools/af/ensemble.py RUN RUN [RUN ...] [--index build/af/index.json]
+
+RUN: a folder train_af.py wrote, with validation_logits.json and test_logits.json (the exported
+file's logits; a run exported before these files existed writes them again with the same command
+and `--export-only`). Every RUN must have been trained on the same fold (the same parts). Labels
+come from prepare.mjs's index. Prints, per part, each run alone and then the ensemble: challenge
+F1 (mean of N, A, O) and the per-class F1.
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "reference"))
+sys.path.insert(0, str(HERE))
+import afmodel as A  # noqa: E402
+from train_af import score  # noqa: E402
+
+
+def probabilities(logits):
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=pathlib.Path)
+    ap.add_argument("--index", type=pathlib.Path, default=ROOT / "build" / "af" / "index.json")
+    args = ap.parse_args()
+    label = {r["record"]: A.CODES.index(r["label"]) for r in json.loads(args.index.read_text())["records"]}
+    folds = {json.loads((run / "metrics.json").read_text())["fold"] for run in args.runs}
+    if len(folds) != 1:
+        sys.exit(f"ensemble.py: the runs test on different folds ({sorted(folds)}); an ensemble needs one")
+    line = lambda name, s: (f"  {name}: F1 {s['f1']:.4f} ("
+                            + " ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()) + ")")
+    for part in ("validation", "test"):
+        runs = [json.loads((run / f"{part}_logits.json").read_text()) for run in args.runs]
+        names = sorted(runs[0])
+        if any(sorted(r) != names for r in runs):
+            sys.exit(f"ensemble.py: the runs' {part} records differ")
+        items = [{"record": n, "label": label[n]} for n in names]
+        print(f"{part} part ({len(names)} records):")
+        for run, logits in zip(args.runs, runs):
+            print(line(run.name, score([logits[n] for n in names], items)))
+        mean = [np.mean([probabilities(r[n]) for r in runs], axis=0) for n in names]
+        print(line("ensemble (mean probability)", score(mean, items)))
+
+
+if __name__ == "__main__":
+    main()
