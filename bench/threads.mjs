@@ -8,8 +8,8 @@
 // thread count is fixed when it starts and the main thread's is pinned to 1), and times each run
 // inside its worker (bench/ort-encoder-worker.mjs: the JS preprocessing and session.run, as the
 // one-thread encoder rows do), so message passing is not charged to it. Each run is preceded by a
-// 100 ms pause, so that no runtime's spinning pool from the run before competes with it. sensorformer runs on this
-// thread, its calling thread being one of its numThreads. Each round times every variant once, in
+// 100 ms pause (SETTLE_MS), so that no runtime's spinning pool from the run before competes with
+// it. sensorformer runs on this thread, its calling thread being one of its numThreads. Each round times every variant once, in
 // an order that rotates from round to round; medians. Before timing, per N: sensorformer's 2-thread
 // output bit-identical to its 1-thread output, and both ORT instances within TOL of it.
 import { readFileSync } from 'node:fs';

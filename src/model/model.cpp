@@ -314,12 +314,12 @@ Status Model::run_block(int layer, AttentionBlock block, const TokenGroups& grou
   const int G = static_cast<int>(groups.size());
   const auto limit = [&](int g) { return limits.empty() ? nullptr : limits[g].data(); };
   const auto start = [&](int g) { return starts.empty() ? nullptr : starts[g].data(); };
-  // Groups are independent. When none is large enough for its own steps to split (its largest
-  // product at most parallel::kGroupGrain: the channel attention of the channel and factorized layouts, one
-  // small group per time bin, and the demo's time groups), the groups themselves are spread over
-  // the threads, whole groups in order, each thread with its own buffers: every group goes
-  // through the same instructions as on one thread, so results stay bit-identical. Otherwise
-  // the groups run one after another and their steps split (core/parallel.hpp).
+  // Groups are independent. When none is large (its largest product at most
+  // parallel::kGroupGrain: the channel attention of the channel and factorized layouts, one small
+  // group per time bin, and the demo's time groups), the groups themselves are spread over the
+  // threads, whole groups in order, each thread with its own buffers: every group goes through
+  // the same instructions as on one thread, so results stay bit-identical. Otherwise the groups
+  // run one after another and their steps split (core/parallel.hpp).
   std::size_t largest = 0, gathered = 0;
   double work = 0;  // multiply-adds of the block's layer
   for (const auto& members : groups) {

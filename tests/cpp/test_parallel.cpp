@@ -121,6 +121,17 @@ TEST(Parallel, SplitKeepsSmallWorkOnOneThread) {
   EXPECT_EQ(parallel::split(1e9, 1000), 4 * parallel::kTasksPerThread);
 }
 
+// The grains' design points (core/parallel.hpp): a 64-token window's projections at d 64 split on
+// 2 threads (the streaming regime uses both), while a demo-sized group (50 tokens at d 32, its
+// largest product) is still handed out whole rather than cut into parts of a few microseconds.
+TEST(Parallel, GrainsSplitSmallWindowsButKeepSmallGroupsWhole) {
+  Threads threads(2);
+  EXPECT_GE(parallel::split(64.0 * (3 * 64) * 64, parallel::kGrain), 2);  // in_proj, 64 tokens
+  EXPECT_GE(parallel::split(64.0 * 64 * 64, parallel::kGrain), 2);        // out_proj, 64 tokens
+  EXPECT_LE(50.0 * 32 * (3 * 32), parallel::kGroupGrain);
+  EXPECT_LT(parallel::kGrain, parallel::kGroupGrain);
+}
+
 TEST(Parallel, GemmPackedRowBlocksBitIdentical) {
   for (int M : {1, 17, 64, 333, 1024}) {
     const int N = 96, K = 80;
