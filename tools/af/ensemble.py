@@ -30,6 +30,17 @@ def probabilities(logits):
     return e / e.sum()
 
 
+def line(name, s):
+    return f"  {name}: F1 {s['f1']:.4f} (" + " ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()) + ")"
+
+
+def read_logits(run, part):
+    path = run / f"{part}_logits.json"
+    if not path.exists():
+        sys.exit(f"ensemble.py: {path} is missing; write it with the run's train_af.py command and --export-only")
+    return json.loads(path.read_text())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=pathlib.Path)
@@ -39,10 +50,8 @@ def main():
     folds = {json.loads((run / "metrics.json").read_text())["fold"] for run in args.runs}
     if len(folds) != 1:
         sys.exit(f"ensemble.py: the runs test on different folds ({sorted(folds)}); an ensemble needs one")
-    line = lambda name, s: (f"  {name}: F1 {s['f1']:.4f} ("
-                            + " ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()) + ")")
     for part in ("validation", "test"):
-        runs = [json.loads((run / f"{part}_logits.json").read_text()) for run in args.runs]
+        runs = [read_logits(run, part) for run in args.runs]
         names = sorted(runs[0])
         if any(sorted(r) != names for r in runs):
             sys.exit(f"ensemble.py: the runs' {part} records differ")
