@@ -28,6 +28,7 @@ import { encoderInputsFor, median, normals, readSafetensors } from './lib.mjs';
 const { values: args } = parseArgs({ options: { old: { type: 'string' }, tokens: { type: 'string', default: '64' }, rounds: { type: 'string', default: '60' }, threads: { type: 'string', default: '1' }, pause: { type: 'string', default: '0' }, model: { type: 'string', default: 'encoder' } } });
 const THREADS = Number(args.threads), PAUSE = Number(args.pause);
 const DEMO = args.model === 'demo';
+const WITH_ORT = THREADS === 1 && !DEMO;  // onnxruntime-web runs beside the builds only then (above)
 if (!args.old || !(Number.isInteger(THREADS) && THREADS >= 1) || !(PAUSE >= 0) || !['encoder', 'demo'].includes(args.model)) {
   console.error('usage: node bench/compare_builds.mjs --old PATH/TO/web [--tokens 64] [--rounds 60] [--threads 1] [--pause 0] [--model encoder|demo]');
   process.exit(2);
@@ -40,10 +41,10 @@ ort.env.wasm.simd = true;
 ort.env.logLevel = 'error';
 const cfg = meta.encoder.config, P = cfg.modalities[0].patch_len, d = cfg.d_model, N = Number(args.tokens);
 const file = DEMO ? path.join(MODELS, '..', '..', 'demo', 'model', 'demo.safetensors') : path.join(MODELS, 'encoder.safetensors');
-const st = DEMO ? null : readSafetensors(file);  // onnxruntime-web's inputs (the encoder only)
+const st = WITH_ORT ? readSafetensors(file) : null;  // onnxruntime-web's inputs
 const fresh = await loadModel(file, { numThreads: THREADS }), old = await loadOld(file, { numThreads: THREADS });
 if (fresh.threads !== THREADS || old.threads !== THREADS) throw new Error(`threads granted: new ${fresh.threads}, old ${old.threads} (asked ${THREADS})`);
-const session = await ort.InferenceSession.create(path.join(MODELS, 'encoder.onnx'), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+const session = WITH_ORT ? await ort.InferenceSession.create(path.join(MODELS, 'encoder.onnx'), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' }) : null;
 const samples = normals(N * P, N);
 const window = DEMO ? JSON.parse(readFileSync(path.join(MODELS, 'demo_window.json'), 'utf8')) : { streams: [{ sensor: 0, modality: 'acc', placement: 'wrist', rateHz: meta.encoder.rateHz, startTime: meta.encoder.startTime, samples }], referenceTime: meta.encoder.startTime };
 const a = fresh.forward(window).embeddings, b = old.forward(window).embeddings;
@@ -53,7 +54,7 @@ for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - b[i]));
 const cases = {
   new: () => fresh.forward(window),
   old: () => old.forward(window),
-  ...(THREADS === 1 && !DEMO && {
+  ...(WITH_ORT && {
     ort: async () => {
       const { patches, embed } = encoderInputsFor(st, cfg, meta.encoder.rateHz, samples, N);
       return session.run({ patches: new ort.Tensor('float32', patches, [N, P]), embed: new ort.Tensor('float32', embed, [N, d]) });
@@ -75,4 +76,4 @@ console.log(`${DEMO ? 'demo model, demo window' : `${N} tokens`}, ${THREADS} thr
   (m.ort ? `, onnxruntime-web ${m.ort.toFixed(3)} ms; old / new ${(m.old / m.new).toFixed(3)}, ORT / new ${(m.ort / m.new).toFixed(2)}, ORT / old ${(m.ort / m.old).toFixed(2)}` : `; old / new ${(m.old / m.new).toFixed(3)}`));
 fresh.dispose();
 old.dispose();
-session.release();
+session?.release();

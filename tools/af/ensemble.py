@@ -14,7 +14,7 @@ import json
 import pathlib
 import sys
 
-import numpy as np
+import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -22,12 +22,6 @@ sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from train_af import score  # noqa: E402
-
-
-def probabilities(logits):
-    z = np.asarray(logits, dtype=np.float64)
-    e = np.exp(z - z.max())
-    return e / e.sum()
 
 
 def line(name, s):
@@ -59,7 +53,8 @@ def main():
         print(f"{part} part ({len(names)} records):")
         for run, logits in zip(args.runs, runs):
             print(line(run.name, score([logits[n] for n in names], items)))
-        mean = [np.mean([probabilities(r[n]) for r in runs], axis=0) for n in names]
+        # (runs, records, classes) -> each run's probabilities, averaged over the runs
+        mean = torch.tensor([[r[n] for n in names] for r in runs], dtype=torch.float64).softmax(-1).mean(0).tolist()
         print(line("ensemble (mean probability)", score(mean, items)))
 
 
