@@ -19,11 +19,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { assertSameResults, fmt, layerFlops, median, normals, relError, table } from './lib.mjs';
 
-// The pause before each timed run. onnxruntime-web's pool of 2 threads keeps spinning for 20-50 ms
-// after a run: measured 2026-12-03 on the 2-vCPU Xeon (a 64-token forward of ours on 2 threads
-// right after one of ORT's: 0.90x our 1 thread after a 20 ms pause, 1.23x after 50 ms, 1.32x
-// after 100 ms, 1.33x after 200 ms). A pause of 20 ms, used until then, let ORT's spinning take a
-// core from the run after it whenever that was ours on 2 threads.
+// The pause before each timed run. onnxruntime-web's pool of 2 threads keeps spinning for tens of
+// milliseconds after a run (`node bench/ort_spin.mjs`, 2026-12-03 on the 2-vCPU Xeon: a 64-token
+// forward of ours on 2 threads right after one of ORT's ran at 0.65x our 1 thread after a 20 ms
+// pause, 0.72x after 50 ms, 1.10x after 100 ms, 1.15x after 200 ms). A pause of 20 ms, used until
+// then, let ORT's spinning take a core from the run after it whenever that was ours on 2 threads.
 const SETTLE_MS = 100;
 
 function ortWorker(models, threads) {
@@ -95,7 +95,7 @@ export async function runThreads({ CHECK, QUICK, check, goal, log, meta, MODELS,
       for (let v = 0; v < variants.length; v++) {
         const [k, run] = variants[(v + r) % variants.length];
         // A pause before each run: both runtimes' pools spin for a while after a forward (ours
-        // 0.5 ms, ORT's 20-50 ms), and a spinning pool of the previous variant would take the
+        // 0.5 ms, ORT's tens of ms), and a spinning pool of the previous variant would take the
         // cores from the next one's threads (measured: sensorformer's 2 threads at N = 256 went
         // from 1.1-1.5x its 1 thread to 0.5-0.6x right after ORT's runs; SETTLE_MS above).
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
