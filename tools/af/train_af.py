@@ -227,8 +227,9 @@ def main():
     args = ap.parse_args()
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
     overrides = json.loads(args.config) if args.config else {}
-    unknown = sorted(set(overrides) - {"d_model", "n_heads", "n_layers", "dim_feedforward"})
-    assert not unknown, f"--config: only d_model, n_heads, n_layers, dim_feedforward can change, not {unknown}"
+    settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
+    unknown = sorted(set(overrides) - settable)
+    assert not unknown, f"--config: only {', '.join(sorted(settable))} can change, not {unknown}"
     A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
     if args.variant == "beats":
         A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
