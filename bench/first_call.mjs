@@ -15,8 +15,10 @@
 // tokens, its weights seeded random numbers written here (only the speed matters).
 //
 //   node bench/first_call.mjs [--runs 9] [--steady 12] [--node] [--browser] [--isolated]
-//        [--case demo|large] [--wasm-url PATH] [--load-option key=value ...]
-// --wasm-url / --load-option pass options to loadModel (to compare builds or loader settings).
+//        [--case demo|large] [--wasm-url PATH] [--load-option key=value ...] [--web DIR]
+// --wasm-url / --load-option pass options to loadModel (to compare builds or loader settings);
+// --web: the package's folder, relative to the repository (default web; a copy of web/ with
+// another build in its dist/ compares builds, glue included).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -39,6 +41,7 @@ const { values: args } = parseArgs({
     case: { type: 'string', multiple: true },
     child: { type: 'string' },
     'wasm-url': { type: 'string' },
+    web: { type: 'string', default: 'web' },
     // Chromium: serve the page cross-origin isolated (COOP/COEP), as the demo server does, so the
     // loader can pick the threaded build (numThreads defaults to the cores, at most 4).
     isolated: { type: 'boolean', default: false },
@@ -141,7 +144,7 @@ function loadOptionsFromArgs() {
 }
 
 if (main && args.child) {
-  const { loadModel } = await import('../web/src/index.js');
+  const { loadModel } = await import(pathToFileURL(`${repo}${args.web}/src/index.js`).href);
   const demoBytes = new Uint8Array(readFileSync(new URL('../demo/model/demo.safetensors', import.meta.url)));
   const r = await sample(loadModel, demoBytes, args.child, loadOptionsFromArgs(), STEADY);
   process.stdout.write(JSON.stringify(r) + '\n');
@@ -165,6 +168,7 @@ async function runNode() {
     for (let i = 0; i < RUNS; i++) {
       const extra = [];
       if (args['wasm-url']) extra.push('--wasm-url', args['wasm-url']);
+      extra.push('--web', args.web);
       for (const kv of args['load-option']) extra.push('--load-option', kv);
       const out = await new Promise((resolve, reject) => {
         const p = spawn(process.execPath, [here, '--child', name, '--steady', String(STEADY), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -204,15 +208,15 @@ async function runBrowser() {
         });
         const page = await context.newPage();
         await page.goto(`${origin}/`);
-        const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady }) => {
-          const { loadModel } = await import('/web/src/index.js');
+        const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady, web }) => {
+          const { loadModel } = await import(`/${web}/src/index.js`);
           const demoBytes = new Uint8Array(await (await fetch('/demo/model/demo.safetensors')).arrayBuffer());
           // The functions of this file, rebuilt in the page (no bundler needed for three functions).
           // eslint-disable-next-line no-new-func
           const build = new Function(`${prngText}\n${makeCaseText}\n${sampleText}\nreturn sample;`);
           globalThis.__bench = build;
           return build()(loadModel, demoBytes, name, loadOptions, steady);
-        }, { sampleText: sample.toString().replace(/^async function sample/, 'async function sample'), makeCaseText: makeCase.toString(), prngText: prng.toString(), name, loadOptions: loadOptionsFromArgs(), steady: STEADY });
+        }, { sampleText: sample.toString().replace(/^async function sample/, 'async function sample'), makeCaseText: makeCase.toString(), prngText: prng.toString(), name, loadOptions: loadOptionsFromArgs(), steady: STEADY, web: args.web });
         rows.push(r);
         await context.close();
       }
