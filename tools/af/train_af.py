@@ -219,7 +219,8 @@ def main():
                     help="continue the run from its checkpoint.pt (written after every epoch: weights, optimiser, "
                          "schedule and every generator's state, so the run goes on as if never stopped)")
     ap.add_argument("--config", default=None, metavar="JSON",
-                    help="model settings over afmodel.CONFIG's, e.g. '{\"d_model\": 96, \"dim_feedforward\": 192}' "
+                    help="model settings over afmodel.CONFIG's (d_model, n_heads, n_layers, dim_feedforward, "
+                         "attention_lookback_s), e.g. '{\"d_model\": 96, \"dim_feedforward\": 192}' "
                          "(an experiment's model; written into the exported file's metadata and metrics.json)")
     ap.add_argument("--publish", action="store_true",
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
