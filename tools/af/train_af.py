@@ -215,6 +215,10 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="train on this many records (a smoke run)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--export-only", action="store_true", help="no training: export and score the run's best.pt")
+    ap.add_argument("--from-published", action="store_true",
+                    help="with --export-only (main, fold 0, seed 1): take best.pt and metrics.json from the shipped "
+                         "models/af.safetensors and models/af-metrics.json (the run folder's logits for ensemble.py "
+                         "on a machine that did not train it)")
     ap.add_argument("--resume", action="store_true",
                     help="continue the run from its checkpoint.pt (written after every epoch: weights, optimiser, "
                          "schedule and every generator's state, so the run goes on as if never stopped)")
@@ -227,6 +231,9 @@ def main():
                          "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
+    assert not args.from_published or (args.export_only and args.variant == "main" and args.fold == 0 and args.seed == 1
+                                       and not args.config and args.schedule == "full"), \
+        "--from-published: with --export-only, the shipped configuration (main, fold 0, seed 1)"
     overrides = json.loads(args.config) if args.config else {}
     settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
     unknown = sorted(set(overrides) - settable)
@@ -299,6 +306,10 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps, pct_start=0.1)
     best, best_epoch, started, epoch = -1.0, -1, time.time(), -1
+    if args.from_published:  # the shipped file's weights (F16, exactly representable) as the run's best
+        shutil.copyfile(ROOT / "models" / "af-metrics.json", out / "metrics.json")
+        _, published = load_safetensors(ROOT / "models" / "af.safetensors")
+        torch.save(published.float().state_dict(), out / "best.pt")
     if args.export_only:  # a finished run's best.pt: export, score and (--publish) publish again
         args.epochs = 0
         done = json.loads((out / "metrics.json").read_text())
