@@ -3,9 +3,9 @@
 // compile and wasm categories) of a fresh cross-origin-isolated page (the threaded build) that
 // loads first_call.mjs's "large" case (the d 64 encoder, 1024 tokens), optionally waits, then runs
 // 10 forwards. Prints the forwards' times and, for forwards 1, 2 and 9, the trace's compile events
-// that fall inside each one (lazy baseline compiles of functions the warm-up never called, top-tier
-// recompiles still running) and the longest events per thread. Issue 22 item 4 (first call <=
-// 1.5x steady in Chromium): docs/performance.md, "First call of the threaded build".
+// that fall inside each one, on any thread (lazy baseline compiles of functions the warm-up never
+// called, top-tier recompiles still running). Issue 22 item 4 (first call <= 1.5x steady in
+// Chromium): docs/performance.md, "First call of the threaded build".
 //
 //   node bench/first_call_trace.mjs [--runs 1] [--sleep MS] [--plain] [--web DIR]
 // --sleep: idle milliseconds between loadModel and the first forward; --plain: no COOP/COEP (the
