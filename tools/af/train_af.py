@@ -306,10 +306,11 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps, pct_start=0.1)
     best, best_epoch, started, epoch = -1.0, -1, time.time(), -1
-    if args.from_published:  # the shipped file's weights (F16, exactly representable) as the run's best
+    if args.from_published:  # the shipped file's weights as the run's best: exported again byte for byte
         shutil.copyfile(ROOT / "models" / "af-metrics.json", out / "metrics.json")
         _, published = load_safetensors(ROOT / "models" / "af.safetensors")
-        torch.save(published.float().state_dict(), out / "best.pt")
+        # as loaded (no .float(): that would round the float64 time-encoding table)
+        torch.save(published.state_dict(), out / "best.pt")
     if args.export_only:  # a finished run's best.pt: export, score and (--publish) publish again
         args.epochs = 0
         done = json.loads((out / "metrics.json").read_text())
