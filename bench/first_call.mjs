@@ -182,32 +182,39 @@ async function runNode() {
   }
 }
 
-async function runBrowser() {
-  const { chromium } = await import('playwright-core');
-  const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: LAUNCH_ARGS });
-  // localhost: a secure context, which SharedArrayBuffer needs besides COOP/COEP (the routes below
-  // answer every request; nothing listens on the port).
+// A fresh page of `browser` in a context of its own (its own cache: nothing compiled before), on a
+// localhost origin (a secure context, which SharedArrayBuffer needs besides COOP/COEP) whose every
+// request a route answers from the repository (nothing listens on the port). `isolated`: with the
+// COOP/COEP headers the demo server sends, so the loader can pick the threaded build. Also used by
+// first_call_trace.mjs. Returns { context, page }; close the context when done.
+export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export async function openPage(browser, { isolated, title = 'first call' }) {
   const origin = 'http://localhost:58123';
   const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+  const context = await browser.newContext();
+  await context.route(`${origin}/**`, (route) => {
+    const path = new URL(route.request().url()).pathname;
+    const headers = isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+    if (path === '/') return route.fulfill({ body: `<!doctype html><title>${title}</title>`, contentType: 'text/html', headers });
+    try {
+      route.fulfill({ body: readFileSync(repo + path), contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream', headers });
+    } catch {
+      route.fulfill({ status: 404 });
+    }
+  });
+  const page = await context.newPage();
+  await page.goto(`${origin}/`);
+  return { context, page };
+}
+
+async function runBrowser() {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: LAUNCH_ARGS });
   try {
     for (const name of CASES) {
       const rows = [];
       for (let i = 0; i < RUNS; i++) {
-        const context = await browser.newContext();  // its own cache: nothing compiled before
-        await context.route(`${origin}/**`, (route) => {
-          const path = new URL(route.request().url()).pathname;
-          const headers = args.isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
-          if (path === '/') return route.fulfill({ body: '<!doctype html><title>first call</title>', contentType: 'text/html', headers });
-          try {
-            const body = readFileSync(repo + path);
-            route.fulfill({ body, contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream', headers });
-          } catch {
-            route.fulfill({ status: 404 });
-          }
-        });
-        const page = await context.newPage();
-        await page.goto(`${origin}/`);
+        const { context, page } = await openPage(browser, { isolated: args.isolated });
         const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady, web }) => {
           const { loadModel } = await import(`/${web}/src/index.js`);
           const demoBytes = new Uint8Array(await (await fetch('/demo/model/demo.safetensors')).arrayBuffer());

@@ -12,36 +12,19 @@
 // single-thread build); --web: the package's folder relative to the repository (default web: a
 // copy of web/ holding another build compares builds). SF_JS_FLAGS=... passes V8 flags to the
 // page (--trace-wasm-compilation-times lists every function compiled, with its compile time).
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { makeCase } from './first_call.mjs';
+import { LAUNCH_ARGS, makeCase, openPage } from './first_call.mjs';
 import { prng } from '../tests/js/prng.js';
 
-const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: { runs: { type: 'string', default: '1' }, sleep: { type: 'string', default: '0' }, plain: { type: 'boolean', default: false }, web: { type: 'string', default: 'web' } },
 });
 const COMPILE = /CompileLazy|TopTier|CompileBaseline|ExecuteCompilationUnits|ImportCallWrapper|V8\.CompileCode/;
 const { chromium } = await import('playwright-core');
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', ...(process.env.SF_JS_FLAGS ? ['--js-flags=' + process.env.SF_JS_FLAGS] : [])] });
-const origin = 'http://localhost:58123';  // answered by the route below; nothing listens
-const types = { '.js': 'text/javascript', '.wasm': 'application/wasm' };
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: [...LAUNCH_ARGS, ...(process.env.SF_JS_FLAGS ? ['--js-flags=' + process.env.SF_JS_FLAGS] : [])] });
 try {
   for (let run = 0; run < Number(args.runs); run++) {
-    const context = await browser.newContext();
-    await context.route(`${origin}/**`, (route) => {
-      const path = new URL(route.request().url()).pathname;
-      const headers = args.plain ? {} : { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
-      if (path === '/') return route.fulfill({ body: '<!doctype html><title>first call trace</title>', contentType: 'text/html', headers });
-      try {
-        route.fulfill({ body: readFileSync(repo + path), contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream', headers });
-      } catch {
-        route.fulfill({ status: 404 });
-      }
-    });
-    const page = await context.newPage();
-    await page.goto(`${origin}/`);
+    const { context, page } = await openPage(browser, { isolated: !args.plain, title: 'first call trace' });
     await browser.startTracing(page, { categories: ['v8', 'v8.wasm', 'disabled-by-default-v8.compile', 'disabled-by-default-v8.wasm.detailed', 'blink.user_timing'] });
     const r = await page.evaluate(async ({ makeCaseText, prngText, sleep, web }) => {
       const { loadModel } = await import(`/${web}/src/index.js`);
