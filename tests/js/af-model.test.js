@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_CONDITIONS_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_CONDITIONS_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -57,32 +57,40 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // [configuration, its markers, folds it has at least, train_af.py's variant and schedule] (runs
   // from before train_af.py recorded the schedule were all v1)
   const configurations = [['main', CV_MARKERS, 2, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
-    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1']];
+    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 1, 'main', 'full']];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
     assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${configuration}: folds 0, 1, ... in order, none twice`);
     for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${configuration} fold ${m.fold}: ${m.test.records} test records`);
     for (const m of list) assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
-    assert.equal(documented(undefined, markers), cvTable(list), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
+    assert.equal(documented(undefined, markers), cvTable(list, configuration), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
+  // the 10 s look-back's runs: main's variant with that one setting
+  for (const m of folds('lb10')) assert.deepEqual(m.config, { attention_lookback_s: 10 }, `lb10 fold ${m.fold}`);
 });
 
-test('the model card\'s conditions-per-fold table is the one the committed scores give; each fold\'s clean row is its run\'s own test score', () => {
-  // evaluate_af.py re-scores each fold's exported file (tools/af/results/cv/main-conditions.json):
-  // its clean rows must be the numbers train_af.py wrote for the same run (results/cv/main-fold<k>.json)
-  const rows = JSON.parse(readFileSync(new URL('../../tools/af/results/cv/main-conditions.json', import.meta.url), 'utf8'));
-  const byFold = new Map(folds('main').map((m) => [m.fold, m]));
-  const clean = rows.filter((r) => r.condition === 'clean');
-  assert.deepEqual(clean.map((r) => r.fold).sort(), [1, 2, 3, 4], 'folds 1-4 scored once each (fold 0: results/main-fold0.json)');
-  for (const r of clean) {
-    const m = byFold.get(r.fold);
-    assert.ok(m && r.run === `main-fold${r.fold}` && r.variant === 'main', `${r.run}: a main fold run with metrics`);
-    assert.equal(r.f1.toFixed(6), m.test.f1.toFixed(6), `${r.run}: clean F1`);
-    assert.deepEqual(r.confusion, m.test.confusion, `${r.run}: confusion`);
+test('the model card\'s conditions-per-fold tables are the ones the committed scores give; each fold\'s clean row is its run\'s own test score', () => {
+  // evaluate_af.py re-scores each fold's exported file (tools/af/results/cv/<configuration>-conditions.json):
+  // its clean rows must be the numbers train_af.py wrote for the same run (results/cv/<configuration>-fold<k>.json)
+  for (const [configuration, folds0, markers, table0] of [
+    ['main', [1, 2, 3, 4], CV_CONDITIONS_MARKERS, () => cvConditionsTable()],
+    ['lb10', [0, 1, 2, 3, 4], CV_LB10_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10', ['clean', 'r130-drop20', 'strap-r130-drop20'])],
+  ]) {
+    const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));
+    const clean = conditionRows(configuration).filter((r) => r.condition === 'clean');
+    const scored = clean.map((r) => r.fold).sort();
+    assert.deepEqual(scored, [...new Set(scored)], `${configuration}: each fold scored once`);
+    assert.ok(scored.every((k) => folds0.includes(k)) && scored.length >= (configuration === 'main' ? 4 : 1), `${configuration}: folds ${scored}`);
+    for (const r of clean) {
+      const m = byFold.get(r.fold);
+      assert.ok(m && r.run === `${configuration}-fold${r.fold}` && r.variant === 'main', `${r.run}: a ${configuration} fold run with metrics`);
+      assert.equal(r.f1.toFixed(6), m.test.f1.toFixed(6), `${r.run}: clean F1`);
+      assert.deepEqual(r.confusion, m.test.confusion, `${r.run}: confusion`);
+    }
+    assert.equal(documented(undefined, markers), table0(),
+      `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
-  assert.equal(documented(undefined, CV_CONDITIONS_MARKERS), cvConditionsTable(),
-    `docs/models.md between the ${CV_CONDITIONS_MARKERS[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
 });
 
 const data = process.env.SF_CINC2017 ?? '';

@@ -209,6 +209,9 @@ class Batch:
         reference time), label (int or None), pool_from (float or None)."""
         B = len(items)
         mods = config["modalities"]
+        # forward_batched checks it against the model's: bands made for a shorter look-back than
+        # the model's would leave keys out that its attention should see
+        self.lookback = config["attention_lookback_s"]
         sizes = [max(1, max(len(it["tokens"][m["name"]][2]) for it in items)) for m in mods]
         self.vals = [torch.zeros(B, n, m["patch_len"], dtype=dtype) for n, m in zip(sizes, mods)]
         self.starts = [sum(sizes[:i]) for i in range(len(mods))]
@@ -343,6 +346,7 @@ def forward_batched(model, batch, dense=False):
     cfg = model.config
     dtype = model.tokenizer.mask_token.dtype
     W = cfg["attention_lookback_s"]
+    assert batch.lookback >= W, f"a batch made for a {batch.lookback} s look-back, the model's is {W} s: Batch(items, config=model.config)"
     assert all(layer.norm_first for layer in model.encoder.layers)  # the layer math below is pre-norm
     x = embed(model, batch)
     B, T, d = x.shape

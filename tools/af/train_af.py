@@ -159,7 +159,7 @@ def predict(model, items, variant, dtype=torch.float32, dense=False):
     logits = [None] * len(items)
     with torch.no_grad():
         for idx in batches(items, None, False):
-            b = A.Batch([items[i] for i in idx], index_time=variant == "index-time", dtype=dtype)
+            b = A.Batch([items[i] for i in idx], config=model.config, index_time=variant == "index-time", dtype=dtype)
             z = A.forward_batched(model, b, dense=dense)
             for j, i in enumerate(idx):
                 logits[i] = z[j].tolist()
