@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_CONDITIONS_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_CONDITIONS_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -28,7 +28,7 @@ test('the AF model file: <= 1 MB, causal with a look-back, the four classes, as 
   try {
     const c = model.config;
     assert.equal(c.causal, true);
-    assert.equal(c.attention_lookback_s, 5);
+    assert.equal(c.attention_lookback_s, 10);  // main with a 10 s look-back (docs/models.md)
     assert.deepEqual(c.labels, ['normal', 'af', 'other', 'noisy']);
     assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr']);
     assert.equal(statSync(modelPath).size, metrics.bytes);
@@ -39,8 +39,8 @@ test('the AF model file: <= 1 MB, causal with a look-back, the four classes, as 
 
 test('the model card\'s ablation table is the one the committed scores give (tools/af/results/*.json), and its main row the shipped model\'s metrics', () => {
   const byKey = scores();
-  const main = byKey.get('main-fold0|clean');
-  assert.ok(main, 'tools/af/results/ has the main model\'s clean score');
+  const main = byKey.get(`${SHIPPED}-fold0|clean`);
+  assert.ok(main, 'tools/af/results/ has the shipped model\'s clean score');
   // evaluate_af.py re-scores the run's exported file: the same numbers as train_af.py's metrics
   assert.equal(main.f1.toFixed(6), metrics.test.f1.toFixed(6));
   assert.deepEqual(main.confusion, metrics.test.confusion);
@@ -56,7 +56,7 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   assert.equal([0, 1, 2, 3, 4].map(splitSize).reduce((a, b) => a + b, 0), 8528);
   // [configuration, its markers, folds it has at least, train_af.py's variant and schedule] (runs
   // from before train_af.py recorded the schedule were all v1)
-  const configurations = [['main', CV_MARKERS, 2, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
+  const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
     ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 1, 'main', 'full']];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
@@ -74,7 +74,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
   // evaluate_af.py re-scores each fold's exported file (tools/af/results/cv/<configuration>-conditions.json):
   // its clean rows must be the numbers train_af.py wrote for the same run (results/cv/<configuration>-fold<k>.json)
   for (const [configuration, folds0, markers, table0] of [
-    ['main', [1, 2, 3, 4], CV_CONDITIONS_MARKERS, () => cvConditionsTable()],
+    ['main', [1, 2, 3, 4], CV_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'main')],
     ['lb10', [0, 1, 2, 3, 4], CV_LB10_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10', ['clean', 'r130-drop20', 'strap-r130-drop20'])],
   ]) {
     const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));

@@ -231,10 +231,12 @@ def main():
                          "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
-    assert not args.from_published or (args.export_only and args.variant == "main" and args.fold == 0 and args.seed == 1
-                                       and not args.config and args.schedule == "full"), \
-        "--from-published: with --export-only, the shipped configuration (main, fold 0, seed 1)"
     overrides = json.loads(args.config) if args.config else {}
+    if args.from_published:
+        shipped = json.loads((ROOT / "models" / "af-metrics.json").read_text())
+        assert (args.export_only and args.variant == "main" and args.fold == 0 and args.seed == shipped["seed"]
+                and overrides == shipped["config"] and args.schedule == shipped["schedule"]), \
+            f"--from-published: with --export-only and the shipped model's settings ({shipped['command']})"
     settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
     unknown = sorted(set(overrides) - settable)
     assert not unknown, f"--config: only {', '.join(sorted(settable))} can change, not {unknown}"
