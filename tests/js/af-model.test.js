@@ -57,7 +57,7 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // [configuration, its markers, folds it has at least, train_af.py's variant and schedule] (runs
   // from before train_af.py recorded the schedule were all v1)
   const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
-    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 1, 'main', 'full']];
+    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full']];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);

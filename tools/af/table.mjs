@@ -1,12 +1,12 @@
 // The ablation table of docs/models.md from the committed scores (tools/af/results/*.json, written
-// by tools/af/evaluate_af.py), and its cross-validation tables: the main configuration's fold runs
-// (fold 0: models/af-metrics.json, the shipped model; folds 1-4: tools/af/results/cv/main-fold<k>.json),
-// the same configuration with the v1 learning-rate schedule, shipped before
-// (tools/af/results/cv/main-v1-fold<k>.json), and the NaN-RR configuration, shipped before that
-// (tools/af/results/cv/nan-rr-fold<k>.json), each the metrics.json a `train_af.py --variant <variant>
-// --fold k` run writes, copied; and the issue's test conditions on every fold of the main
-// configuration (tools/af/results/cv/main-conditions.json, evaluate_af.py's rows): the numbers in
-// the model card come from these files, never by hand.
+// by tools/af/evaluate_af.py), and its cross-validation tables, one per configuration: each fold's
+// run's metrics.json (a `train_af.py --variant <variant> --fold k [--config ...]` run), copied to
+// tools/af/results/cv/<configuration>-fold<k>.json (the shipped configuration's fold 0 is
+// models/af-metrics.json, the shipped model), and the issue's test conditions on every fold
+// (tools/af/results/cv/<configuration>-conditions.json, evaluate_af.py's rows). Configurations:
+// main, the same with the v1 learning-rate schedule (main-v1, shipped before), the NaN-RR
+// configuration (nan-rr, shipped before that) and main with a 10 s look-back (lb10). The numbers
+// in the model card come from these files, never by hand.
 //
 //   node tools/af/table.mjs            # prints the tables (Markdown, with their markers)
 //   node tools/af/table.mjs --check    # exit 1 when docs/models.md does not hold them as printed
