@@ -228,7 +228,7 @@ export function parts() {
     [CV_NAN_RR_MARKERS, cvTable(folds('nan-rr'), 'nan-rr'), 'NaN-RR cross-validation table'],
     [CV_CONDITIONS_MARKERS, cvConditionsTable(scores(), 'main'), 'main (5 s look-back) conditions-per-fold table'],
     [CV_LB10_MARKERS, cvTable(folds('lb10'), 'lb10'), '10 s look-back cross-validation table'],
-    [CV_LB10_CONDITIONS_MARKERS, cvConditionsTable(scores(), 'lb10', ['clean', 'r130-drop20', 'strap-r130-drop20']), '10 s look-back conditions-per-fold table']];
+    [CV_LB10_CONDITIONS_MARKERS, cvConditionsTable(scores(), 'lb10'), '10 s look-back conditions-per-fold table']];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
