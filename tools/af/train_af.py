@@ -34,6 +34,7 @@ CPU kernels, numpy's and Python's generators all seeded; a resumed run restores 
 import argparse
 import copy
 import os
+import shlex
 import shutil
 import json
 import pathlib
@@ -388,7 +389,7 @@ def main():
         models = ROOT / "models"
         models.mkdir(exist_ok=True)
         shutil.copyfile(path, models / "af.safetensors")
-        published = dict(metrics, command="/usr/bin/python3 tools/af/train_af.py " + " ".join(a for a in sys.argv[1:] if a != "--export-only"),
+        published = dict(metrics, command="/usr/bin/python3 tools/af/train_af.py " + shlex.join(a for a in sys.argv[1:] if a != "--export-only"),
                          machine=f"{os.cpu_count()} cores, torch {torch.__version__}")
         (models / "af-metrics.json").write_text(json.dumps(published, indent=1) + "\n")
         # 6 decimals: 5e-7, far inside the parity test's 1e-4
