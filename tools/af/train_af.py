@@ -207,7 +207,10 @@ def main():
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
-    ap.add_argument("--patience", type=int, default=10)
+    ap.add_argument("--patience", type=int, default=None,
+                    help="stop when the validation F1 has not improved for this many epochs; 0: never. Default: 0 with "
+                         "--schedule full (the learning rate anneals only in the last epochs: a run stopped before them "
+                         "keeps a model trained at a high rate), 10 with v1 (as those runs were trained)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--schedule", default="full", choices=["full", "v1"],
@@ -231,6 +234,8 @@ def main():
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
+    if args.patience is None:
+        args.patience = 10 if args.schedule == "v1" else 0
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
     overrides = json.loads(args.config) if args.config else {}
     if args.from_published:
@@ -238,10 +243,14 @@ def main():
         assert (args.export_only and args.variant == "main" and args.fold == 0 and args.seed == shipped["seed"]
                 and overrides == shipped["config"] and args.schedule == shipped["schedule"]), \
             f"--from-published: with --export-only and the shipped model's settings ({shipped['command']})"
-    settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
+    settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s", "ecg_hidden"}
     unknown = sorted(set(overrides) - settable)
     assert not unknown, f"--config: only {', '.join(sorted(settable))} can change, not {unknown}"
-    A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
+    # in place: afmodel's functions take this dict as their default
+    A.CONFIG.update({k: v for k, v in overrides.items() if k != "ecg_hidden"})
+    if overrides.get("ecg_hidden"):  # the ECG patch's value projection with a hidden layer of this width
+        A.CONFIG["modalities"] = [dict(m, hidden=overrides["ecg_hidden"]) if m["name"] == "ecg" else m
+                                  for m in A.CONFIG["modalities"]]
     if args.variant == "beats":
         A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
     torch.set_num_threads(args.threads)
@@ -357,7 +366,7 @@ def main():
         if val["f1"] > best:
             best, best_epoch = val["f1"], epoch + 1
             torch.save(model.state_dict(), out / "best.pt")
-        elif epoch + 1 - best_epoch >= args.patience:
+        elif args.patience and epoch + 1 - best_epoch >= args.patience and epoch + 1 < args.epochs:
             log(f"early stop: no better validation F1 for {args.patience} epochs")
             break
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
