@@ -461,8 +461,7 @@ export interface ModelConfig {
   max_period?: number;
   min_present_fraction?: number;
   n_sensors: number;
-  /** `hidden`: a hidden layer of that many units in the modality's value projection (docs/model.md, "Tokenizer"). */
-  modalities: { name: string; patch_len: number; hidden?: number; mean?: number; std?: number }[];
+  modalities: { name: string; patch_len: number; mean?: number; std?: number }[];
   placements: string[];
   rate_bucket_edges_hz?: number[];
   n_outputs?: number;

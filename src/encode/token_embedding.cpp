@@ -11,28 +11,15 @@ namespace sf {
 Status embed_tokens(const ModelConfig& c, const TokenEmbeddingWeights& w, const Tokens& t,
                     kernels::KernelSet kernels, float* out) {
   const int d = c.d_model, T = t.count;
-  const bool ref = kernels == kernels::KernelSet::kReference;
-  const auto linear = ref ? kernels::linear_ref : kernels::linear;
-  const auto act = c.activation == Activation::kGelu ? (ref ? kernels::gelu_ref : kernels::gelu)
-                                                     : (ref ? kernels::relu_ref : kernels::relu);
-  std::vector<float> hidden;  // a run's hidden units, for modalities with a hidden layer
+  const auto linear = kernels == kernels::KernelSet::kReference ? kernels::linear_ref : kernels::linear;
   // Value tokens, one projection per run of tokens from the same stream (same modality, so the
   // patches are contiguous rows of patch_len values); absent patches then take the mask token.
   for (int i = 0; i < T;) {
     int end = i + 1;
     while (end < T && t.stream[end] == t.stream[i]) ++end;
-    const int m = t.modality[i], P = c.modalities[m].patch_len, H = c.modalities[m].hidden;
-    const float* x = t.values.data() + t.value_offset[i];
-    float* y = out + static_cast<size_t>(i) * d;
-    if (H > 0) {
-      const size_t n = static_cast<size_t>(end - i) * H;
-      if (hidden.size() < n) hidden.resize(n);
-      linear(end - i, P, H, x, w.value_hidden_weight[m], w.value_hidden_bias[m], hidden.data());
-      act(hidden.data(), static_cast<int>(n), hidden.data());
-      linear(end - i, H, d, hidden.data(), w.value_proj_weight[m], w.value_proj_bias[m], y);
-    } else {
-      linear(end - i, P, d, x, w.value_proj_weight[m], w.value_proj_bias[m], y);
-    }
+    const int m = t.modality[i], P = c.modalities[m].patch_len;
+    linear(end - i, P, d, t.values.data() + t.value_offset[i], w.value_proj_weight[m],
+           w.value_proj_bias[m], out + static_cast<size_t>(i) * d);
     for (int k = i; k < end; ++k)
       if (!t.present[k]) std::copy(w.mask_token, w.mask_token + d, out + static_cast<size_t>(k) * d);
     i = end;

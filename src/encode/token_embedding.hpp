@@ -3,8 +3,6 @@
 //   x_i = (present_i ? value_proj[m_i](patch_i) : mask_token)
 //         + time_encoding(t_i - reference_time)
 //         + sensor[s_i] + modality[m_i] + placement[p_i] + rate[r_i]
-//
-// value_proj[m] is an nn.Linear(P, d), or fc2(act(fc1(.))) for a modality with a hidden layer.
 #pragma once
 
 #include <vector>
@@ -17,10 +15,8 @@
 namespace sf {
 
 struct TokenEmbeddingWeights {
-  std::vector<const float*> value_proj_weight;  // per modality: (d, patch_len), or fc2 (d, hidden)
+  std::vector<const float*> value_proj_weight;  // per modality: (d, patch_len)
   std::vector<const float*> value_proj_bias;    // per modality: (d)
-  std::vector<const float*> value_hidden_weight;  // per modality: fc1 (hidden, patch_len); null without
-  std::vector<const float*> value_hidden_bias;    // per modality: fc1 (hidden); null without
   const float* mask_token = nullptr;            // (d)
   const float* sensor = nullptr;                // (n_sensors, d)
   const float* modality = nullptr;              // (n_modalities, d)

@@ -176,7 +176,6 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
     if (c.modality_index(mc.name) >= 0) return bad("modality \"" + mc.name + "\" is listed twice");
     const std::string where = "modality \"" + mc.name + "\": ";
     SF_RETURN_IF_ERROR(get_int(m, "patch_len", true, 1, L::kMaxPatchLen, &mc.patch_len, where));
-    SF_RETURN_IF_ERROR(get_int(m, "hidden", false, 1, L::kMaxFeedforward, &mc.hidden, where));
     // Samples are normalised in float32 as (x - mean) / std: both must be float32 numbers, and std
     // a normal one (a std that is 0 as float32 would make every value Inf, then every output NaN).
     double mean = 0.0, sd = 1.0;

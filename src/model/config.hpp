@@ -16,9 +16,6 @@ enum class Activation { kRelu, kGelu };
 struct ModalityConfig {
   std::string name;
   int patch_len = 0;  // samples (regular) or events (event-driven) per token
-  // 0: the value projection is one nn.Linear(P, d); H > 0: a hidden layer of H units,
-  // fc2(act(fc1(patch))) with the encoder's activation (docs/model.md, "Tokens").
-  int hidden = 0;
   float mean = 0.0f;  // value normalisation: (x - mean) / std
   float std = 1.0f;
 };
@@ -53,12 +50,6 @@ struct ModelConfig {
 
   bool has_lookback() const { return attention_lookback_s != std::numeric_limits<double>::infinity(); }
   int rate_buckets() const { return static_cast<int>(rate_bucket_edges_hz.size()) + 2; }
-  // Multiply-adds of one present patch's value projection (P d, or P H + H d with a hidden layer).
-  double embed_macs(int modality) const {
-    const ModalityConfig& m = modalities[modality];
-    return m.hidden > 0 ? static_cast<double>(m.patch_len) * m.hidden + static_cast<double>(m.hidden) * d_model
-                        : static_cast<double>(m.patch_len) * d_model;
-  }
   int modality_index(const std::string& name) const;   // -1 when unknown
   int placement_index(const std::string& name) const;  // -1 when unknown
   // Bucket 0: event-driven; else 1 + number of edges <= rate.

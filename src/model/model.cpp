@@ -35,16 +35,8 @@ SF_MINSIZE std::vector<std::pair<std::string, Shape>> expected_tensors(const Mod
   const std::int64_t d = c.d_model, ff = c.dim_feedforward;
   std::vector<std::pair<std::string, Shape>> t;
   for (const auto& m : c.modalities) {
-    const std::string p = "tokenizer.value_proj." + m.name + ".";
-    if (m.hidden > 0) {
-      t.push_back({p + "fc1.weight", {m.hidden, m.patch_len}});
-      t.push_back({p + "fc1.bias", {m.hidden}});
-      t.push_back({p + "fc2.weight", {d, m.hidden}});
-      t.push_back({p + "fc2.bias", {d}});
-    } else {
-      t.push_back({p + "weight", {d, m.patch_len}});
-      t.push_back({p + "bias", {d}});
-    }
+    t.push_back({"tokenizer.value_proj." + m.name + ".weight", {d, m.patch_len}});
+    t.push_back({"tokenizer.value_proj." + m.name + ".bias", {d}});
   }
   t.push_back({"tokenizer.mask_token", {d}});
   t.push_back({"tokenizer.sensor_embedding.weight", {c.n_sensors, d}});
@@ -101,8 +93,7 @@ namespace {
 SF_MINSIZE std::uint64_t implied_parameters(const ModelConfig& c) {
   const std::uint64_t d = c.d_model, ff = c.dim_feedforward;
   std::uint64_t n = d;  // mask token
-  for (const auto& m : c.modalities)
-    n += m.hidden > 0 ? static_cast<std::uint64_t>(m.hidden) * (m.patch_len + 1) + d * m.hidden + d : d * m.patch_len + d;
+  for (const auto& m : c.modalities) n += d * m.patch_len + d;
   n += (static_cast<std::uint64_t>(c.n_sensors) + c.modalities.size() + c.placements.size() + c.rate_buckets()) * d;
   const std::uint64_t layer = 3 * d * d + 3 * d + d * d + d + ff * d + ff + d * ff + d + 4 * d;
   n += layer * c.n_layers * (c.layout == Layout::kFactorized ? 2 : 1);
@@ -206,12 +197,8 @@ SF_MINSIZE Status Model::load_time_encoding(const SafetensorsFile& file) {
 SF_MINSIZE Status Model::bind() {
   const ModelConfig& c = config_;
   for (const auto& m : c.modalities) {
-    const std::string p = "tokenizer.value_proj." + m.name + ".";
-    const std::string out = m.hidden > 0 ? "fc2." : "";
-    embedding_.value_proj_weight.push_back(param(p + out + "weight"));
-    embedding_.value_proj_bias.push_back(param(p + out + "bias"));
-    embedding_.value_hidden_weight.push_back(m.hidden > 0 ? param(p + "fc1.weight") : nullptr);
-    embedding_.value_hidden_bias.push_back(m.hidden > 0 ? param(p + "fc1.bias") : nullptr);
+    embedding_.value_proj_weight.push_back(param("tokenizer.value_proj." + m.name + ".weight"));
+    embedding_.value_proj_bias.push_back(param("tokenizer.value_proj." + m.name + ".bias"));
   }
   embedding_.mask_token = param("tokenizer.mask_token");
   embedding_.sensor = param("tokenizer.sensor_embedding.weight");
@@ -371,7 +358,7 @@ double Model::forward_gflop(const Tokens& t, const std::vector<TokenGroups>& blo
   const ModelConfig& c = config_;
   const double d = c.d_model, ff = c.dim_feedforward, T = t.count;
   double macs = 0;
-  for (int i = 0; i < t.count; ++i) macs += c.embed_macs(t.modality[i]);
+  for (int i = 0; i < t.count; ++i) macs += static_cast<double>(c.modalities[t.modality[i]].patch_len) * d;
   for (const TokenGroups& groups : block_groups) {
     double per_layer = T * (4 * d * d + 2 * d * ff);
     for (const auto& g : groups) {
@@ -410,16 +397,12 @@ SF_MINSIZE Status Model::check_budgets(const Tokens& t, const std::vector<TokenG
                   " MiB (limit 256 MiB): ask for maps on shorter windows, or use the time, channel or "
                   "factorized layout; embeddings alone need no maps"};
   }
-  // Embeddings and the time encoding (T d each), value projections' hidden units (T H at most),
-  // the largest group's layer buffers (input, norm, attention output, q, k and v, context: 7 d,
-  // plus the feed-forward's ff).
+  // Embeddings and the time encoding (T d each), the largest group's layer buffers (input, norm,
+  // attention output, q, k and v, context: 7 d, plus the feed-forward's ff).
   std::size_t largest = 0;
   for (const TokenGroups& groups : block_groups)
     for (const auto& g : groups) largest = std::max(largest, g.size());
-  int hidden = 0;
-  for (const auto& m : c.modalities) hidden = std::max(hidden, m.hidden);
-  const double work = 4.0 * (static_cast<double>(t.count) * (2.0 * c.d_model + hidden) +
-                             static_cast<double>(largest) * (7.0 * c.d_model + c.dim_feedforward));
+  const double work = 4.0 * (2.0 * t.count * c.d_model + static_cast<double>(largest) * (7.0 * c.d_model + c.dim_feedforward));
   if (work > limits::kMaxWorkBytes)
     return {ErrorCode::kResourceExhausted, tokens + " needs about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
                                                " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +

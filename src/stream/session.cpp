@@ -419,9 +419,9 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
 // with time < frontier) and the live keys of the groups they join, checked before anything of the
 // push is kept, so that compute() cannot fail half-way: attention rows past
 // limits::kMaxAttentionMapBytes, working memory past limits::kMaxWorkBytes, cost past max_gflop.
-// The cost is counted as Model::forward_gflop counts a window: the value projection per token
-// (ModelConfig::embed_macs), projections and feed-forward per token, layer and block, and 2 d MACs
-// per query-key pair in reach (the causal cut and the look-back: keys in [t - W, t]).
+// The cost is counted as Model::forward_gflop counts a window: P d per token to embed, projections
+// and feed-forward per token, layer and block, and 2 d MACs per query-key pair in reach (the causal
+// cut and the look-back: keys in [t - W, t]).
 Status check_budgets(const ModelConfig& c, const StreamOptions& options, const std::vector<AttentionBlock>& blocks,
                      const std::vector<std::map<long long, KeyValueCache>>& caches, const std::vector<StreamState>& streams,
                      const std::vector<PendingToken>& pending, const std::vector<PendingToken>& added, double frontier, double ref) {
@@ -434,8 +434,9 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
   for (const std::vector<PendingToken>* list : {&pending, &added})
     for (const PendingToken& p : *list)
       if (p.time < frontier) {
-        values += streams[p.stream].patch_len;
-        macs += c.embed_macs(streams[p.stream].modality);
+        const double P = streams[p.stream].patch_len;
+        values += P;
+        macs += P * d;
         by_stream[p.stream].push_back(p.time);
       }
   Tokens t;
@@ -485,11 +486,9 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
                                                  " MiB of attention rows (limit 256 MiB): push shorter chunks, or start the session "
                                                  "without { attention: true }"};
   }
-  // Embeddings and token values kept for the update, value projections' hidden units, the largest
-  // group's layer buffers and its keys' projections.
-  int hidden = 0;
-  for (const auto& mc : c.modalities) hidden = std::max(hidden, mc.hidden);
-  const double work = 4.0 * (3.0 * m * d + m * hidden + values) + 96.0 * m + 4.0 * largest * (7.0 * d + ff) + 8.0 * keys_largest * d;
+  // Embeddings and token values kept for the update, the largest group's layer buffers and its
+  // keys' projections.
+  const double work = 4.0 * (3.0 * m * d + values) + 96.0 * m + 4.0 * largest * (7.0 * d + ff) + 8.0 * keys_largest * d;
   if (work > limits::kMaxWorkBytes)
     return {ErrorCode::kResourceExhausted, tokens + " need about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
                                                " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +

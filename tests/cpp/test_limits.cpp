@@ -86,40 +86,6 @@ TEST(HostileModelFile, HugeLayerCountsStopBeforeAnythingIsAllocated) {
   EXPECT_EQ(load_status(c, small_tensors(small_config("time"))).code(), ErrorCode::kBadFormat);
 }
 
-TEST(HostileModelFile, AValueProjectionHiddenLayerIsBoundedAndItsTensorsChecked) {
-  // "hidden" (optional) must be an integer in [1, 65536]; the message names the modality and field.
-  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-3), nlohmann::json(65537), nlohmann::json(1.5),
-                                    nlohmann::json("8"), nlohmann::json(nullptr)}) {
-    auto c = small_config("time");
-    c["modalities"][0]["hidden"] = bad;
-    const Status s = load_status(c, small_tensors(small_config("time")));
-    EXPECT_EQ(s.code(), ErrorCode::kBadFormat) << bad.dump();
-    EXPECT_TRUE(mentions(s, "hidden") && mentions(s, c["modalities"][0]["name"].get<std::string>())) << s.message();
-  }
-  // A config with a hidden layer over a file holding the plain projection: the fc1/fc2 tensors are
-  // missing (MISSING_TENSOR, named); with them (and the right shapes) it loads.
-  auto c = small_config("time");
-  c["modalities"][0]["hidden"] = 5;
-  auto t = small_tensors(small_config("time"));
-  const std::string name = c["modalities"][0]["name"], p = "tokenizer.value_proj." + name + ".";
-  const Status s = load_status(c, t);
-  EXPECT_EQ(s.code(), ErrorCode::kMissingTensor);
-  EXPECT_TRUE(mentions(s, p + "fc")) << s.message();
-  const std::int64_t d = c["d_model"], P = c["modalities"][0]["patch_len"];
-  std::mt19937 rng(3);
-  t.erase(p + "weight");
-  t.erase(p + "bias");
-  t[p + "fc1.weight"] = sf::testing::random_f32({5, P}, rng);
-  t[p + "fc1.bias"] = sf::testing::random_f32({5}, rng);
-  t[p + "fc2.weight"] = sf::testing::random_f32({d, 5}, rng);
-  t[p + "fc2.bias"] = sf::testing::random_f32({d}, rng);
-  Model m;
-  ASSERT_TRUE(load_status(c, t, &m).ok());
-  EXPECT_EQ(m.config().modalities[0].hidden, 5);
-  t[p + "fc1.weight"] = sf::testing::random_f32({5, P + 1}, rng);  // shape checked
-  EXPECT_EQ(load_status(c, t).code(), ErrorCode::kBadFormat);
-}
-
 TEST(HostileModelFile, AConfigWhoseTensorsCannotFitIsRefusedByArithmetic) {
   // d_model 8192 with 4 sensors is 32,768 floats in the sensor table alone; the file holds the
   // small model's few KB. Refused by the size check, naming both sizes.

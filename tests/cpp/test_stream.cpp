@@ -755,8 +755,7 @@ struct Fixture {
   bool lookback;
 };
 const Fixture kCausalFixtures[] = {{"flattened_lookback", true}, {"time_lookback", true}, {"channel_lookback", true},
-                                   {"factorized_lookback", true}, {"flattened_patch_mlp", true},
-                                   {"flattened_causal", false}, {"factorized_causal", false}};
+                                   {"factorized_lookback", true}, {"flattened_causal", false}, {"factorized_causal", false}};
 
 // --- tests ----------------------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ const POOLED_ATOL = 2e-5;
 // head: a float32 dot product of d_model = 16 terms against the same in float64.
 const HEAD_ATOL = 1e-5;
 
-const LOOKBACK = ['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback', 'flattened_patch_mlp'];
+const LOOKBACK = ['flattened_lookback', 'time_lookback', 'channel_lookback', 'factorized_lookback'];
 const MODELS = [...LOOKBACK, 'factorized_causal'];  // factorized_causal: causal without a look-back
 const models = new Map(await Promise.all(MODELS.map(async (m) => [m, await loadModel(fixturePath(`model/${m}.safetensors`), { warmup: false })])));
 

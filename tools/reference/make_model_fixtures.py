@@ -87,18 +87,6 @@ MODELS.update({
                                                                attention_lookback_s=0.75,
                                                                n_outputs=3)),
 })
-# Value projections with a hidden layer (a modality's "hidden": H, fc2(act(fc1(patch)))): a causal
-# look-back model with GELU (the AF model's kind) and a bidirectional one with ReLU.
-MODELS.update({
-    "flattened_patch_mlp": ("flattened_patch_mlp", "F32", dict(
-        layout="flattened", norm_first=True, activation="gelu", final_norm=True, causal=True,
-        attention_lookback_s=2.0, n_outputs=4,
-        modalities=[dict(m, hidden={"ecg": 24, "acc_x": 8}[m["name"]]) if m["name"] in ("ecg", "acc_x") else m
-                    for m in COMMON["modalities"]])),
-    "time_patch_mlp": ("time_patch_mlp", "F32", dict(
-        layout="time", norm_first=False, activation="relu", final_norm=False, causal=False, n_outputs=0,
-        modalities=[dict(m, hidden=6) if m["name"] == "rr" else m for m in COMMON["modalities"]])),
-})
 LOOKBACK_MODELS = [n for n in MODELS if "attention_lookback_s" in MODELS[n][2]]
 MODELS["factorized_f16"] = ("factorized", "F16", MODELS["factorized"][2])
 MODELS["factorized_bf16"] = ("factorized", "BF16", MODELS["factorized"][2])

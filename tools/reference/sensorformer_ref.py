@@ -55,25 +55,12 @@ BLOCKS = {"flattened": ["flattened"], "time": ["time"], "channel": ["channel"],
           "factorized": ["time", "channel"]}
 
 
-class PatchMLP(nn.Module):
-    """A modality's value projection with a hidden layer (modality config "hidden": H):
-    fc2(act(fc1(patch))), fc1 (H, patch_len), fc2 (d_model, H), act the encoder's activation."""
-    def __init__(self, P, H, d, activation):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(P, H), nn.Linear(H, d)
-        self.act = nn.GELU() if activation == "gelu" else nn.ReLU()
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
-
-
 class Tokenizer(nn.Module):
     def __init__(self, config):
         super().__init__()
         d = config["d_model"]
         self.value_proj = nn.ModuleDict(
-            {m["name"]: PatchMLP(m["patch_len"], m["hidden"], d, config["activation"]) if m.get("hidden")
-             else nn.Linear(m["patch_len"], d) for m in config["modalities"]})
+            {m["name"]: nn.Linear(m["patch_len"], d) for m in config["modalities"]})
         self.mask_token = nn.Parameter(torch.zeros(d))
         self.sensor_embedding = nn.Embedding(config["n_sensors"], d)
         self.modality_embedding = nn.Embedding(len(config["modalities"]), d)
@@ -377,13 +364,8 @@ def expected_tensor_shapes(config):
     d, ff = config["d_model"], config["dim_feedforward"]
     shapes = {}
     for m in config["modalities"]:
-        p, H = f"tokenizer.value_proj.{m['name']}.", m.get("hidden")
-        if H:
-            shapes.update({p + "fc1.weight": (H, m["patch_len"]), p + "fc1.bias": (H,),
-                           p + "fc2.weight": (d, H), p + "fc2.bias": (d,)})
-        else:
-            shapes[p + "weight"] = (d, m["patch_len"])
-            shapes[p + "bias"] = (d,)
+        shapes[f"tokenizer.value_proj.{m['name']}.weight"] = (d, m["patch_len"])
+        shapes[f"tokenizer.value_proj.{m['name']}.bias"] = (d,)
     shapes.update({
         "tokenizer.mask_token": (d,),
         "tokenizer.sensor_embedding.weight": (config["n_sensors"], d),
