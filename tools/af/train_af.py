@@ -243,14 +243,10 @@ def main():
         assert (args.export_only and args.variant == "main" and args.fold == 0 and args.seed == shipped["seed"]
                 and overrides == shipped["config"] and args.schedule == shipped["schedule"]), \
             f"--from-published: with --export-only and the shipped model's settings ({shipped['command']})"
-    settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s", "ecg_hidden"}
+    settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
     unknown = sorted(set(overrides) - settable)
     assert not unknown, f"--config: only {', '.join(sorted(settable))} can change, not {unknown}"
-    # in place: afmodel's functions take this dict as their default
-    A.CONFIG.update({k: v for k, v in overrides.items() if k != "ecg_hidden"})
-    if overrides.get("ecg_hidden"):  # the ECG patch's value projection with a hidden layer of this width
-        A.CONFIG["modalities"] = [dict(m, hidden=overrides["ecg_hidden"]) if m["name"] == "ecg" else m
-                                  for m in A.CONFIG["modalities"]]
+    A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
     if args.variant == "beats":
         A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
     torch.set_num_threads(args.threads)
