@@ -10,7 +10,7 @@ signal), one per line, sorted:
     fold0.txt .. fold4.txt   a stratified partition into 5 folds (each class shuffled with the
                              seed, then dealt round robin), for 5-fold cross-validation
     test.txt                 fold 0: the test part (20 %) every reported score uses
-    validation.txt           a stratified eighth of folds 1-4 (10 % of all): early stopping
+    validation.txt           a stratified eighth of folds 1-4 (10 % of all): chooses the epoch
     train.txt                the rest of folds 1-4 (70 %)
 
 Cross-validation run k tests on fold k and carves its validation part from the other four the
