@@ -127,25 +127,26 @@ double clock_sample_ghz() {
 }
 
 // The probe: matmul.cpp's micro-kernel k loop alone (per k: two 4-wide vectors of a panel, four
-// broadcasts of A, 8 multiplies and 8 adds into 8 accumulators) over a panel and 4 rows of A that
-// stay in L1, with no epilogue, 4-wide in every build (sse4_1 batches, which the WebAssembly build
-// lowers to SIMD128). It is the best this code shape does on the core at the time of the run: on
-// a shared VM the core gives 128-bit mul+add code anywhere from ~40 % to ~98 % of the limit,
-// changing within seconds, while the integer clock stays put (a sibling hardware thread on the
-// host taking FP pipes is the likely cause), so a GEMM row reads against the probe's row of the
-// same run.
+// broadcasts from a packed group of A, 8 multiplies and 8 adds into 8 accumulators, both pointers
+// stepping as in micro_tile) over a panel and a packed group that stay in L1, with no epilogue,
+// 4-wide in every build (sse4_1 batches, which the WebAssembly build lowers to SIMD128). It is the
+// best this code shape does on the core at the time of the run: on a shared VM the core gives
+// 128-bit mul+add code anywhere from ~40 % to ~98 % of the limit, changing within seconds, while
+// the integer clock stays put (a sibling hardware thread on the host taking FP pipes is the likely
+// cause), so a GEMM row reads against the probe's row of the same run.
 using f4 = xsimd::batch<float, xsimd::sse4_1>;
-constexpr int kProbeK = 256;  // panel 8 KB + A 4 KB: in L1
+constexpr int kProbeK = 256;  // panel 8 KB + packed A 4 KB: in L1
 
-__attribute__((noinline)) float probe_kloop(const float* A, const float* panel, int reps) {
-  const float* a[4] = {A, A + kProbeK, A + 2 * kProbeK, A + 3 * kProbeK};
+__attribute__((noinline)) float probe_kloop(const float* ap, const float* panel, int reps) {
   f4 c0[4], c1[4];
   for (int i = 0; i < 4; ++i) c0[i] = c1[i] = f4(0.0f);
   for (int r = 0; r < reps; ++r) {
-    for (int k = 0; k < kProbeK; ++k) {
-      const f4 b0 = f4::load_unaligned(panel + k * 8), b1 = f4::load_unaligned(panel + k * 8 + 4);
+    const float* pa = ap;
+    const float* pb = panel;
+    for (int k = 0; k < kProbeK; ++k, pa += 4, pb += 8) {
+      const f4 b0 = f4::load_unaligned(pb), b1 = f4::load_unaligned(pb + 4);
       for (int i = 0; i < 4; ++i) {
-        const f4 av(a[i][k]);
+        const f4 av(pa[i]);
         c0[i] = av * b0 + c0[i];
         c1[i] = av * b1 + c1[i];
       }

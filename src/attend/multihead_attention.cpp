@@ -73,9 +73,21 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
   grow(ws.ctx, static_cast<size_t>(L) * E);
   const float *qp, *kp, *vp;
   int ldq, ldkv;
+  // Unpacked weights (a caller of this function; the Model packs at load) are packed into the
+  // workspace, as encoder_layer packs its feed-forward's: after the largest call, none allocates.
+  const kernels::PackedWeights* in_packed = w.in_proj_packed;
+  const kernels::PackedWeights* out_packed = w.out_proj_packed;
+  if (!ref && self && !in_packed) {
+    kernels::pack_weights(w.in_proj_weight, 3 * E, E, E, bias, &ws.in_proj);
+    in_packed = &ws.in_proj;
+  }
+  if (!ref && self && !out_packed) {
+    kernels::pack_weights(w.out_proj_weight, E, E, E, w.out_proj_bias, &ws.out_proj);
+    out_packed = &ws.out_proj;
+  }
   if (self) {
-    if (!ref && w.in_proj_packed)
-      kernels::gemm_packed(L, query, E, *w.in_proj_packed, 1.0f, kernels::Act::kNone, false, ws.qkv.data(), 3 * E);
+    if (!ref)
+      kernels::gemm_packed(L, query, E, *in_packed, 1.0f, kernels::Act::kNone, false, ws.qkv.data(), 3 * E);
     else
       gemm_nt(L, 3 * E, E, 1.0f, query, E, w.in_proj_weight, E, bias, ws.qkv.data(), 3 * E);
     qp = ws.qkv.data(), kp = qp + E, vp = qp + 2 * E, ldq = ldkv = 3 * E;
@@ -147,8 +159,8 @@ Status multihead_attention(const MhaWeights& w, const float* query, int L, const
     }
   };
   parallel::run(tasks, task);
-  if (!ref && w.out_proj_packed)
-    kernels::gemm_packed(L, ctx.data(), E, *w.out_proj_packed, 1.0f, kernels::Act::kNone, false, out, E);
+  if (!ref && out_packed)
+    kernels::gemm_packed(L, ctx.data(), E, *out_packed, 1.0f, kernels::Act::kNone, false, out, E);
   else
     gemm_nt(L, E, E, 1.0f, ctx.data(), E, w.out_proj_weight, E, w.out_proj_bias, out, E);
   return Status::Ok();

@@ -29,8 +29,8 @@ struct MhaWeights {
   const float* out_proj_weight = nullptr; // (E, E)
   const float* out_proj_bias = nullptr;   // (E) or null
   // Optional copies of in_proj (with its bias) and out_proj packed by kernels::pack_weights (the
-  // Model packs them at load). Null: the vector path packs per call. The reference path never
-  // reads them.
+  // Model packs them at load). Null: the vector path packs them per call (self-attention's into
+  // the workspace, so a reused one allocates nothing). The reference path never reads them.
   const kernels::PackedWeights* in_proj_packed = nullptr;
   const kernels::PackedWeights* out_proj_packed = nullptr;
 };
@@ -45,6 +45,7 @@ struct MhaWorkspace {
   std::vector<int> causal_limit;
   kernels::AttentionWorkspace attention;  // the calling thread's (parallel slot 0)
   std::vector<kernels::AttentionWorkspace> helper_attention;  // slots 1.. when heads run on threads
+  kernels::PackedWeights in_proj, out_proj;  // unpacked weights' per-call packing (self-attention)
 };
 
 enum class AttentionWeights { kNone, kPerHead, kAveraged };

@@ -4,22 +4,26 @@
 
 #include "encode/time_encoding.hpp"
 #include "kernels/activation.hpp"
-#include "kernels/matmul.hpp"
 
 namespace sf {
 
 Status embed_tokens(const ModelConfig& c, const TokenEmbeddingWeights& w, const Tokens& t,
                     kernels::KernelSet kernels, float* out) {
   const int d = c.d_model, T = t.count;
-  const auto linear = kernels == kernels::KernelSet::kReference ? kernels::linear_ref : kernels::linear;
+  const bool ref = kernels == kernels::KernelSet::kReference;
+  const auto linear = ref ? kernels::linear_ref : kernels::linear;
   // Value tokens, one projection per run of tokens from the same stream (same modality, so the
   // patches are contiguous rows of patch_len values); absent patches then take the mask token.
   for (int i = 0; i < T;) {
     int end = i + 1;
     while (end < T && t.stream[end] == t.stream[i]) ++end;
     const int m = t.modality[i], P = c.modalities[m].patch_len;
-    linear(end - i, P, d, t.values.data() + t.value_offset[i], w.value_proj_weight[m],
-           w.value_proj_bias[m], out + static_cast<size_t>(i) * d);
+    if (!ref && !w.value_proj_packed.empty())
+      kernels::gemm_packed(end - i, t.values.data() + t.value_offset[i], P, *w.value_proj_packed[m], 1.0f,
+                           kernels::Act::kNone, false, out + static_cast<size_t>(i) * d, d);
+    else
+      linear(end - i, P, d, t.values.data() + t.value_offset[i], w.value_proj_weight[m],
+             w.value_proj_bias[m], out + static_cast<size_t>(i) * d);
     for (int k = i; k < end; ++k)
       if (!t.present[k]) std::copy(w.mask_token, w.mask_token + d, out + static_cast<size_t>(k) * d);
     i = end;

@@ -9,6 +9,7 @@
 
 #include "core/status.hpp"
 #include "kernels/kernel_set.hpp"
+#include "kernels/matmul.hpp"
 #include "model/config.hpp"
 #include "tokenize/tokenizer.hpp"
 
@@ -17,6 +18,9 @@ namespace sf {
 struct TokenEmbeddingWeights {
   std::vector<const float*> value_proj_weight;  // per modality: (d, patch_len)
   std::vector<const float*> value_proj_bias;    // per modality: (d)
+  // per modality, packed by kernels::pack_weights (the Model packs them at load); empty: the
+  // vector path packs per call. The reference path never reads them.
+  std::vector<const kernels::PackedWeights*> value_proj_packed;
   const float* mask_token = nullptr;            // (d)
   const float* sensor = nullptr;                // (n_sensors, d)
   const float* modality = nullptr;              // (n_modalities, d)

@@ -31,7 +31,7 @@ enum class Act { kNone, kRelu, kGelu };
 // An nn.Linear weight W:(n, k) (and its bias, optional) rearranged once into the layout the
 // micro-kernel streams: column panels of kPanelWidth output features, each stored k-major
 // (panel p, row kk holds W(p*w .. p*w+w-1, kk)), the last panel and the bias zero-padded. The
-// Model packs its projections at load; gemm_nt packs panel by panel on the stack per call.
+// Model packs its projections at load; gemm_nt packs per call (matmul.cpp).
 struct PackedWeights {
   int n = 0, k = 0;
   bool has_bias = false;

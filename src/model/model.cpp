@@ -206,16 +206,24 @@ SF_MINSIZE Status Model::bind() {
   embedding_.placement = param("tokenizer.placement_embedding.weight");
   embedding_.rate = param("tokenizer.rate_embedding.weight");
   embedding_.inv_freq = inv_freq_.data();
-  // Packed copies repeat every layer matrix (panels padded to packed_panel_width() columns): made
-  // only when they keep the model's float32 memory within limits::kMaxModelBytes.
+  // Packed copies repeat every layer matrix and patch projection (panels padded to
+  // packed_panel_width() columns): made only when they keep the model's float32 memory within
+  // limits::kMaxModelBytes.
   const double pad = kernels::packed_panel_width();
   const auto padded = [&](double rows) { return std::ceil(rows / pad) * pad; };
   const double d = c.d_model, ff = c.dim_feedforward;
   const double per_layer = padded(3 * d) * (d + 1) + padded(d) * (d + 1) + padded(ff) * (d + 1) + padded(d) * (ff + 1);
   double held = 0;
   for (const auto& [name, v] : params_) held += static_cast<double>(v.size());
+  for (const auto& m : c.modalities) held += padded(d) * (m.patch_len + 1);
+  held += padded(c.n_outputs) * (d + 1);
   const double layers = static_cast<double>(c.n_layers) * (c.layout == Layout::kFactorized ? 2 : 1);
   const bool pack_layers = 4.0 * (held + layers * per_layer) <= static_cast<double>(limits::kMaxModelBytes);
+  if (pack_layers)
+    for (const auto& m : c.modalities)
+      embedding_.value_proj_packed.push_back(
+          pack("tokenizer.value_proj." + m.name + ".weight", "tokenizer.value_proj." + m.name + ".bias"));
+  if (pack_layers && c.n_outputs > 0) head_packed_ = pack("head.weight", "head.bias");
   const auto layer = [&](const std::string& p) {
     EncoderLayerWeights w;
     w.self_attn = {c.d_model, c.n_heads, param(p + "self_attn.in_proj_weight"), param(p + "self_attn.in_proj_bias"),
@@ -243,6 +251,14 @@ SF_MINSIZE Status Model::bind() {
       channel_layers_.push_back(layer("encoder.channel_layers." + std::to_string(i) + "."));
   }
   return Status::Ok();
+}
+
+void Model::apply_head(const float* pooled, bool reference, float* out) const {
+  const int d = config_.d_model, n = config_.n_outputs;
+  if (!reference && head_packed_)
+    kernels::gemm_packed(1, pooled, d, *head_packed_, 1.0f, kernels::Act::kNone, false, out, n);
+  else
+    (reference ? kernels::linear_ref : kernels::linear)(1, d, n, pooled, param("head.weight"), param("head.bias"), out);
 }
 
 SF_MINSIZE const kernels::PackedWeights* Model::pack(const std::string& weight, const std::string& bias) {
@@ -461,8 +477,7 @@ Status Model::forward(const Window& window, const ForwardOptions& options, Forwa
   masked_mean(r.embeddings.data(), T, d, t.present.data(), r.pooled.data());
   if (c.n_outputs > 0) {
     r.head.resize(c.n_outputs);
-    (ref ? kernels::linear_ref : kernels::linear)(1, d, c.n_outputs, r.pooled.data(), param("head.weight"),
-                                                  param("head.bias"), r.head.data());
+    apply_head(r.pooled.data(), ref, r.head.data());
   }
   // Finite weights, bounded times and normalised values keep this from happening with sane
   // weights; extreme ones (1e38 everywhere) can still overflow float32 inside a layer. A NaN never

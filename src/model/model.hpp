@@ -92,6 +92,8 @@ class Model {
                        const ForwardOptions& options) const;
   const float* param(const std::string& name) const { return params_.at(name).data(); }
   const kernels::PackedWeights* pack(const std::string& weight, const std::string& bias);
+  // out:(n_outputs) = head.weight . pooled + head.bias, the packed copy when there is one.
+  void apply_head(const float* pooled, bool reference, float* out) const;
   // One forward's buffers, sized once for its largest group and reused across all groups, blocks
   // and layers (the demo's factorized layout runs dozens of groups of 1-51 tokens per layer).
   // Local to the forward, not kept in the Model: forward() stays const and reentrant, and the heap
@@ -124,6 +126,7 @@ class Model {
   // the copies would take the model past limits::kMaxModelBytes: the kernels then pack per call.
   std::map<std::string, kernels::PackedWeights> packed_;
 
+  const kernels::PackedWeights* head_packed_ = nullptr;  // in packed_ too; null: packed per call
   TokenEmbeddingWeights embedding_;
   std::vector<EncoderLayerWeights> layers_, channel_layers_;
   std::vector<double> inv_freq_;  // (d_model/2) rad/s

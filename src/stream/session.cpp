@@ -807,8 +807,7 @@ Status StreamSession::pooled(double seconds, PooledResult* out) const {
   masked_mean(s.history_rows.data() + first * d, T, d, present.data(), r.pooled.data());
   if (c.n_outputs > 0) {
     r.head.resize(c.n_outputs);
-    (s.options.kernels == kernels::KernelSet::kReference ? kernels::linear_ref : kernels::linear)(
-        1, d, c.n_outputs, r.pooled.data(), s.model->param("head.weight"), s.model->param("head.bias"), r.head.data());
+    s.model->apply_head(r.pooled.data(), s.options.kernels == kernels::KernelSet::kReference, r.head.data());
   }
   *out = std::move(r);
   return Status::Ok();

@@ -34,8 +34,8 @@ TEST(Simd, ReportsArch) {
 }
 
 TEST(Matmul, GemmNtMatchesTwin) {
-  // M < 4 takes the dot-product form, M >= 4 packs B per call for the micro-kernel (17: 4 tiles
-  // and a 1-row tail; 33: two row blocks and a tail).
+  // gemm_nt packs B per call and runs the packed micro-kernel: 1-3 rows are one short tile, 17 is
+  // 4 tiles and a 1-row tail, 33 two row blocks and a tail.
   for (int M : {1, 3, 4, 7, 17, 33}) for (int N : {1, 4, 5, 13}) for (int K : kLengths) {
     const int lda = K + 3, ldb = K + 1, ldc = N + 2;  // strided rows, as for one head's columns
     auto A = random_floats(M * lda, 1 + K), B = random_floats(N * ldb, 2 + K), bias = random_floats(N, 3);
@@ -86,6 +86,33 @@ TEST(Matmul, GemmPackedEpiloguesMatchTwin) {
         for (int j = N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], -7.0f) << "padding between rows";
       }
     }
+}
+
+// Rows longer than a 16-row block fits on the stack (K > 512) are packed 8 or 4 at a time, and past
+// K = 2048 into an allocation (matmul.cpp, gemm_packed_rows): against the twin, and each row bit
+// for bit what a one-row call gives it (a row's outputs are the same multiply-adds in the same order
+// whichever tile and pack it lands in).
+TEST(Matmul, GemmPackedLongRowsMatchTwinAndSingleRows) {
+  for (int K : {512, 513, 1024, 1030, 2048, 2100}) for (int M : {1, 6, 19, 37}) {
+    const int N = 13, lda = K + 3, ldc = N + 2;
+    auto A = random_floats(M * lda, 60 + K), W = random_floats(N * K, 61 + K), b = random_floats(N, 62);
+    PackedWeights P;
+    pack_weights(W.data(), N, K, K, b.data(), &P);
+    std::vector<float> C(M * ldc, -7.0f), R(M * ldc, -7.0f), one(N);
+    gemm_packed(M, A.data(), lda, P, 1.0f, Act::kNone, false, C.data(), ldc);
+    gemm_nt_ref(M, N, K, 1.0f, A.data(), lda, W.data(), K, b.data(), R.data(), ldc);
+    for (int i = 0; i < M; ++i) {
+      gemm_packed(1, A.data() + i * lda, lda, P, 1.0f, Act::kNone, false, one.data(), N);
+      for (int j = 0; j < N; ++j) {
+        double abs_sum = std::fabs(b[j]);
+        for (int k = 0; k < K; ++k) abs_sum += std::fabs(A[i * lda + k] * W[j * K + k]);
+        ASSERT_NEAR(C[i * ldc + j], R[i * ldc + j], sum_order_bound(K, abs_sum) + FLT_EPSILON * abs_sum)
+            << "K=" << K << " M=" << M << " at (" << i << "," << j << ")";
+        ASSERT_EQ(C[i * ldc + j], one[j]) << "K=" << K << " M=" << M << " row " << i << " differs from its one-row call";
+      }
+      for (int j = N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], -7.0f) << "padding between rows";
+    }
+  }
 }
 
 // alpha scales the product before the bias, as gemm_nt's definition says; packing the same
