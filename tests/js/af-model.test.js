@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_CONDITIONS_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -57,7 +57,8 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // [configuration, its markers, folds it has at least, train_af.py's variant and schedule] (runs
   // from before train_af.py recorded the schedule were all v1)
   const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
-    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full']];
+    ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full'],
+    ['lb10-e60', CV_E60_MARKERS, 3, 'main', 'full']];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
@@ -68,6 +69,8 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   }
   // the 10 s look-back's runs: main's variant with that one setting
   for (const m of folds('lb10')) assert.deepEqual(m.config, { attention_lookback_s: 10 }, `lb10 fold ${m.fold}`);
+  // the 60-epoch candidate: the same configuration, 60 epochs (the one-cycle schedule stretched)
+  for (const m of folds('lb10-e60')) assert.deepEqual([m.config, m.epochs_run], [{ attention_lookback_s: 10 }, 60], `lb10-e60 fold ${m.fold}`);
 });
 
 test('the model card\'s conditions-per-fold tables are the ones the committed scores give; each fold\'s clean row is its run\'s own test score', () => {
@@ -76,6 +79,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
   for (const [configuration, folds0, markers, table0] of [
     ['main', [1, 2, 3, 4], CV_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'main')],
     ['lb10', [0, 1, 2, 3, 4], CV_LB10_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10')],
+    ['lb10-e60', [0, 1, 2, 3, 4], CV_E60_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10-e60')],
   ]) {
     const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));
     const clean = conditionRows(configuration).filter((r) => r.condition === 'clean');
