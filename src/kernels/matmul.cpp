@@ -7,7 +7,7 @@
 // share one address) and staying in L1 (kRowBlock * K floats, 16 KB at K = 256) while every panel
 // passes over it; one panel (K * 8 floats, 8 KB at K = 256) stays in L1 across the
 // block's micro-tiles. gemm_nt packs B whole per call and takes the same path (for one row the
-// copy costs about what the product does: a patch projection of one token, microseconds).
+// copy costs about what the product does, microseconds; the Model packs its weights at load).
 // gemm_nn broadcasts A(i,k) and sweeps B's row k, vectorized along N. All keep the scalar tails of the `_ref` loops.
 #include "kernels/matmul.hpp"
 

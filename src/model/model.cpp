@@ -215,15 +215,16 @@ SF_MINSIZE Status Model::bind() {
   const double per_layer = padded(3 * d) * (d + 1) + padded(d) * (d + 1) + padded(ff) * (d + 1) + padded(d) * (ff + 1);
   double held = 0;
   for (const auto& [name, v] : params_) held += static_cast<double>(v.size());
-  for (const auto& m : c.modalities) held += padded(d) * (m.patch_len + 1);
-  held += padded(c.n_outputs) * (d + 1);
+  double projections = padded(c.n_outputs) * (d + 1);  // the head's and the patch projections' copies
+  for (const auto& m : c.modalities) projections += padded(d) * (m.patch_len + 1);
   const double layers = static_cast<double>(c.n_layers) * (c.layout == Layout::kFactorized ? 2 : 1);
-  const bool pack_layers = 4.0 * (held + layers * per_layer) <= static_cast<double>(limits::kMaxModelBytes);
-  if (pack_layers)
+  const bool pack_copies = 4.0 * (held + projections + layers * per_layer) <= static_cast<double>(limits::kMaxModelBytes);
+  if (pack_copies) {
     for (const auto& m : c.modalities)
       embedding_.value_proj_packed.push_back(
           pack("tokenizer.value_proj." + m.name + ".weight", "tokenizer.value_proj." + m.name + ".bias"));
-  if (pack_layers && c.n_outputs > 0) head_packed_ = pack("head.weight", "head.bias");
+    if (c.n_outputs > 0) head_packed_ = pack("head.weight", "head.bias");
+  }
   const auto layer = [&](const std::string& p) {
     EncoderLayerWeights w;
     w.self_attn = {c.d_model, c.n_heads, param(p + "self_attn.in_proj_weight"), param(p + "self_attn.in_proj_bias"),
@@ -237,7 +238,7 @@ SF_MINSIZE Status Model::bind() {
     w.norm1_bias = param(p + "norm1.bias");
     w.norm2_weight = param(p + "norm2.weight");
     w.norm2_bias = param(p + "norm2.bias");
-    if (pack_layers) {
+    if (pack_copies) {
       w.self_attn.in_proj_packed = pack(p + "self_attn.in_proj_weight", p + "self_attn.in_proj_bias");
       w.self_attn.out_proj_packed = pack(p + "self_attn.out_proj.weight", p + "self_attn.out_proj.bias");
       w.linear1_packed = pack(p + "linear1.weight", p + "linear1.bias");
