@@ -12,6 +12,11 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#ifdef __EMSCRIPTEN__
+#include <emscripten/threading.h>
+
+#include <climits>
+#endif
 #endif
 
 namespace sf::parallel {
@@ -28,14 +33,61 @@ namespace {
 // (node bench/thread_wake.mjs). Between forwards the helpers sleep after this long.
 constexpr std::chrono::microseconds kSpinTime{500};
 
-// Spins until done() or kSpinTime has passed; true if done() became true.
+// A spinning thread may be spinning on the very CPU the thread it waits for needs. A Linux that
+// packs wake-ups onto busy vCPUs, as the 2-vCPU Firecracker VM of BENCHMARKS.md does ("Where the
+// helper wakes"; `build/native/sensorformer_thread_placement`: after a 20 ms pause the helper ran on
+// its caller's vCPU in 20-24 of 30 rounds, after 2 ms in none), or any machine with more busy
+// threads than cores, does that: the helper, spinning for its next step, took half the CPU from its
+// caller, and the caller spun while the helper held a claimed task it could not run. 40 steps after
+// a pause then took 1.6-1.7x as long as on one thread. So after kEagerSpin of plain spinning a
+// waiting thread gives its CPU away between checks (Nap::relax), and such a round takes about what
+// one thread does (1.0x). Steps of a forward, and forwards run back to back, follow each other
+// within kEagerSpin and never relax: with 100 us the helpers relaxed between two 64-token forwards
+// and the next started late (3-5 % slower back to back; with 300 us within the runs' noise, -2 to
+// +1 %: `node bench/compare_builds.mjs --threads 2 --tokens 64`).
+constexpr std::chrono::microseconds kEagerSpin{300};
+
+// Natively relax() is sched_yield, which returns at once when nothing else is runnable.
+// WebAssembly has no yield: relax() is a futex wait of 10 us (Linux adds its timer slack, 50 us by
+// default) on a word that rouse() moves, and wakes, when what a thread waits for happens (a
+// step posted, a step's last task finished), so a napping thread starts on a step about as soon as
+// a spinning one would.
+class Nap {
+ public:
+  void relax() {
+#ifdef __EMSCRIPTEN__
+    nappers_.fetch_add(1);
+    emscripten_futex_wait(&word_, word_.load(), 0.01);
+    nappers_.fetch_sub(1);
+#else
+    std::this_thread::yield();
+#endif
+  }
+  void rouse() {
+#ifdef __EMSCRIPTEN__
+    word_.fetch_add(1);  // a relax() that read the word before this returns at once or is woken
+    if (nappers_.load() > 0) emscripten_futex_wake(&word_, INT_MAX);
+#endif
+  }
+
+ private:
+#ifdef __EMSCRIPTEN__
+  std::atomic<std::uint32_t> word_{0};
+  std::atomic<int> nappers_{0};
+#endif
+};
+
+// Spins until done() or kSpinTime has passed (relaxing after kEagerSpin); true if done() became true.
 template <class Done>
-bool spin(Done done) {
-  const auto until = std::chrono::steady_clock::now() + kSpinTime;
+bool spin(Nap& nap, Done done) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto eager = start + kEagerSpin, until = start + kSpinTime;
   for (;;) {
     for (int i = 0; i < 1024; ++i)
       if (done()) return true;
-    if (std::chrono::steady_clock::now() >= until) return done();
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return done();
+    if (now >= eager) nap.relax();
   }
 }
 
@@ -85,9 +137,10 @@ class Pool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
+    nap_.rouse();
     work(job, 0);
     const auto done = [&] { return finished_.load(std::memory_order_acquire) == tasks; };
-    if (!spin(done)) {
+    if (!spin(nap_, done)) {
       std::unique_lock<std::mutex> lock(m_);
       done_.wait(lock, done);
     }
@@ -110,6 +163,7 @@ class Pool {
       if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       (*job.fn)(static_cast<int>(v & 0xffffffffu), slot);
       if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == job.tasks) {
+        nap_.rouse();
         std::lock_guard<std::mutex> lock(m_);
         done_.notify_all();
       }
@@ -120,7 +174,7 @@ class Pool {
 
   void loop(int slot, std::uint64_t seen) {
     for (;;) {
-      spin([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      spin(nap_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
       Job job;
       {
         std::unique_lock<std::mutex> lock(m_);
@@ -142,6 +196,7 @@ class Pool {
   Job job_;                               // the latest job, written under m_
   std::atomic<std::uint64_t> next_{0};    // (job number << 32) | next task index
   std::atomic<int> finished_{0};          // tasks of the current job finished
+  Nap nap_;                               // what a spinning thread relaxes on
 };
 
 Pool& pool() {
