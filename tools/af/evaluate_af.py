@@ -31,6 +31,11 @@ ECG in every condition (a strap sends RR but no beat times). The RR stream of ev
 rrFromEcg in Node on the perturbed ECG, as the CLI and the demo do for a source without RR): one
 detector definition. Prints a table row per model and condition; --out writes them as JSON
 (committed under tools/af/results/; rows already in the file for other runs or conditions are kept).
+
+--ensemble NAME scores the RUNs together instead, as one row per condition named NAME: the mean of
+their class probabilities (softmax of each run's logits; tools/af/ensemble.py's rule), each run
+fed its own inputs under the same perturbation (a beat-stream member gets its beats). The RUNs
+must be of one fold.
 """
 import argparse
 import json
@@ -125,11 +130,13 @@ def main():
     ap.add_argument("--conditions", default=",".join(CONDITIONS))
     ap.add_argument("--out", default=None)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ensemble", default=None, metavar="NAME")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data = T.Data(args.data)
     rows = []
     cache = {}
+    members = {}  # condition -> [(run, metrics, logits, items)] when --ensemble
     for run in map(pathlib.Path, args.runs):
         metrics = json.loads((run / "metrics.json").read_text())
         variant, fold = metrics["variant"], metrics["fold"]
@@ -145,10 +152,26 @@ def main():
                 cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, with_beats)
             items = cache[key]
             logits = T.predict(model, items, variant, torch.float64)
+            if args.ensemble:
+                members.setdefault(condition, []).append((run, metrics, logits, items))
+                continue
             s = T.score(logits, items)
             row = {"run": run.name, "variant": variant, "fold": fold, "seed": metrics["seed"], "condition": condition, **s}
             rows.append(row)
             print(f"{run.name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
+    for condition, group in members.items():
+        folds = {m["fold"] for _, m, _, _ in group}
+        if len(folds) != 1:
+            sys.exit(f"evaluate_af.py --ensemble: the runs are of folds {sorted(folds)}; an ensemble needs one")
+        items = group[0][3]
+        if any([it["record"] for it in its] != [it["record"] for it in items] for _, _, _, its in group):
+            sys.exit("evaluate_af.py --ensemble: the runs' test items differ")
+        probs = np.mean([torch.softmax(torch.tensor(z, dtype=torch.float64), dim=1).numpy() for _, _, z, _ in group], axis=0)
+        s = T.score(np.log(probs).tolist(), items)
+        row = {"run": args.ensemble, "members": [r.name for r, _, _, _ in group], "variant": "ensemble", "fold": folds.pop(),
+               "seed": [m["seed"] for _, m, _, _ in group], "condition": condition, **s}
+        rows.append(row)
+        print(f"{args.ensemble:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
     if args.out:
         # rows of other runs or conditions already in the file are kept (a condition added later
         # is scored without redoing the rest); a row for the same run and condition is replaced
