@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -99,6 +100,42 @@ TEST(Parallel, NestedAndConcurrentCallsRunOnTheCaller) {
   other.join();
   EXPECT_EQ(a.load(), 1800);
   EXPECT_EQ(b.load(), 1800);
+}
+
+// Waits longer than the pool's plain spin (kEagerSpin, 300 us) take the relaxing path
+// (core/parallel.cpp: sched_yield natively, a futex nap that the next step or the last finished
+// task ends in WebAssembly): the caller waiting ~1 ms for a helper's task, helpers waiting 0.4 ms
+// between steps (relaxing, not yet asleep) and 2 ms (asleep). Every step must still run each task
+// exactly once, on a valid slot, and return only when all have finished.
+TEST(Parallel, WaitsPastTheEagerSpinLoseNoTask) {
+  using clock = std::chrono::steady_clock;
+  const auto busy_for = [](std::chrono::microseconds d) {
+    const auto until = clock::now() + d;
+    while (clock::now() < until) {
+    }
+  };
+  for (int n : {2, 3}) {
+    Threads threads(n);
+    for (const auto gap : {std::chrono::microseconds(0), std::chrono::microseconds(400), std::chrono::microseconds(2000)}) {
+      for (int step = 0; step < 6; ++step) {
+        const int tasks = 2 * n;
+        std::vector<std::atomic<int>> seen(tasks);
+        std::atomic<int> finished{0};
+        std::atomic<bool> bad_slot{false};
+        auto fn = [&](int t, int slot) {
+          if (slot < 0 || slot >= n) bad_slot = true;
+          busy_for(std::chrono::microseconds(t % 2 ? 1000 : 100));  // uneven: someone waits ~1 ms
+          seen[t].fetch_add(1);
+          finished.fetch_add(1);
+        };
+        parallel::run(tasks, fn);
+        EXPECT_EQ(finished.load(), tasks) << "run() returned before every task finished";
+        EXPECT_FALSE(bad_slot);
+        for (int t = 0; t < tasks; ++t) EXPECT_EQ(seen[t].load(), 1) << "threads " << n << " task " << t;
+        std::this_thread::sleep_for(gap);
+      }
+    }
+  }
 }
 
 TEST(Parallel, SetThreadsChecksItsArgument) {
