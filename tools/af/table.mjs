@@ -59,9 +59,9 @@ const CONDITIONS = {
 // [claim, run, condition, the run whose clean score the last column compares with]: the rows in order
 const E = 'lb10-e60-fold0', L = 'lb10-fold0', M = 'main-fold0', V1 = 'main-v1-fold0', N = 'nan-rr-fold0';
 // Each claim compares like with like: the shipped model against the same trained 40 epochs; that
-// one against main with the 5 s look-back; main
-// against main v1 for the schedule; main v1 against NaN RR (both v1) for the RR intervals across
-// gaps; the ablations against NaN RR, with the shipped model's, main's and main v1's rows beside them.
+// one against main with the 5 s look-back; main against main v1 for the schedule; main v1 against
+// NaN RR (both v1) for the RR intervals across gaps; the ablations against NaN RR, with the shipped
+// model's and the earlier shipped models' rows beside them.
 const ROWS = [
   ['', E, 'clean', E],
   ['goal', E, 'strap-drop20', E],
