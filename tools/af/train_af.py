@@ -23,6 +23,15 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
 
+Distillation (--teacher RUN, repeatable): the loss mixes the labels' cross-entropy with the
+Kullback-Leibler divergence to the teachers' mean class probabilities at a temperature
+(Hinton, Vinyals and Dean, "Distilling the knowledge in a neural network", 2015): (1 - a) CE +
+a T^2 KL(mean_i softmax(z_i / T) || softmax(z / T)), a = --distill-weight, T =
+--distill-temperature. The teachers' logits are those of their exported files on each training
+record as it is (no augmentation), computed once (teacher_logits.json in the run's folder); every
+augmented view of a record is pulled towards that record's soft target. The student is the
+variant trained (main: no beat stream, whatever the teachers take).
+
 Fold k tests on fold k of tools/af/split/ and stops early on the validation part carved from the
 other folds (make_split.validation_of); fold 0 is the split every reported score uses. Writes
 build/af/runs/<variant>-fold<k>/: model.safetensors (F16), log.txt, metrics.json (validation and
@@ -200,6 +209,33 @@ def check_twin(model, items, variant, count=12):
     return worst, bands, backs
 
 
+def teacher_targets(args, data, names, out, log):
+    """record -> the teachers' mean softmax(z / T) (float32 tensor (4,)), from their exported
+    files' logits on the records as they are; cached in out/teacher_logits.json."""
+    cache = out / "teacher_logits.json"
+    teachers = [pathlib.Path(t) for t in args.teacher]
+    stored = json.loads(cache.read_text()) if cache.exists() else {}
+    if stored.get("teachers") != [str(t) for t in teachers] or set(stored.get("logits", {})) != set(names):
+        logits = {n: [] for n in names}
+        modalities = A.CONFIG["modalities"]
+        for t in teachers:
+            done = json.loads((t / "metrics.json").read_text())
+            assert done["fold"] == args.fold, f"--teacher {t}: trained on fold {done['fold']}, not {args.fold}"
+            _, teacher = load_safetensors(t / "model.safetensors")
+            # make_item builds a beat stream only when the config has that modality
+            A.CONFIG["modalities"] = teacher.config["modalities"]
+            items = [make_item(data, data.records[n], None, done["variant"], False) for n in names]
+            A.CONFIG["modalities"] = modalities
+            for n, z in zip(names, predict(teacher.double(), items, done["variant"], torch.float64)):
+                logits[n].append(z)
+            log(f"teacher {t.name} ({done['variant']}): logits of {len(names)} training records")
+        stored = {"teachers": [str(t) for t in teachers], "logits": logits}
+        cache.write_text(json.dumps(stored) + "\n")
+    T = args.distill_temperature
+    return {n: torch.softmax(torch.tensor(z, dtype=torch.float64) / T, dim=1).mean(0).float()
+            for n, z in stored["logits"].items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
@@ -230,6 +266,11 @@ def main():
                     help="model settings over afmodel.CONFIG's (d_model, n_heads, n_layers, dim_feedforward, "
                          "attention_lookback_s), e.g. '{\"d_model\": 96, \"dim_feedforward\": 192}' "
                          "(an experiment's model; written into the exported file's metadata and metrics.json)")
+    ap.add_argument("--teacher", action="append", default=[], metavar="RUN",
+                    help="distil from this finished run's exported model (repeatable: their mean probability); "
+                         "every teacher must have been trained on --fold")
+    ap.add_argument("--distill-weight", type=float, default=0.5)
+    ap.add_argument("--distill-temperature", type=float, default=2.0)
     ap.add_argument("--publish", action="store_true",
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
@@ -282,6 +323,8 @@ def main():
     class_weight = torch.tensor((counts.sum() / (4 * counts)) ** 0.5, dtype=torch.float32)
     log(f"variant {args.variant} fold {args.fold} seed {args.seed}: train {len(train_names)} "
         f"validation {len(val_items)} test {len(test_items)}; class counts {counts.tolist()}, weights {class_weight.tolist()}")
+
+    soft = teacher_targets(args, data, train_names, out, log) if args.teacher else None
 
     model = SensorformerRef(A.CONFIG)
     with torch.no_grad():
@@ -346,6 +389,11 @@ def main():
             b = A.Batch([items[i] for i in idx], index_time=args.variant == "index-time")
             logits = A.forward_batched(model, b)
             loss = F.cross_entropy(logits, b.label, weight=class_weight)
+            if soft is not None:
+                T, a = args.distill_temperature, args.distill_weight
+                target = torch.stack([soft[items[i]["record"]] for i in idx])
+                kd = F.kl_div(F.log_softmax(logits / T, dim=1), target, reduction="batchmean") * T * T
+                loss = (1 - a) * loss + a * kd
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -382,7 +430,9 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "train_records": len(train_names), "config": overrides, "validation": val, "test": test,
+               "train_records": len(train_names), "config": overrides,
+               **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
+                               "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     (out / "test_logits.json").write_text(json.dumps(
