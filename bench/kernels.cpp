@@ -279,6 +279,28 @@ int main(int argc, char** argv) {
     cases.back().vs_limit = true;
   }
 
+  // The same products as the Model runs them: weights packed once (at load), gemm_packed per call,
+  // at 1024 rows and at the 64 of a small window.
+  static std::vector<sf::kernels::PackedWeights> packed;
+  packed.reserve(8);
+  for (Gemm g : {Gemm{"qkv", T, 192, 64}, Gemm{"linear1", T, 256, 64}, Gemm{"linear2", T, 64, 256},
+                 Gemm{"qkv", 64, 192, 64}, Gemm{"linear1", 64, 256, 64}, Gemm{"linear2", 64, 64, 256}}) {
+    float* A = buf(static_cast<std::size_t>(g.M) * g.K, 1);
+    float* B = buf(static_cast<std::size_t>(g.N) * g.K, 2);
+    float* bias = buf(g.N, 3);
+    float* C = buf(static_cast<std::size_t>(g.M) * g.N, 4);
+    packed.emplace_back();
+    sf::kernels::pack_weights(B, g.N, g.K, g.K, bias, &packed.back());
+    const sf::kernels::PackedWeights* W = &packed.back();
+    cases.push_back({"gemm_packed " + std::string(g.what) + " " + std::to_string(g.M) + "x" +
+                         std::to_string(g.N) + "x" + std::to_string(g.K),
+                     2.0 * g.M * g.N * g.K, [=] {
+                       sf::kernels::gemm_packed(g.M, A, g.K, *W, 1.0f, sf::kernels::Act::kNone, false, C, g.N);
+                       g_sink = C[0];
+                     }});
+    cases.back().vs_limit = true;
+  }
+
   for (int Dh : {16, 64}) {
     for (int N : {256, 1024, 4096}) {
       if (quick && N > 1024) continue;
