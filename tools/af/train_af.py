@@ -29,8 +29,8 @@ Kullback-Leibler divergence to the teachers' mean class probabilities at a tempe
 a T^2 KL(mean_i softmax(z_i / T) || softmax(z / T)), a = --distill-weight, T =
 --distill-temperature. The teachers' logits are those of their exported files on each training
 record as it is (no augmentation), computed once (teacher_logits.json in the run's folder); every
-augmented view of a record is pulled towards that record's soft target. The student is the
-variant trained (main: no beat stream, whatever the teachers take).
+augmented view of a record is pulled towards that record's soft target (the logged loss is the
+mixed one). The student is the variant trained (main: no beat stream, whatever the teachers take).
 
 Fold k tests on fold k of tools/af/split/ and stops early on the validation part carved from the
 other folds (make_split.validation_of); fold 0 is the split every reported score uses. Writes
@@ -269,8 +269,8 @@ def main():
     ap.add_argument("--teacher", action="append", default=[], metavar="RUN",
                     help="distil from this finished run's exported model (repeatable: their mean probability); "
                          "every teacher must have been trained on --fold")
-    ap.add_argument("--distill-weight", type=float, default=0.5)
-    ap.add_argument("--distill-temperature", type=float, default=2.0)
+    ap.add_argument("--distill-weight", type=float, default=0.5, help="with --teacher: the divergence's share of the loss")
+    ap.add_argument("--distill-temperature", type=float, default=2.0, help="with --teacher: T, both sides' softmax temperature")
     ap.add_argument("--publish", action="store_true",
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
