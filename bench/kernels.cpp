@@ -264,17 +264,21 @@ int main(int argc, char** argv) {
   // Projection shapes of the d 64 / ff 256 encoder at N = 1024 tokens: Q/K/V, out, linear1, linear2.
   const int T = 1024;
   struct Gemm { const char* what; int M, N, K; };
+  struct Operands { float *A, *B, *bias, *C; };
+  auto operands = [&](const Gemm& g) {
+    return Operands{buf(static_cast<std::size_t>(g.M) * g.K, 1), buf(static_cast<std::size_t>(g.N) * g.K, 2),
+                    buf(g.N, 3), buf(static_cast<std::size_t>(g.M) * g.N, 4)};
+  };
+  auto gemm_name = [](const char* kernel, const Gemm& g) {
+    return std::string(kernel) + " " + g.what + " " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" +
+           std::to_string(g.K);
+  };
   for (Gemm g : {Gemm{"qkv", T, 192, 64}, Gemm{"out", T, 64, 64}, Gemm{"linear1", T, 256, 64},
                  Gemm{"linear2", T, 64, 256}}) {
-    float* A = buf(static_cast<std::size_t>(g.M) * g.K, 1);
-    float* B = buf(static_cast<std::size_t>(g.N) * g.K, 2);
-    float* bias = buf(g.N, 3);
-    float* C = buf(static_cast<std::size_t>(g.M) * g.N, 4);
-    cases.push_back({"gemm_nt " + std::string(g.what) + " " + std::to_string(g.M) + "x" +
-                         std::to_string(g.N) + "x" + std::to_string(g.K),
-                     2.0 * g.M * g.N * g.K, [=] {
-                       sf::kernels::gemm_nt(g.M, g.N, g.K, 1.0f, A, g.K, B, g.K, bias, C, g.N);
-                       g_sink = C[0];
+    const Operands o = operands(g);
+    cases.push_back({gemm_name("gemm_nt", g), 2.0 * g.M * g.N * g.K, [=] {
+                       sf::kernels::gemm_nt(g.M, g.N, g.K, 1.0f, o.A, g.K, o.B, g.K, o.bias, o.C, g.N);
+                       g_sink = o.C[0];
                      }});
     cases.back().vs_limit = true;
   }
@@ -285,18 +289,13 @@ int main(int argc, char** argv) {
   packed.reserve(8);
   for (Gemm g : {Gemm{"qkv", T, 192, 64}, Gemm{"linear1", T, 256, 64}, Gemm{"linear2", T, 64, 256},
                  Gemm{"qkv", 64, 192, 64}, Gemm{"linear1", 64, 256, 64}, Gemm{"linear2", 64, 64, 256}}) {
-    float* A = buf(static_cast<std::size_t>(g.M) * g.K, 1);
-    float* B = buf(static_cast<std::size_t>(g.N) * g.K, 2);
-    float* bias = buf(g.N, 3);
-    float* C = buf(static_cast<std::size_t>(g.M) * g.N, 4);
+    const Operands o = operands(g);
     packed.emplace_back();
-    sf::kernels::pack_weights(B, g.N, g.K, g.K, bias, &packed.back());
+    sf::kernels::pack_weights(o.B, g.N, g.K, g.K, o.bias, &packed.back());
     const sf::kernels::PackedWeights* W = &packed.back();
-    cases.push_back({"gemm_packed " + std::string(g.what) + " " + std::to_string(g.M) + "x" +
-                         std::to_string(g.N) + "x" + std::to_string(g.K),
-                     2.0 * g.M * g.N * g.K, [=] {
-                       sf::kernels::gemm_packed(g.M, A, g.K, *W, 1.0f, sf::kernels::Act::kNone, false, C, g.N);
-                       g_sink = C[0];
+    cases.push_back({gemm_name("gemm_packed", g), 2.0 * g.M * g.N * g.K, [=] {
+                       sf::kernels::gemm_packed(g.M, o.A, g.K, *W, 1.0f, sf::kernels::Act::kNone, false, o.C, g.N);
+                       g_sink = o.C[0];
                      }});
     cases.back().vs_limit = true;
   }

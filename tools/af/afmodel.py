@@ -418,6 +418,13 @@ def f1_scores(confusion):
     return [2 * c[i, i] / max(1, c[i].sum() + c[:, i].sum()) for i in range(len(c))]
 
 
+def mean_probability(logits, temperature=1.0):
+    """(members, ..., classes) logits -> the members' mean softmax(z / T), a float64 tensor
+    (..., classes): the ensemble rule of ensemble.py, evaluate_af.py --ensemble and train_af.py
+    --teacher."""
+    return (torch.as_tensor(logits, dtype=torch.float64) / temperature).softmax(-1).mean(0)
+
+
 def challenge_f1(confusion):
     f = f1_scores(confusion)
     return float(np.mean(f[:3])), f

@@ -14,7 +14,6 @@ import json
 import pathlib
 import sys
 
-import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -54,7 +53,7 @@ def main():
         for run, logits in zip(args.runs, runs):
             print(line(run.name, score([logits[n] for n in names], items)))
         # (runs, records, classes) -> each run's probabilities, averaged over the runs
-        mean = torch.tensor([[r[n] for n in names] for r in runs], dtype=torch.float64).softmax(-1).mean(0).tolist()
+        mean = A.mean_probability([[r[n] for n in names] for r in runs]).tolist()
         print(line("ensemble (mean probability)", score(mean, items)))
 
 

@@ -123,6 +123,10 @@ def condition_items(data, names, condition, workdir, variant, with_beats):
     return items
 
 
+def report(name, condition, s):
+    print(f"{name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+")
@@ -158,7 +162,7 @@ def main():
             s = T.score(logits, items)
             row = {"run": run.name, "variant": variant, "fold": fold, "seed": metrics["seed"], "condition": condition, **s}
             rows.append(row)
-            print(f"{run.name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
+            report(run.name, condition, s)
     for condition, group in members.items():
         folds = {m["fold"] for _, m, _, _ in group}
         if len(folds) != 1:
@@ -166,12 +170,11 @@ def main():
         items = group[0][3]
         if any([it["record"] for it in its] != [it["record"] for it in items] for _, _, _, its in group):
             sys.exit("evaluate_af.py --ensemble: the runs' test items differ")
-        probs = np.mean([torch.softmax(torch.tensor(z, dtype=torch.float64), dim=1).numpy() for _, _, z, _ in group], axis=0)
-        s = T.score(np.log(probs).tolist(), items)
+        s = T.score(A.mean_probability([z for _, _, z, _ in group]).log().tolist(), items)
         row = {"run": args.ensemble, "members": [r.name for r, _, _, _ in group], "variant": "ensemble", "fold": folds.pop(),
                "seed": [m["seed"] for _, m, _, _ in group], "condition": condition, **s}
         rows.append(row)
-        print(f"{args.ensemble:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
+        report(args.ensemble, condition, s)
     if args.out:
         # rows of other runs or conditions already in the file are kept (a condition added later
         # is scored without redoing the rest); a row for the same run and condition is replaced

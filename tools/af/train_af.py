@@ -231,9 +231,7 @@ def teacher_targets(args, data, names, out, log):
             log(f"teacher {t.name} ({done['variant']}): logits of {len(names)} training records")
         stored = {"teachers": [str(t) for t in teachers], "logits": logits}
         cache.write_text(json.dumps(stored) + "\n")
-    T = args.distill_temperature
-    return {n: torch.softmax(torch.tensor(z, dtype=torch.float64) / T, dim=1).mean(0).float()
-            for n, z in stored["logits"].items()}
+    return {n: A.mean_probability(z, args.distill_temperature).float() for n, z in stored["logits"].items()}
 
 
 def main():
