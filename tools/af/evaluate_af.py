@@ -24,8 +24,9 @@ fold). Conditions (each record perturbed with its own seeded generator, the same
                  probability 20 % as well (the remaining events keep their beat times and values)
   drop20-known, r130-drop20-known (any condition + "-known")
                  the same losses, but the RR intervals the detector cannot measure (across a gap)
-                 are left out of the stream instead of sent as missing events (the main
-                 variant, trained that way, is fed so in every condition; rrFromEcg's default)
+                 are left out of the stream instead of sent as missing events (a run trained
+                 that way, train_af.py's --rr-gaps leave-out, the main variant's default, is fed
+                 so in every condition; rrFromEcg's default)
 A model with a beat stream (variant beats) takes it from the package's detector on the perturbed
 ECG in every condition (a strap sends RR but no beat times). The RR stream of every other condition comes from the package's detector (tools/af/beats.mjs runs
 rrFromEcg in Node on the perturbed ECG, as the CLI and the demo do for a source without RR): one
@@ -89,7 +90,7 @@ def strap_rr(rec, condition):
     return {"timestamps": t[keep].tolist(), "samples": v[keep].tolist()}
 
 
-def condition_items(data, names, condition, workdir, variant, with_beats):
+def condition_items(data, names, condition, workdir, variant, leave_out, with_beats):
     workdir.mkdir(parents=True, exist_ok=True)
     signals, listing, offset = [], [], 0
     for n in names:
@@ -114,7 +115,7 @@ def condition_items(data, names, condition, workdir, variant, with_beats):
         else:
             rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
-            if condition.endswith("-known") or variant in T.LEAVE_OUT_RR:  # intervals across a gap left out, not sent as missing
+            if condition.endswith("-known") or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
@@ -150,10 +151,11 @@ def main():
         # afmodel's functions take A.CONFIG as their default: this model's modalities
         A.CONFIG["modalities"] = model.config["modalities"]
         with_beats = any(m["name"] == "beat" for m in model.config["modalities"])
+        leave_out = T.rr_gaps_of(variant, metrics.get("rr_gaps")) == "leave-out"  # as the run was trained
         for condition in args.conditions.split(","):
-            key = (fold, condition, variant == "ecg-only", variant in T.LEAVE_OUT_RR, with_beats)
+            key = (fold, condition, variant == "ecg-only", leave_out, with_beats)
             if key not in cache:
-                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, with_beats)
+                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, leave_out, with_beats)
             items = cache[key]
             logits = T.predict(model, items, variant, torch.float64)
             if args.ensemble:

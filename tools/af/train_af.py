@@ -22,6 +22,11 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
                (afmodel.beat_stream; one token per beat), the beats' morphology aligned
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
+The ablations were trained in nan-rr's configuration (v1 schedule, 40 epochs); since 2026-12-05
+they are trained again in the shipped one, each differing from it by its one change:
+  --variant V --rr-gaps leave-out --epochs 60 --config '{"attention_lookback_s": 10}'
+(--rr-gaps: an RR interval across a gap left out or a missing event; each variant's default is
+how its earlier runs were trained, recorded in metrics.json as "rr_gaps").
 
 Distillation (--teacher RUN, repeatable): the loss mixes the labels' cross-entropy with the
 Kullback-Leibler divergence to the teachers' mean class probabilities at a temperature
@@ -83,11 +88,19 @@ class Data:
 
 
 # The variants whose RR stream leaves out the intervals it cannot measure (across a dropout) rather
-# than sending them as NaN events: main only (evaluate_af.py feeds each model as it was trained).
+# than sending them as NaN events, unless the run says otherwise (--rr-gaps): main only. Every other
+# variant's runs were trained with them missing, as nan-rr (the ablations, the beat-stream models).
 LEAVE_OUT_RR = {"main"}
 
 
-def make_item(data, rec, rng, variant, augment):
+def rr_gaps_of(variant, recorded=None):
+    """A run's rule for an RR interval across a gap: "leave-out" or "missing". recorded: the run's
+    metrics.json "rr_gaps" (written since 2026-12-05; older runs followed their variant's default),
+    so evaluate_af.py and a distillation's teachers feed each model as it was trained."""
+    return recorded or ("leave-out" if variant in LEAVE_OUT_RR else "missing")
+
+
+def make_item(data, rec, rng, variant, augment, rr_gaps=None):
     """One record as the model's input. augment: training's random crops, amplitude, rate,
     dropouts, reference offset and placement (evaluate_af.py builds its perturbed test inputs
     itself, with beats from the package's detector)."""
@@ -134,7 +147,7 @@ def make_item(data, rec, rng, variant, augment):
         rr_t, rr_v = np.zeros(0), np.zeros(0)
     else:
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
-        if variant in LEAVE_OUT_RR:  # an interval across a gap is left out, not sent as missing
+        if rr_gaps_of(variant, rr_gaps) == "leave-out":  # an interval across a gap is left out, not sent as missing
             rr_t, rr_v = A.known_rr(rr_t, rr_v)
     beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
     tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
@@ -224,7 +237,7 @@ def teacher_targets(args, data, names, out, log):
             _, teacher = load_safetensors(t / "model.safetensors")
             # make_item builds a beat stream only when the config has that modality
             A.CONFIG["modalities"] = teacher.config["modalities"]
-            items = [make_item(data, data.records[n], None, done["variant"], False) for n in names]
+            items = [make_item(data, data.records[n], None, done["variant"], False, done.get("rr_gaps")) for n in names]
             A.CONFIG["modalities"] = modalities
             for n, z in zip(names, predict(teacher.double(), items, done["variant"], torch.float64)):
                 logits[n].append(z)
@@ -238,6 +251,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
     ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats"])
+    ap.add_argument("--rr-gaps", default=None, choices=["leave-out", "missing"],
+                    help="an RR interval across a dropout: left out of the RR stream or a missing (NaN) event. "
+                         "Default: leave-out for main, missing for the other variants (as their runs were trained); "
+                         "the ablations of the shipped configuration take leave-out")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -273,6 +290,8 @@ def main():
                     help="also write models/af.safetensors, models/af-metrics.json and models/af-test-logits.json "
                          "(the shipped model: variant main, fold 0)")
     args = ap.parse_args()
+    args.rr_gaps = rr_gaps_of(args.variant, args.rr_gaps)
+    assert args.variant != "nan-rr" or args.rr_gaps == "missing", "--variant nan-rr: its RR intervals across a gap are missing events"
     if args.patience is None:
         args.patience = 10 if args.schedule == "v1" else 0
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
@@ -315,7 +334,7 @@ def main():
         log_file.write(msg + "\n")
         log_file.flush()
 
-    fixed = lambda names: [make_item(data, data.records[n], None, args.variant, False) for n in names]
+    fixed = lambda names: [make_item(data, data.records[n], None, args.variant, False, args.rr_gaps) for n in names]
     val_items, test_items = fixed(val_names), fixed(test_names)
     counts = np.bincount([A.CODES.index(labels[n]) for n in train_names], minlength=4)
     class_weight = torch.tensor((counts.sum() / (4 * counts)) ** 0.5, dtype=torch.float32)
@@ -344,13 +363,13 @@ def main():
         # one-cycle schedule sized from 200 records' batches scaled up, plus 1000 steps. That
         # overestimates: 40 epochs take ~3,500 of its ~5,760 steps, so the learning rate ends at
         # ~40 % of its peak instead of annealing (docs/models.md, "Training").
-        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True) for n in train_names[:200]], rng, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps) for n in train_names[:200]], rng, False))
         steps = args.epochs * max(1, int(epoch_batches * len(train_names) / min(200, len(train_names)))) + 1000
     else:
         # "full": sized from one whole augmented epoch (its own generator, so the training's draws
         # are not consumed), 2 % spare; the last steps (if any) stay at the final learning rate.
         sizing = np.random.default_rng([args.seed, 1])
-        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True) for n in train_names], None, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True, args.rr_gaps) for n in train_names], None, False))
         steps = args.epochs * epoch_batches * 102 // 100
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps, pct_start=0.1)
@@ -380,7 +399,7 @@ def main():
     for epoch in range(first, args.epochs):
         model.train()
         t0 = time.time()
-        items = [make_item(data, data.records[n], rng, args.variant, True) for n in train_names]
+        items = [make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps) for n in train_names]
         prep = time.time() - t0
         total, seen = 0.0, 0
         for idx in batches(items, rng, True):
@@ -428,7 +447,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
