@@ -61,19 +61,42 @@ CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros",
 HR_NOTIFICATION_S = 1.0  # a Heart Rate Measurement notification per second (Bluetooth HRS)
 
 
+def parse_condition(condition):
+    """A condition's parts, each named once in its dash-separated name: "clean" alone, or any of
+    "strap" (the RR stream is the strap's own), "r130" (the ECG at 130 Hz), "drop5" / "drop20"
+    (notifications lost), "zeros" (losses filled with 0 mV) and "known" (RR across a gap left
+    out). Until 2026-12-05 the rate was read from the name's start, so "strap-r130-drop20" kept
+    the ECG at 300 Hz; every part is now read wherever it stands, and a name with a part this
+    function does not know is refused rather than read as something else."""
+    parts = condition.split("-")
+    known_parts = {"clean", "strap", "r130", "drop5", "drop20", "zeros", "known"}
+    unknown = [q for q in parts if q not in known_parts]
+    if unknown or len(set(parts)) != len(parts) or ("clean" in parts and len(parts) > 1) \
+            or ("drop5" in parts and "drop20" in parts):
+        raise ValueError(f"evaluate_af.py: condition {condition!r} is not one of the forms "
+                         f"clean or [strap-][r130-][drop5|drop20[-zeros]][-known]")
+    drop = 0.05 if "drop5" in parts else 0.20 if "drop20" in parts else 0.0
+    if ("zeros" in parts or "strap" in parts) and not drop:
+        raise ValueError(f"evaluate_af.py: condition {condition!r}: 'zeros' and 'strap' need drop5 or drop20")
+    return {"rate": 130.0 if "r130" in parts else A.FS, "drop": drop, "zeros": "zeros" in parts,
+            "strap": "strap" in parts, "known": "known" in parts}
+
+
 def perturb(x, condition, record):
     """(ecg, rate) of a record under a condition; seeded by the record's name. A "-zeros"
     condition's losses are 0 mV samples, present: the tokenizer sees no missing sample."""
-    condition = condition.removesuffix("-known")  # the same losses as the condition without it
+    c = parse_condition(condition)
+    # The same ECG and losses as the condition without "-known" and without "strap-" (so that
+    # "strap-r130-drop20" differs from "r130-drop20" in its RR stream alone; until 2026-12-05 the
+    # strap conditions drew losses of their own)
+    condition = condition.removesuffix("-known").removeprefix("strap-")
     rng = np.random.default_rng([zlib.crc32(record.encode()), zlib.crc32(condition.encode())])
-    rate = A.FS
-    if condition.startswith("r130"):
-        x = A.resample(x, 130.0).astype(np.float64)
-        rate = 130.0
-    if "drop" in condition:
-        fraction = 0.05 if "drop5" in condition else 0.20
-        missing = A.drop_notifications(len(x), rate, fraction, rng)
-        x = np.where(missing, 0.0 if condition.endswith("-zeros") else np.nan, x)
+    rate = c["rate"]
+    if rate != A.FS:
+        x = A.resample(x, rate).astype(np.float64)
+    if c["drop"]:
+        missing = A.drop_notifications(len(x), rate, c["drop"], rng)
+        x = np.where(missing, 0.0 if c["zeros"] else np.nan, x)
     return x, rate
 
 
@@ -81,7 +104,7 @@ def strap_rr(rec, condition):
     """A strap's RR stream for a record: beats of the clean record (the device sees every sample),
     the RR values of each lost 1 s notification never arriving (see the module's docstring)."""
     t, v = A.rr_stream(np.asarray(rec["beats"], dtype=np.int64), A.FS, None, float(rec["startTime"]))
-    fraction = 0.05 if "drop5" in condition else 0.20
+    fraction = parse_condition(condition)["drop"]
     rng = np.random.default_rng([zlib.crc32(rec["record"].encode()), zlib.crc32(condition.encode())])
     phase = rng.uniform(0.0, HR_NOTIFICATION_S)
     notification = np.floor((t - t[0] + phase) / HR_NOTIFICATION_S).astype(np.int64) if len(t) else np.zeros(0, np.int64)
@@ -104,7 +127,7 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
     subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
                     str(workdir / f"{condition}-rr.json")], check=True)
     detected = json.loads((workdir / f"{condition}-rr.json").read_text())
-    rr = {n: strap_rr(data.records[n], condition) for n in names} if condition.startswith("strap-") else detected
+    rr = {n: strap_rr(data.records[n], condition) for n in names} if parse_condition(condition)["strap"] else detected
     items = []
     for n, x, entry in zip(names, signals, listing):
         rec = data.records[n]
@@ -115,7 +138,7 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
         else:
             rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
-            if condition.endswith("-known") or leave_out:  # intervals across a gap left out, not sent as missing
+            if parse_condition(condition)["known"] or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
@@ -137,6 +160,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ensemble", default=None, metavar="NAME")
     args = ap.parse_args()
+    for condition in args.conditions.split(","):
+        parse_condition(condition)  # a misspelt condition stops here, before any model is run
     torch.set_num_threads(args.threads)
     data = T.Data(args.data)
     rows = []
