@@ -39,6 +39,9 @@ TIE = 4
 MAX_BACK = 8
 # A notification of a Polar H10's ECG: 73 samples at 130 Hz. Bluetooth-like dropouts lose whole ones.
 NOTIFICATION_S = 73 / 130.0
+# A strap's own RR intervals arrive in its Heart Rate Measurement notifications, one a second
+# (Bluetooth Heart Rate Service); a lost one loses the intervals it carried.
+HR_NOTIFICATION_S = 1.0
 # The beat stream (web/src/qrs.js beatStream is the runtime's definition): each detected beat's ECG
 # on a fixed grid around it, BEAT_L points BEAT_STEP_S apart from BEAT_FIRST_S (-0.24 .. +0.384 s:
 # the P wave, the QRS and most of the T wave), whatever the ECG's rate.
@@ -97,6 +100,20 @@ def rr_stream(beats, rate, missing=None, start=0.0):
         return np.zeros(0), np.zeros(0)
     values = np.where(ok, np.diff(times), np.nan)
     return times[1:], values
+
+
+def lose_hr_notifications(times, values, fraction, rng):
+    """A strap's RR stream after its 1 s notifications are lost, each with probability `fraction`
+    (a random phase of the notification grid against the first event): the events that arrive,
+    their times and values unchanged."""
+    times, values = np.asarray(times, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    phase = rng.uniform(0.0, HR_NOTIFICATION_S)
+    if not len(times):
+        rng.random(0)
+        return times, values
+    notification = np.floor((times - times[0] + phase) / HR_NOTIFICATION_S).astype(np.int64)
+    keep = ~(rng.random(int(notification.max()) + 1) < fraction)[notification]
+    return times[keep], values[keep]
 
 
 def known_rr(times, values):

@@ -58,7 +58,6 @@ from export import load_safetensors  # noqa: E402
 
 CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros", "r130-drop20",
               "strap-drop20", "strap-r130-drop20"]
-HR_NOTIFICATION_S = 1.0  # a Heart Rate Measurement notification per second (Bluetooth HRS)
 
 
 def parse_condition(condition):
@@ -104,13 +103,9 @@ def strap_rr(rec, condition):
     """A strap's RR stream for a record: beats of the clean record (the device sees every sample),
     the RR values of each lost 1 s notification never arriving (see the module's docstring)."""
     t, v = A.rr_stream(np.asarray(rec["beats"], dtype=np.int64), A.FS, None, float(rec["startTime"]))
-    fraction = parse_condition(condition)["drop"]
     rng = np.random.default_rng([zlib.crc32(rec["record"].encode()), zlib.crc32(condition.encode())])
-    phase = rng.uniform(0.0, HR_NOTIFICATION_S)
-    notification = np.floor((t - t[0] + phase) / HR_NOTIFICATION_S).astype(np.int64) if len(t) else np.zeros(0, np.int64)
-    lost = rng.random(int(notification.max()) + 1 if len(t) else 0) < fraction
-    keep = ~lost[notification] if len(t) else np.zeros(0, bool)
-    return {"timestamps": t[keep].tolist(), "samples": v[keep].tolist()}
+    t, v = A.lose_hr_notifications(t, v, parse_condition(condition)["drop"], rng)
+    return {"timestamps": t.tolist(), "samples": v.tolist()}
 
 
 def condition_items(data, names, condition, workdir, variant, leave_out, with_beats):

@@ -70,6 +70,9 @@ from make_split import folds_of, validation_of  # noqa: E402
 from sensorformer_ref import SensorformerRef  # noqa: E402
 
 AUG_RATES = [125.0, 130.0, 150.0, 180.0, 200.0, 250.0]
+# --strap-aug: a Polar H10's ECG rate, and the largest share of notifications a record loses
+STRAP_RATE = 130.0
+STRAP_MAX_LOSS = 0.3
 REF_OFFSET_S = 6 * 3600.0  # a streaming session's reference can be hours back (docs/models.md)
 TOKEN_BUDGET = 12000       # tokens per batch (padded)
 
@@ -100,7 +103,7 @@ def rr_gaps_of(variant, recorded=None):
     return recorded or ("leave-out" if variant in LEAVE_OUT_RR else "missing")
 
 
-def make_item(data, rec, rng, variant, augment, rr_gaps=None):
+def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0):
     """One record as the model's input. augment: training's random crops, amplitude, rate,
     dropouts, reference offset and placement (evaluate_af.py builds its perturbed test inputs
     itself, with beats from the package's detector)."""
@@ -119,13 +122,27 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None):
             x = x[a:b]
             beats = beats[(beats >= a) & (beats < b)] - a
         x = x * rng.uniform(0.7, 1.4)
-        if variant != "no-rate-aug" and rng.random() < 0.5:
+        strap, missing = None, None
+        if strap_aug > 0 and rng.random() < strap_aug:
+            # A chest strap streaming (--strap-aug): its ECG at 130 Hz with whole notifications lost,
+            # and its own RR intervals, measured on the device from every sample, with whole 1 s
+            # notifications lost (evaluate_af.py's strap conditions). Drawn instead of the rate and
+            # dropout augmentations below.
+            x = A.resample(x, STRAP_RATE, rate).astype(np.float64)
+            beats = np.unique(np.clip(np.round(beats * STRAP_RATE / rate).astype(np.int64), 0, len(x) - 1))
+            rate = STRAP_RATE
+            fraction = rng.uniform(0.0, STRAP_MAX_LOSS)
+            strap = A.lose_hr_notifications(*A.rr_stream(beats, rate, None, start), fraction, rng)
+            missing = A.drop_notifications(len(x), rate, fraction, rng)
+            x = np.where(missing, np.nan, x)
+            near = np.convolve(missing.astype(np.int64), np.ones(2 * int(0.15 * rate) + 1, dtype=np.int64), mode="same") > 0
+            beats = beats[~near[beats]]  # the beat stream's beats: those the detector would report
+        if strap is None and variant != "no-rate-aug" and rng.random() < 0.5:
             new = float(rng.choice(AUG_RATES))
             x = A.resample(x, new, rate).astype(np.float64)
             beats = np.unique(np.clip(np.round(beats * new / rate).astype(np.int64), 0, len(x) - 1))
             rate = new
-        missing = None
-        if rng.random() < 0.5:
+        if strap is None and rng.random() < 0.5:
             lost = A.drop_notifications(len(x), rate, rng.uniform(0.0, 0.25), rng)
             if variant == "zero-fill":
                 # the lost samples are 0 mV and present; the detector (evaluate_af.py runs it on
@@ -142,9 +159,11 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None):
                 beats = beats[~near[beats]]
         placement = int(rng.integers(len(A.CONFIG["placements"])))
     else:
-        missing, placement = None, 0
+        missing, placement, strap = None, 0, None
     if variant == "ecg-only":
         rr_t, rr_v = np.zeros(0), np.zeros(0)
+    elif strap is not None:
+        rr_t, rr_v = strap
     else:
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
         if rr_gaps_of(variant, rr_gaps) == "leave-out":  # an interval across a gap is left out, not sent as missing
@@ -255,6 +274,10 @@ def main():
                     help="an RR interval across a dropout: left out of the RR stream or a missing (NaN) event. "
                          "Default: leave-out for main, missing for the other variants (as their runs were trained); "
                          "the ablations of the shipped configuration take leave-out")
+    ap.add_argument("--strap-aug", type=float, default=0.0, metavar="P",
+                    help="with probability P a training record is read as a chest strap streams it: ECG at 130 Hz, "
+                         "0-30 %% of its notifications lost, the strap's own RR with as many 1 s notifications lost "
+                         "(instead of the rate and dropout augmentations); 0: never (the shipped model)")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -292,6 +315,8 @@ def main():
     args = ap.parse_args()
     args.rr_gaps = rr_gaps_of(args.variant, args.rr_gaps)
     assert args.variant != "nan-rr" or args.rr_gaps == "missing", "--variant nan-rr: its RR intervals across a gap are missing events"
+    assert 0.0 <= args.strap_aug <= 1.0 and not (args.strap_aug and args.variant == "zero-fill"), \
+        "--strap-aug: a probability, and not with zero-fill (a strap's losses are missing samples)"
     if args.patience is None:
         args.patience = 10 if args.schedule == "v1" else 0
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
@@ -363,13 +388,13 @@ def main():
         # one-cycle schedule sized from 200 records' batches scaled up, plus 1000 steps. That
         # overestimates: 40 epochs take ~3,500 of its ~5,760 steps, so the learning rate ends at
         # ~40 % of its peak instead of annealing (docs/models.md, "Training").
-        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps) for n in train_names[:200]], rng, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names[:200]], rng, False))
         steps = args.epochs * max(1, int(epoch_batches * len(train_names) / min(200, len(train_names)))) + 1000
     else:
         # "full": sized from one whole augmented epoch (its own generator, so the training's draws
         # are not consumed), 2 % spare; the last steps (if any) stay at the final learning rate.
         sizing = np.random.default_rng([args.seed, 1])
-        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True, args.rr_gaps) for n in train_names], None, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names], None, False))
         steps = args.epochs * epoch_batches * 102 // 100
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps, pct_start=0.1)
@@ -399,7 +424,7 @@ def main():
     for epoch in range(first, args.epochs):
         model.train()
         t0 = time.time()
-        items = [make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps) for n in train_names]
+        items = [make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names]
         prep = time.time() - t0
         total, seen = 0.0, 0
         for idx in batches(items, rng, True):
@@ -447,7 +472,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
