@@ -229,16 +229,22 @@ export function cvConditionsTable(byKey = scores(), configuration = SHIPPED, con
   const rows = new Map(byKey);
   for (const row of conditionRows(configuration)) rows.set(`${row.run}|${row.condition}`, row);
   const fold = (k, c) => rows.get(`${configuration}-fold${k}|${c}`)?.f1;
-  const ks = [0, 1, 2, 3, 4].filter((k) => conditions.every((c) => fold(k, c) !== undefined));
+  // Folds with a clean score; a condition a fold was not scored under shows "–" and its mean is
+  // over the folds that were (main 5 s's folds 1-4 lost their strap-condition scores with the
+  // evaluate_af.py fix of 2026-12-05, and their weights were not kept to score them again).
+  const ks = [0, 1, 2, 3, 4].filter((k) => fold(k, 'clean') !== undefined && conditions.some((c) => c !== 'clean' && fold(k, c) !== undefined));
   const lines = [
     `| test condition | ${ks.map((k) => `fold ${k}`).join(' | ')} | mean | vs clean, mean (range) of the folds |`,
     `|---|${ks.map(() => '---|').join('')}---|---|`,
   ];
   for (const c of conditions) {
-    const v = ks.map((k) => fold(k, c));
-    const d = ks.map((k) => fold(k, c) - fold(k, 'clean'));
-    const gap = c === 'clean' ? '' : `${signed(mean(d))} (${signed(Math.min(...d))} to ${signed(Math.max(...d))})`;
-    lines.push(`| ${CONDITIONS[c]} | ${v.map(f).join(' | ')} | ${f(mean(v))}${v.length > 1 ? ` ± ${f(sd(v))}` : ''} | ${gap} |`);
+    const have = ks.filter((k) => fold(k, c) !== undefined);
+    const v = have.map((k) => fold(k, c));
+    const d = have.map((k) => fold(k, c) - fold(k, 'clean'));
+    const of = have.length < ks.length ? ` (${have.length} fold${have.length === 1 ? '' : 's'})` : '';
+    const gap = c === 'clean' ? '' : `${signed(mean(d))} (${signed(Math.min(...d))} to ${signed(Math.max(...d))})${of}`;
+    const cells = ks.map((k) => (fold(k, c) === undefined ? '–' : f(fold(k, c))));
+    lines.push(`| ${CONDITIONS[c]} | ${cells.join(' | ')} | ${f(mean(v))}${v.length > 1 ? ` ± ${f(sd(v))}` : ''}${of} | ${gap} |`);
   }
   return lines.join('\n');
 }
