@@ -33,6 +33,11 @@ rrFromEcg in Node on the perturbed ECG, as the CLI and the demo do for a source 
 detector definition. Prints a table row per model and condition; --out writes them as JSON
 (committed under tools/af/results/; rows already in the file for other runs or conditions are kept).
 
+--rr-coverage runs no model: per condition, of the intervals between the clean record's beats, how
+many have no lost sample between their two beats (the most any detector measures without guessing
+across a gap), how many also none within 150 ms of either beat (the detector's margin), and how many
+the detector reports (docs/models.md, "Where the dropouts cost").
+
 --ensemble NAME scores the RUNs together instead, as one row per condition named NAME: the mean of
 their class probabilities (softmax of each run's logits; tools/af/ensemble.py's rule), each run
 fed its own inputs under the same perturbation (a beat-stream member gets its beats). The RUNs
@@ -142,6 +147,32 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
     return items
 
 
+def rr_coverage(data, names, condition, workdir):
+    """How many RR intervals a condition leaves measurable: the intervals between the clean
+    record's beats (prepare.mjs's, at the condition's rate), those with no lost sample between
+    their two beats (what any detector could measure without guessing across a gap), those with
+    no lost sample within 150 ms of either beat either (what web/src/qrs.js's margin allows), and
+    the intervals the detector reports on the perturbed ECG (condition_items' beats.mjs output)."""
+    total = between = margin = 0
+    for n in names:
+        rec = data.records[n]
+        x, rate = perturb(data.signal(rec), condition, n)
+        lost = np.isnan(x) if not parse_condition(condition)["zeros"] else (x == 0.0)
+        beats = np.unique(np.clip(np.round(np.asarray(rec["beats"]) * rate / A.FS).astype(np.int64), 0, len(x) - 1))
+        cum = np.concatenate([[0], np.cumsum(lost)])
+        _, ok = A.rr_events(beats, lost)
+        w = int(0.15 * rate)
+        clear = cum[np.minimum(len(x), beats + w + 1)] - cum[np.maximum(0, beats - w)] == 0
+        total += len(ok)
+        between += int(ok.sum())
+        margin += int((ok & clear[1:] & clear[:-1]).sum())
+    detected = json.loads((workdir / f"{condition}-rr.json").read_text())
+    found = sum(sum(v is not None for v in detected[n]["samples"]) for n in names)
+    print(f"{condition}: {len(names)} records, {total} intervals between the clean record's beats; no lost sample "
+          f"between the two beats {between} ({between / total:.1%}); nor within 150 ms of either {margin} "
+          f"({margin / total:.1%}); measured by the detector on the perturbed ECG {found} ({found / total:.1%})", flush=True)
+
+
 def report(name, condition, s):
     print(f"{name:24s} {condition:14s} F1 {s['f1']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()), flush=True)
 
@@ -154,6 +185,8 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ensemble", default=None, metavar="NAME")
+    ap.add_argument("--rr-coverage", action="store_true",
+                    help="no model is run: per condition, how many RR intervals stay measurable (the RUNs give the fold)")
     args = ap.parse_args()
     for condition in args.conditions.split(","):
         parse_condition(condition)  # a misspelt condition stops here, before any model is run
@@ -166,6 +199,12 @@ def main():
         metrics = json.loads((run / "metrics.json").read_text())
         variant, fold = metrics["variant"], metrics["fold"]
         names = [r["record"] for r in data.index["records"] if r["fold"] == fold]
+        if args.rr_coverage:
+            workdir = ROOT / "build" / "af" / "conditions" / f"fold{fold}"
+            for condition in args.conditions.split(","):
+                condition_items(data, names, condition, workdir, variant, False, False)  # writes the detector's output
+                rr_coverage(data, names, condition, workdir)
+            continue
         _, model = load_safetensors(run / "model.safetensors")
         model = model.double()
         # afmodel's functions take A.CONFIG as their default: this model's modalities
