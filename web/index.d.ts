@@ -467,6 +467,11 @@ export interface ModelConfig {
   n_outputs?: number;
   /** Names of the head's outputs: n_outputs distinct non-empty strings (checked at load, BAD_FORMAT otherwise). */
   labels?: string[];
+  /**
+   * An ensemble file's (docs/model.md "Ensembles"): every member's config. The rest of this config
+   * is the first member's, its modalities every member's (the first member's first).
+   */
+  ensemble?: { combine: 'mean_probability'; members: ModelConfig[] };
 }
 
 /** A modality the model accepts, as the model uses it. */
@@ -538,6 +543,13 @@ export interface ModelInfo {
     /** Bytes they take in WebAssembly memory: float32 weights, their packed copies, the time table. */
     readonly weightBytes: number;
   };
+  /**
+   * An ensemble (docs/model.md "Ensembles"): how many models the file holds and how their heads
+   * are combined (the mean of their class probabilities). Everything else in this object is the
+   * first member's (its embeddings, tokens and attention are the ones returned), but
+   * inputs.modalities (every member's) and size (all members'). Absent for a single model.
+   */
+  readonly ensemble?: { readonly combine: 'mean_probability'; readonly members: number };
 }
 
 /** undefined / null = defaults; other keys (a typo) are INVALID_ARGUMENT. */

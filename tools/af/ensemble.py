@@ -8,6 +8,12 @@ file's logits; a run exported before these files existed writes them again with 
 and `--export-only`). Every RUN must have been trained on the same fold (the same parts). Labels
 come from prepare.mjs's index. Prints, per part, each run alone and then the ensemble: challenge
 F1 (mean of N, A, O) and the per-class F1.
+
+    --export FILE          also writes the RUNs as one ensemble weights file (the package's
+                           loadModel runs it: web/src/ensemble.js; docs/model.md "Ensembles"):
+                           member k's tensors named member<k>.<name>, its metadata kept
+    --test-logits FILE     also writes the ensemble's test-part logits, log of the mean probability
+                           per record (6 decimals), for `npm run eval:af -- --compare FILE`
 """
 import argparse
 import json
@@ -20,7 +26,20 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
+from st_io import read_safetensors, write_safetensors  # noqa: E402
 from train_af import score  # noqa: E402
+
+
+def export(runs, path):
+    """The runs' model.safetensors as one ensemble file (web/src/ensemble.js reads it)."""
+    tensors, members = [], []
+    for k, run in enumerate(runs):
+        meta, arrays, dtypes = read_safetensors(run / "model.safetensors", with_dtypes=True)
+        assert all(d != "BF16" for d in dtypes.values()), "BF16 members are not written back bit for bit"
+        prefix = f"member{k}."
+        members.append({"prefix": prefix, "metadata": meta})
+        tensors += [(prefix + name, dtypes[name], arrays[name]) for name in arrays]
+    write_safetensors(path, tensors, {"ensemble": json.dumps({"combine": "mean_probability", "members": members})})
 
 
 def line(name, s):
@@ -38,6 +57,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=pathlib.Path)
     ap.add_argument("--index", type=pathlib.Path, default=ROOT / "build" / "af" / "index.json")
+    ap.add_argument("--export", type=pathlib.Path, default=None, metavar="FILE")
+    ap.add_argument("--test-logits", type=pathlib.Path, default=None, metavar="FILE")
     args = ap.parse_args()
     label = {r["record"]: A.CODES.index(r["label"]) for r in json.loads(args.index.read_text())["records"]}
     folds = {json.loads((run / "metrics.json").read_text())["fold"] for run in args.runs}
@@ -53,8 +74,13 @@ def main():
         for run, logits in zip(args.runs, runs):
             print(line(run.name, score([logits[n] for n in names], items)))
         # (runs, records, classes) -> each run's probabilities, averaged over the runs
-        mean = A.mean_probability([[r[n] for n in names] for r in runs]).tolist()
-        print(line("ensemble (mean probability)", score(mean, items)))
+        mean = A.mean_probability([[r[n] for n in names] for r in runs])
+        print(line("ensemble (mean probability)", score(mean.tolist(), items)))
+        if part == "test" and args.test_logits:
+            args.test_logits.write_text(json.dumps({n: [round(v, 6) for v in z] for n, z in zip(names, mean.log().tolist())}) + "\n")
+    if args.export:
+        export(args.runs, args.export)
+        print(f"wrote {args.export} ({args.export.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

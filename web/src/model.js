@@ -7,6 +7,7 @@ import { describe, normalizeWindow } from './window.js';
 import { checkOptions } from './options.js';
 import { prediction } from './prediction.js';
 import { endSessions, openSession, streamOptions } from './stream.js';
+import { combineHeads, ensembleMembers, renumber, routeStreams } from './ensemble.js';
 
 // The options of forward() / forwardBatch(), checked in this one place (options.js): Model uses
 // it, and the worker path (worker-client.js on the calling thread, Model again in the worker)
@@ -26,9 +27,9 @@ export function forwardOptions(options, method = 'forward(window, options)', ext
 // object alive, so a model is collected only with or after its sessions; when both go in one
 // collection the order of the callbacks is not specified, so the model's deletes the sessions'
 // handles first (the core's session keeps a pointer to the model) and theirs skip deleted ones.
-const registry = new FinalizationRegistry(({ handle, live }) => {
+const registry = new FinalizationRegistry(({ handles, live }) => {
   endSessions(live);
-  handle.delete();
+  for (const handle of handles) handle.delete();
 });
 
 // forwardAt(model, window, parsedOptions, index): one window of a batch, its errors naming
@@ -42,7 +43,8 @@ export function deepFreeze(value) {
 }
 
 export class Model {
-  #handle;
+  #handle;   // the core's model (an ensemble's first member)
+  #members;  // an ensemble's members, [{ handle, modalities: Set }], the first #handle; null for one model
   #wasm;
   #config;
   #info;
@@ -55,13 +57,32 @@ export class Model {
     };
   }
 
-  // handle: the core's Model; wasm: the module it lives in (for its StreamSession class).
-  constructor(handle, wasm) {
-    this.#handle = handle;
+  // handles: the core's Model (several for an ensemble, ensemble.js); wasm: the module they live
+  // in (for its StreamSession class).
+  constructor(handles, wasm) {
+    this.#handle = handles[0];
     this.#wasm = wasm;
-    this.#config = JSON.parse(handle.configJson());
-    this.#info = deepFreeze(handle.info());
-    registry.register(this, { handle, live: this.#live }, this);
+    this.#config = JSON.parse(handles[0].configJson());
+    const info = handles[0].info();
+    if (handles.length > 1) {
+      const configs = handles.map((h) => JSON.parse(h.configJson()));
+      const infos = handles.map((h) => h.info());
+      this.#members = handles.map((handle, k) => ({ handle, modalities: new Set(configs[k].modalities.map((m) => m.name)) }));
+      // The ensemble's inputs: every member's modalities (the first member's first); its outputs
+      // and everything else: the first member's (its embeddings, tokens and attention are the
+      // ones a forward returns); config.ensemble lists every member's config.
+      const seen = new Set();
+      const union = (list) => list.flat().filter((m) => !seen.has(m.name) && seen.add(m.name));
+      this.#config = { ...this.#config, modalities: union(configs.map((c) => c.modalities)), ensemble: { combine: 'mean_probability', members: configs } };
+      seen.clear();
+      info.inputs.modalities = union(infos.map((i) => i.inputs.modalities));
+      info.ensemble = { combine: 'mean_probability', members: infos.length };
+      info.size = { parameters: infos.reduce((n, i) => n + i.size.parameters, 0), weightBytes: infos.reduce((n, i) => n + i.size.weightBytes, 0) };
+    } else {
+      this.#members = null;
+    }
+    this.#info = deepFreeze(info);
+    registry.register(this, { handles, live: this.#live }, this);
   }
 
   /** Threads each forward runs on (numThreads as granted: 1 where threads cannot run). */
@@ -97,22 +118,46 @@ export class Model {
   }
 
   #forward(window, { attention, maxGflop }, path) {
-    const r = this.#handle.forward(normalizeWindow(window, path), { attention, maxGflop });
+    const w = normalizeWindow(window, path);
     // The core's messages say "stream i"; in a batch, which window it was matters too.
-    if (!r.ok) throw new SensorformerError(r.code, path === 'window' ? r.message : `${path}: ${r.message}`);
+    const fail = (r, route) => {
+      const message = route ? renumber(r.message, route) : r.message;
+      return new SensorformerError(r.code, path === 'window' ? message : `${path}: ${message}`);
+    };
+    let r, head, present, tokenStream;
+    if (!this.#members) {
+      r = this.#handle.forward(w, { attention, maxGflop });
+      if (!r.ok) throw fail(r);
+      head = r.head.length ? r.head : null;
+      present = r.tokenPresent.includes(1);
+      tokenStream = r.tokenStream;
+    } else {
+      // Each member on the streams of its modalities; the first member's tokens, embeddings and
+      // attention, with its stream numbers in the window's; the members' heads combined.
+      const routes = routeStreams(w.streams.map((s) => s.modality), this.#members.map((m) => m.modalities));
+      const results = this.#members.map(({ handle }, k) => {
+        const out = handle.forward({ referenceTime: w.referenceTime, streams: routes[k].map((i) => w.streams[i]) }, { attention: k === 0 && attention, maxGflop });
+        if (!out.ok) throw fail(out, routes[k]);
+        return out;
+      });
+      r = results[0];
+      const presentEach = results.map((x) => x.tokenPresent.includes(1));
+      head = r.head.length ? combineHeads(results.map((x) => x.head), presentEach) : null;
+      present = presentEach.some(Boolean);
+      tokenStream = Int32Array.from(r.tokenStream, (j) => routes[0][j]);
+    }
     const d = this.#config.d_model, T = r.tokenTime.length;
     const modalities = this.#config.modalities.map((m) => m.name);
     const H = this.#config.n_heads;
-    const head = r.head.length ? r.head : null;
     return {
       embeddings: r.embeddings,
       dims: [T, d],
       pooled: r.pooled,
       head,
-      ...prediction(this.#info.outputs.labels, head, r.tokenPresent.includes(1)),
+      ...prediction(this.#info.outputs.labels, head, present),
       referenceTime: r.referenceTime,
       tokens: {
-        stream: r.tokenStream,
+        stream: tokenStream,
         modality: Array.from(r.tokenModality, (m) => modalities[m]),
         time: r.tokenTime,
         present: r.tokenPresent,
@@ -138,7 +183,7 @@ export class Model {
    */
   stream(options) {
     this.#usable();
-    return openSession(this.#wasm, this.#handle, this, this.#live, this.#info, streamOptions(options));
+    return openSession(this.#wasm, this.#members ?? [{ handle: this.#handle, modalities: null }], this, this.#live, this.#info, streamOptions(options));
   }
 
   /**
@@ -150,7 +195,7 @@ export class Model {
     if (!this.#handle) return;
     registry.unregister(this);
     endSessions(this.#live);
-    this.#handle.delete();
+    for (const { handle } of this.#members ?? [{ handle: this.#handle }]) handle.delete();
     this.#handle = null;
   }
 
@@ -166,13 +211,33 @@ export class Model {
  */
 export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {}) {
   checkSignal(signal);
-  const handle = new wasm.Model();
-  const result = handle.load(bytes);
-  if (!result.ok) {
-    handle.delete();
-    throw new SensorformerError(result.code, name ? `${name}: ${result.message}` : result.message);
+  const prefix = name ? `${name}: ` : '';
+  let files;
+  try {
+    files = ensembleMembers(bytes) ?? [bytes];
+  } catch (e) {
+    throw new SensorformerError(e.code, `${prefix}${e.message}`);
   }
-  const model = new Model(handle, wasm);
+  const handles = [];
+  for (const [k, file] of files.entries()) {
+    const handle = new wasm.Model();
+    const result = handle.load(file);
+    if (!result.ok) {
+      handle.delete();
+      for (const h of handles) h.delete();
+      throw new SensorformerError(result.code, `${prefix}${files.length > 1 ? `ensemble member ${k}: ` : ''}${result.message}`);
+    }
+    handles.push(handle);
+  }
+  if (handles.length > 1) {
+    // One prediction from several heads: the members must answer the same question.
+    const labels = handles.map((h) => JSON.stringify(h.info().outputs.labels ?? null));
+    if (labels[0] === 'null' || labels.some((l) => l !== labels[0])) {
+      for (const h of handles) h.delete();
+      throw new SensorformerError('BAD_FORMAT', `${prefix}an ensemble's members need the same head labels (a classifier's), got ${labels.join(' and ')}`);
+    }
+  }
+  const model = new Model(handles, wasm);
   try {
     if (warmup !== false) await warmUp(model, signal);  // web/src/warmup.js: why and how long
     checkSignal(signal);

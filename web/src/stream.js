@@ -21,6 +21,7 @@ import { SensorformerError } from './errors.js';
 import { checkOptions } from './options.js';
 import { prediction } from './prediction.js';
 import { bad, describe, fail, finiteNumber, present, samples, sensor, timestamps } from './window.js';
+import { combineHeads, renumber } from './ensemble.js';
 
 const STREAM_OPTIONS = {
   referenceTime: {
@@ -124,9 +125,11 @@ export function normalizeChunk(chunk, path = 'chunk') {
 
 // Held value: the core's session and the record of its model's open sessions. The model's own
 // cleanup (model.js) may have deleted the handle first.
-const registry = new FinalizationRegistry(({ handle, live }) => {
-  live.sessions.delete(handle);
-  if (!handle.isDeleted()) handle.delete();
+const registry = new FinalizationRegistry(({ handles, live }) => {
+  for (const handle of handles) {
+    live.sessions.delete(handle);
+    if (!handle.isDeleted()) handle.delete();
+  }
 });
 
 /** Deletes every open session of a model (model.dispose(), or the model's collection). */
@@ -138,14 +141,22 @@ export function endSessions(live) {
 
 const CREATE = Symbol('StreamSession');
 
-export function openSession(wasm, modelHandle, model, live, info, options) {
-  const handle = new wasm.StreamSession();
-  const r = handle.start(modelHandle, options);
-  if (!r.ok) {
-    handle.delete();
-    throw new SensorformerError(r.code, r.message);
+// members: [{ handle, modalities }] of the model (one, modalities null, for a single model; an
+// ensemble's, ensemble.js): one core session each.
+export function openSession(wasm, members, model, live, info, options) {
+  const sessions = [];
+  for (const [k, { handle: modelHandle, modalities }] of members.entries()) {
+    const handle = new wasm.StreamSession();
+    // only the first member's attention is returned (its tokens are the session's)
+    const r = handle.start(modelHandle, k === 0 ? options : { ...options, attention: false });
+    if (!r.ok) {
+      handle.delete();
+      for (const s of sessions) s.handle.delete();
+      throw new SensorformerError(r.code, r.message);
+    }
+    sessions.push({ handle, modalities, route: [] });
   }
-  return new StreamSession(CREATE, { handle, model, live, info, options });
+  return new StreamSession(CREATE, { sessions, model, live, info, options });
 }
 
 /**
@@ -153,21 +164,52 @@ export function openSession(wasm, modelHandle, model, live, info, options) {
  * model.stream(options). Errors leave the session as it was (a push is all or nothing).
  */
 export class StreamSession {
-  #handle;
+  #handle;    // the core's session (an ensemble's first member's)
+  #sessions;  // one per member: { handle, modalities (null: every stream), route (its stream j is session stream route[j]) }
+  #modality = [];  // per session stream, its modality once described (an ensemble routes by it)
   #model;  // kept alive by the session: the core's session reads its weights
   #live;
   #info;
   #options;
 
-  constructor(key, { handle, model, live, info, options } = {}) {
+  constructor(key, { sessions, model, live, info, options } = {}) {
     if (key !== CREATE) throw new SensorformerError('INVALID_ARGUMENT', 'a StreamSession is made by model.stream(options)');
-    this.#handle = handle;
+    this.#handle = sessions[0].handle;
+    this.#sessions = sessions;
     this.#model = model;
     this.#live = live;
     this.#info = info;
     this.#options = options;
-    live.sessions.add(handle);
-    registry.register(this, { handle, live }, this);
+    for (const s of sessions) live.sessions.add(s.handle);
+    registry.register(this, { handles: sessions.map((s) => s.handle), live }, this);
+  }
+
+  // An ensemble's chunk per member: chunk.streams[i] goes to every member whose modalities include
+  // stream i's (described now or before), as that member's stream j (its streams numbered in
+  // their order of arrival); a stream no member knows, or not described yet, to the first member
+  // (whose error names it). Returns [memberChunks, routes after the push, modalities after it].
+  #split(chunk) {
+    const routes = this.#sessions.map((s) => s.route.slice());
+    const modality = this.#modality.slice();
+    const parts = this.#sessions.map(() => []);
+    chunk.streams.forEach((entry, i) => {
+      if (entry == null) return;
+      if (modality[i] === undefined && entry.modality != null) modality[i] = entry.modality;
+      let any = false;
+      this.#sessions.forEach((s, k) => {
+        if (modality[i] === undefined || !s.modalities.has(modality[i])) return;
+        any = true;
+        let j = routes[k].indexOf(i);
+        if (j < 0) j = routes[k].push(i) - 1;
+        parts[k][j] = entry;
+      });
+      if (!any) {
+        let j = routes[0].indexOf(i);
+        if (j < 0) j = routes[0].push(i) - 1;
+        parts[0][j] = entry;
+      }
+    });
+    return [parts.map((streams, k) => ({ streams: Array.from({ length: routes[k].length }, (_, j) => streams[j] ?? null) })), routes, modality];
   }
 
   #usable() {
@@ -182,13 +224,41 @@ export class StreamSession {
    */
   push(chunk) {
     const handle = this.#usable();
-    const r = handle.push(normalizeChunk(chunk));
-    if (!r.ok) throw new SensorformerError(r.code, r.message);
+    const normalized = normalizeChunk(chunk);
+    let r, tokenStream;
+    if (this.#sessions.length === 1) {
+      r = handle.push(normalized);
+      if (!r.ok) throw new SensorformerError(r.code, r.message);
+      tokenStream = r.tokenStream;
+    } else {
+      // The member with the most streams in this chunk first: the others' streams are (for the
+      // AF pair) a subset of its, with the same data, so its refusal comes before any member has
+      // taken the chunk. Should a later member still refuse what an earlier one took, the
+      // members no longer agree: the session is closed and says so.
+      const [parts, routes, modality] = this.#split(normalized);
+      const count = (k) => parts[k].streams.filter((x) => x != null).length;
+      const order = parts.map((_, k) => k).sort((a, b) => count(b) - count(a) || a - b);
+      const results = [];
+      for (const [n, k] of order.entries()) {
+        const out = this.#sessions[k].handle.push(parts[k]);
+        if (!out.ok) {
+          const message = renumber(out.message, routes[k]);
+          if (n === 0) throw new SensorformerError(out.code, message);
+          this.#release();
+          throw new SensorformerError(out.code, `${message} (ensemble member ${k} refused a chunk that member ${order[0]} took: the session is closed)`);
+        }
+        results[k] = out;
+      }
+      this.#sessions.forEach((s, k) => (s.route = routes[k]));
+      this.#modality = modality;
+      r = results[0];
+      tokenStream = Int32Array.from(r.tokenStream, (j) => routes[0][j]);
+    }
     const { dModel: d, nHeads: H } = this.#info;
     const modalities = this.#info.inputs.modalities.map((m) => m.name);
     return {
       tokens: {
-        stream: r.tokenStream,
+        stream: tokenStream,
         modality: Array.from(r.tokenModality, (m) => modalities[m]),
         time: r.tokenTime,
         present: r.tokenPresent,
@@ -212,13 +282,16 @@ export class StreamSession {
   pooled(options) {
     const handle = this.#usable();
     const { seconds } = pooledOptions(options, this.#options.historySeconds);
-    const r = handle.pooled(seconds);
-    if (!r.ok) throw new SensorformerError(r.code, r.message);
-    const head = r.head.length ? r.head : null;
+    const results = this.#sessions.map((s) => s.handle.pooled(seconds));
+    const r = results[0];
+    for (const x of results) if (!x.ok) throw new SensorformerError(x.code, x.message);
+    // An ensemble: each member pools its own final tokens, their heads combined (ensemble.js).
+    const present = results.map((x) => x.presentTokens > 0);
+    const head = !r.head.length ? null : results.length > 1 ? combineHeads(results.map((x) => x.head), present) : r.head;
     return {
       pooled: r.pooled,
       head,
-      ...prediction(this.#info.outputs.labels, head, r.presentTokens > 0),
+      ...prediction(this.#info.outputs.labels, head, present.some(Boolean)),
       presentTokens: r.presentTokens,
       from: r.from,
       to: r.to,
@@ -237,7 +310,8 @@ export class StreamSession {
 
   /** Bytes the session holds in WebAssembly memory now (caches, pending patches, history). */
   get memoryBytes() {
-    return this.#usable().memoryBytes();
+    this.#usable();
+    return this.#sessions.reduce((sum, s) => sum + s.handle.memoryBytes(), 0);
   }
 
   /** Tokens made final so far (the next token's index). */
@@ -247,8 +321,10 @@ export class StreamSession {
 
   #release() {
     registry.unregister(this);
-    this.#live.sessions.delete(this.#handle);
-    if (!this.#handle.isDeleted()) this.#handle.delete();
+    for (const { handle } of this.#sessions) {
+      this.#live.sessions.delete(handle);
+      if (!handle.isDeleted()) handle.delete();
+    }
     this.#handle = null;
   }
 

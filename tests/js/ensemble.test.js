@@ -1,0 +1,235 @@
+// Ensembles (web/src/ensemble.js, docs/model.md "Ensembles"): one weights file holding several
+// models whose class probabilities are averaged. The fixture, tests/fixtures/af-pair.safetensors,
+// is the AF pair that tools/af/ensemble.py writes (`ensemble.py build/af/runs/lb10-fold0
+// build/af/runs/beats-lb10-fold0 --export tests/fixtures/af-pair.safetensors --test-logits
+// tests/fixtures/af-pair-test-logits.json`): a member with ECG and RR, and one with ECG, RR and
+// beats, both with the AF labels.
+//
+// References: the split is checked against the fixture's own tensors read by the test-only reader
+// (tests/js/safetensors.js); an ensemble's forward and session against its members loaded as
+// models of their own, fed the streams of their modalities by hand, and the mean-probability rule
+// written out here (tolerance 1e-6: the same float32 heads, combined in float64 both ways and
+// rounded to float32 once); with the CinC 2017 data (SF_CINC2017), PyTorch's logits of the pair on
+// the whole test part (tolerance 1e-4 and equal labels, as for the single model: af-model.test.js).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { beatsFromEcg, detectBeats, loadModel, rrFromEcg } from '../../web/src/index.js';
+import { ensembleMembers } from '../../web/src/ensemble.js';
+import { compare, evaluate } from '../../tools/af/eval_af.mjs';
+import { fixturePath } from './safetensors.js';
+
+const pairPath = fixturePath('af-pair.safetensors');
+const pairBytes = () => new Uint8Array(readFileSync(pairPath));
+
+// The safetensors header and data of a file (bytes), parsed here without the library.
+function parse(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(view.getBigUint64(0, true));
+  return { header: JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n))), data: bytes.subarray(8 + n) };
+}
+
+// A file with its header replaced (the data kept): for the malformed-ensemble cases.
+function withHeader(bytes, edit) {
+  const { header, data } = parse(bytes);
+  edit(header);
+  const text = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + text.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(text.length), true);
+  out.set(text, 8);
+  out.set(data, 8 + text.length);
+  return out;
+}
+
+// 30 s of a synthetic ECG at 130 Hz (a strap's rate): a QRS-like bump every 0.8 s with a 0.5 s
+// dropout, its RR stream and beat stream from the package's detector.
+function strapWindow() {
+  const rate = 130, startTime = 1764460800;
+  const samples = Array.from({ length: 30 * rate }, (_, i) => (i >= 1300 && i < 1365 ? null : 1.2 * Math.exp(-(((i % 104) - 20) ** 2) / 3) - 0.1 * Math.exp(-(((i % 104) - 60) ** 2) / 60)));
+  const ecg = { sensor: 0, modality: 'ecg', placement: 'chest', rateHz: rate, startTime, samples };
+  const beats = detectBeats(samples, rate, { startTime });
+  return { ecg, rr: { ...rrFromEcg(ecg, beats), sensor: 0 }, beat: { ...beatsFromEcg(ecg, beats), sensor: 0 } };
+}
+
+// |actual - expected| <= tol for every entry
+function close(actual, expected, tol, what) {
+  assert.equal(actual.length, expected.length, what);
+  for (let i = 0; i < expected.length; i++) assert.ok(Math.abs(actual[i] - expected[i]) <= tol, `${what}[${i}]: ${actual[i]} vs ${expected[i]}`);
+}
+
+function meanProbabilityHead(heads) {
+  const mean = new Float64Array(heads[0].length);
+  for (const h of heads) {
+    const e = Array.from(h, (v) => Math.exp(v));
+    const sum = e.reduce((a, b) => a + b, 0);
+    e.forEach((v, i) => (mean[i] += v / sum / heads.length));
+  }
+  return Float32Array.from(mean, Math.log);
+}
+
+test('an ensemble file splits into its members: every tensor and the metadata as the file holds them', () => {
+  const bytes = pairBytes();
+  const { header, data } = parse(bytes);
+  const spec = JSON.parse(header.__metadata__.ensemble);
+  const members = ensembleMembers(bytes);
+  assert.equal(members.length, 2);
+  members.forEach((file, k) => {
+    const { header: h, data: d } = parse(file);
+    assert.equal((8 + Number(new DataView(file.buffer, file.byteOffset).getBigUint64(0, true))) % 8, 0, 'the data starts 8-byte aligned');
+    assert.deepEqual(h.__metadata__, spec.members[k].metadata);
+    const names = Object.keys(header).filter((n) => n.startsWith(spec.members[k].prefix));
+    assert.deepEqual(Object.keys(h).filter((n) => n !== '__metadata__').sort(), names.map((n) => n.slice(spec.members[k].prefix.length)).sort());
+    let end = 0;
+    for (const name of names) {
+      const t = header[name], u = h[name.slice(spec.members[k].prefix.length)];
+      assert.deepEqual([u.dtype, u.shape], [t.dtype, t.shape]);
+      assert.deepEqual(d.subarray(...u.data_offsets), data.subarray(...t.data_offsets), name);
+      end = Math.max(end, u.data_offsets[1]);
+    }
+    assert.equal(end, d.length, 'no bytes past the last tensor');
+  });
+  // not an ensemble: a single model's file gives null (the core loads it as it is)
+  assert.equal(ensembleMembers(new Uint8Array(readFileSync(new URL('../../models/af.safetensors', import.meta.url)))), null);
+});
+
+test('an ensemble forward: the first member\'s tokens and embeddings in the window\'s stream numbers, the members\' mean probability as its head', async () => {
+  const pair = await loadModel(pairPath);
+  const [m0, m1] = await Promise.all(ensembleMembers(pairBytes()).map((b) => loadModel(b)));
+  try {
+    assert.deepEqual(pair.config.modalities.map((m) => m.name), ['ecg', 'rr', 'beat']);
+    assert.deepEqual(pair.info.inputs.modalities.map((m) => m.name), ['ecg', 'rr', 'beat']);
+    assert.deepEqual(pair.info.ensemble, { combine: 'mean_probability', members: 2 });
+    assert.deepEqual(pair.config.ensemble.members.map((c) => c.modalities.map((m) => m.name)), [['ecg', 'rr'], ['ecg', 'rr', 'beat']]);
+    assert.deepEqual(pair.info.outputs, m0.info.outputs);
+    assert.deepEqual(pair.info.size, { parameters: m0.info.size.parameters + m1.info.size.parameters, weightBytes: m0.info.size.weightBytes + m1.info.size.weightBytes });
+    assert.equal(pair.info.dModel, m0.info.dModel);
+    const { ecg, rr, beat } = strapWindow();
+    // the beat stream first: the first member, which has no beat modality, numbers ECG and RR 0 and 1
+    const out = pair.forward({ streams: [beat, ecg, rr] }, { attention: true });
+    const a = m0.forward({ streams: [ecg, rr] }, { attention: true });
+    const b = m1.forward({ streams: [beat, ecg, rr] });
+    assert.deepEqual(out.embeddings, a.embeddings);
+    assert.deepEqual(out.pooled, a.pooled);
+    assert.deepEqual(Array.from(out.tokens.stream), Array.from(a.tokens.stream, (j) => j + 1));
+    assert.deepEqual(out.tokens.modality, a.tokens.modality);
+    assert.equal(out.attention.length, a.attention.length);
+    close(out.head, meanProbabilityHead([a.head, b.head]), 1e-6, 'head');
+    const p = a.probabilities.map((v, i) => (v + b.probabilities[i]) / 2);
+    close(out.probabilities, p, 1e-6, 'probabilities');
+    assert.equal(out.label, pair.info.outputs.labels[p.indexOf(Math.max(...p))]);
+    // a window without beats: the second member sees ECG and RR only, as a model of its own would
+    const noBeats = pair.forward({ streams: [ecg, rr] });
+    const c = m1.forward({ streams: [ecg, rr] });
+    close(noBeats.head, meanProbabilityHead([a.head, c.head]), 1e-6, 'head without beats');
+    // a member with no present token is left out of the mean; none at all: no prediction
+    const onlyBeats = pair.forward({ streams: [beat] });
+    assert.deepEqual(onlyBeats.tokens.stream.length, 0, 'the first member gets no stream');
+    const d = m1.forward({ streams: [beat] });
+    close(onlyBeats.probabilities, d.probabilities, 1e-6, 'probabilities with beats alone');
+    const empty = pair.forward({ streams: [] });
+    assert.equal(empty.probabilities, null);
+    assert.equal(empty.label, null);
+  } finally {
+    for (const m of [pair, m0, m1]) m.dispose();
+  }
+});
+
+test('an ensemble\'s errors name the window\'s stream, not a member\'s', async () => {
+  const pair = await loadModel(pairPath);
+  try {
+    const { ecg, rr, beat } = strapWindow();
+    // stream 2 (RR) is the first member's stream 1: the message says "stream 2"
+    const badRr = { ...rr, samples: Float64Array.from(rr.samples, (v, i) => (i === 3 ? Infinity : v)) };
+    assert.throws(() => pair.forward({ streams: [beat, ecg, badRr] }), (e) => e.code === 'NON_FINITE' && /^window\.streams\[2\]|stream 2/.test(e.message));
+    assert.throws(() => pair.forward({ streams: [beat, { ...ecg, modality: 'ppg' }] }), (e) => e.code === 'INVALID_ARGUMENT' && /stream 1: modality "ppg"/.test(e.message));
+    assert.throws(() => pair.forwardBatch([{ streams: [ecg] }, { streams: [beat, { ...ecg, modality: 'ppg' }] }]), (e) => /^windows\[1\]: stream 1: modality "ppg"/.test(e.message));
+  } finally {
+    pair.dispose();
+  }
+});
+
+test('a malformed ensemble file is BAD_FORMAT naming what is wrong; members with other labels are refused', async () => {
+  const cases = [
+    [(h) => (h.__metadata__.ensemble = '{'), /not JSON/],
+    [(h) => (h.__metadata__.ensemble = JSON.stringify({ ...JSON.parse(h.__metadata__.ensemble), combine: 'max' })), /combine must be "mean_probability", got "max"/],
+    [(h) => (h.__metadata__.ensemble = JSON.stringify({ combine: 'mean_probability', members: [JSON.parse(h.__metadata__.ensemble).members[0]] })), /2-16 members/],
+    [(h) => ((h['stray.weight'] = h[Object.keys(h).find((n) => n.startsWith('member0.'))])), /tensor "stray\.weight" belongs to no ensemble member/],
+    [(h) => {
+      const spec = JSON.parse(h.__metadata__.ensemble);
+      const config = JSON.parse(spec.members[1].metadata.config);
+      spec.members[1].metadata.config = JSON.stringify({ ...config, labels: ['n', 'a', 'o', 'x'] });
+      h.__metadata__.ensemble = JSON.stringify(spec);
+    }, /same head labels/],
+  ];
+  for (const [edit, message] of cases) {
+    await assert.rejects(loadModel(withHeader(pairBytes(), edit)), (e) => e.code === 'BAD_FORMAT' && message.test(e.message), String(message));
+  }
+  // a member the core refuses: its error, prefixed with the member
+  const broken = withHeader(pairBytes(), (h) => {
+    const name = Object.keys(h).find((n) => n.startsWith('member1.') && h[n].shape.length === 2);
+    h[name].shape = [h[name].shape[0] + 1, h[name].shape[1]];
+  });
+  await assert.rejects(loadModel(broken), (e) => /ensemble member 1: /.test(e.message));
+});
+
+test('an ensemble session: the first member\'s tokens, the members\' pooled heads combined, as the members\' own sessions give them', async () => {
+  const pair = await loadModel(pairPath);
+  const [m0, m1] = await Promise.all(ensembleMembers(pairBytes()).map((b) => loadModel(b)));
+  try {
+    const { ecg, rr, beat } = strapWindow();
+    const s = pair.stream(), s0 = m0.stream(), s1 = m1.stream();
+    // pushed in 3 s chunks: [beat, ecg, rr] to the pair, [ecg, rr] to the first member, [beat, ecg, rr] to the second
+    const t0 = ecg.startTime;
+    const part = (stream, from, to, first) => {
+      if (stream.timestamps) {
+        const keep = Array.from(stream.timestamps.keys()).filter((i) => stream.timestamps[i] >= from && stream.timestamps[i] < to);
+        const out = { timestamps: keep.map((i) => stream.timestamps[i]), samples: keep.map((i) => stream.samples[i]), until: to };
+        return first ? { sensor: stream.sensor, modality: stream.modality, placement: stream.placement, ...out } : out;
+      }
+      const a = Math.round((from - t0) * stream.rateHz), b = Math.round((to - t0) * stream.rateHz);
+      const out = { samples: stream.samples.slice(a, b) };
+      return first ? { sensor: stream.sensor, modality: stream.modality, placement: stream.placement, rateHz: stream.rateHz, startTime: t0, ...out } : out;
+    };
+    let tokens = 0;
+    for (let k = 0; k < 10; k++) {
+      const from = t0 + 3 * k, to = from + 3;
+      const [pb, pe, pr] = [beat, ecg, rr].map((x) => part(x, from, to, k === 0));
+      const out = s.push({ streams: [pb, pe, pr] });
+      const a = s0.push({ streams: [pe, pr] });
+      s1.push({ streams: [pb, pe, pr] });
+      assert.deepEqual(out.embeddings, a.embeddings);
+      assert.deepEqual(Array.from(out.tokens.stream), Array.from(a.tokens.stream, (j) => j + 1));
+      tokens += a.tokens.stream.length;
+    }
+    assert.ok(tokens >= 80, `${tokens} tokens compared`);  // ~30 s of ECG patches and RR, less what is not final yet
+    const p = s.pooled({ seconds: 30 }), p0 = s0.pooled({ seconds: 30 }), p1 = s1.pooled({ seconds: 30 });
+    assert.deepEqual(p.pooled, p0.pooled);
+    close(p.head, meanProbabilityHead([p0.head, p1.head]), 1e-6, 'pooled head');
+    assert.equal(s.frontier, s0.frontier);
+    assert.equal(s.memoryBytes, s0.memoryBytes + s1.memoryBytes);
+    // a refused chunk leaves the session as it was, and names the session's stream
+    assert.throws(() => s.push({ streams: [null, null, { timestamps: [t0 + 40], samples: [Infinity] }] }), (e) => e.code === 'NON_FINITE' && /^chunk\.streams\[2\]/.test(e.message));
+    // RR is the first member's stream 1 and the second's stream 2: the core's message says 2
+    assert.throws(() => s.push({ streams: [null, null, { ...part(rr, t0 + 30, t0 + 33, true), placement: 'hand' }] }), (e) => e.code === 'INVALID_ARGUMENT' && /^stream 2: placement/.test(e.message));
+    assert.throws(() => s.push({ streams: [null, null, null, { samples: [1] }] }), (e) => e.code === 'INVALID_ARGUMENT' && /stream 3: the session has not seen this stream yet/.test(e.message));
+    const again = s.push({ streams: [null, part(ecg, t0 + 30, t0 + 30, false), null] });
+    assert.equal(again.tokens.stream.length, 0);
+  } finally {
+    for (const m of [pair, m0, m1]) m.dispose();
+  }
+});
+
+const data = process.env.SF_CINC2017 ?? '';
+const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
+const skip = haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`);
+
+test('CinC 2017 test part: the AF pair in WebAssembly gives PyTorch\'s ensemble label on every record, logits within 1e-4', { skip }, async () => {
+  const result = await evaluate({ data, model: pairPath });
+  assert.equal(result.records, 1707);
+  const reference = JSON.parse(readFileSync(fixturePath('af-pair-test-logits.json'), 'utf8'));
+  const c = compare(result.logits, reference);
+  assert.deepEqual(c.labelDiffers, [], 'records whose label differs from PyTorch');
+  assert.ok(c.worst <= 1e-4, `largest |logit difference| ${c.worst} (${c.worstRecord})`);
+});
