@@ -14,10 +14,14 @@ F1 (mean of N, A, O) and the per-class F1.
                            member k's tensors named member<k>.<name>, its metadata kept
     --test-logits FILE     also writes the ensemble's test-part logits, log of the mean probability
                            per record (6 decimals), for `npm run eval:af -- --compare FILE`
+    --metrics FILE         also writes the ensemble's metrics (train_af.py's metrics.json for a
+                           run: its members' settings, the validation and test scores, the
+                           exported file's bytes, the command)
 """
 import argparse
 import json
 import pathlib
+import shlex
 import sys
 
 
@@ -59,7 +63,9 @@ def main():
     ap.add_argument("--index", type=pathlib.Path, default=ROOT / "build" / "af" / "index.json")
     ap.add_argument("--export", type=pathlib.Path, default=None, metavar="FILE")
     ap.add_argument("--test-logits", type=pathlib.Path, default=None, metavar="FILE")
+    ap.add_argument("--metrics", type=pathlib.Path, default=None, metavar="FILE")
     args = ap.parse_args()
+    scores = {}
     label = {r["record"]: A.CODES.index(r["label"]) for r in json.loads(args.index.read_text())["records"]}
     folds = {json.loads((run / "metrics.json").read_text())["fold"] for run in args.runs}
     if len(folds) != 1:
@@ -75,12 +81,24 @@ def main():
             print(line(run.name, score([logits[n] for n in names], items)))
         # (runs, records, classes) -> each run's probabilities, averaged over the runs
         mean = A.mean_probability([[r[n] for n in names] for r in runs])
-        print(line("ensemble (mean probability)", score(mean.tolist(), items)))
+        scores[part] = score(mean.tolist(), items)
+        print(line("ensemble (mean probability)", scores[part]))
         if part == "test" and args.test_logits:
             args.test_logits.write_text(json.dumps({n: [round(v, 6) for v in z] for n, z in zip(names, mean.log().tolist())}) + "\n")
     if args.export:
         export(args.runs, args.export)
         print(f"wrote {args.export} ({args.export.stat().st_size} bytes)")
+    if args.metrics:
+        done = [json.loads((run / "metrics.json").read_text()) for run in args.runs]
+        keep = ("variant", "seed", "schedule", "rr_gaps", "config", "best_epoch", "epochs_run", "train_seconds", "bytes", "parameters")
+        args.metrics.write_text(json.dumps({
+            "variant": "ensemble", "combine": "mean_probability", "fold": folds.pop(),
+            "members": [{"run": run.name, **{k: m[k] for k in keep if k in m}} for run, m in zip(args.runs, done)],
+            "train_seconds": sum(m["train_seconds"] for m in done), "parameters": sum(m["parameters"] for m in done),
+            **({"bytes": args.export.stat().st_size} if args.export else {}),
+            "validation": scores["validation"], "test": scores["test"],
+            "command": "/usr/bin/python3 tools/af/ensemble.py " + shlex.join(sys.argv[1:]),
+        }, indent=1) + "\n")
 
 
 if __name__ == "__main__":
