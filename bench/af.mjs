@@ -26,6 +26,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createPhysiology } from '../web/src/simulator/physiology.js';
 import { beatsFromEcg, detectBeats, rrFromEcg } from '../web/src/qrs.js';
+import { ensembleMembers } from '../web/src/ensemble.js';
 import { fmt, interleaved, median, readF32, relError, table } from './lib.mjs';
 import { compareRows } from './stream.mjs';
 
@@ -138,9 +139,13 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
 
   const model = await loadModel(AF_WEIGHTS, { numThreads: 1 });  // one thread each, as ORT here
   const cfg = model.config, d = cfg.d_model;
+  // An ensemble (docs/model.md "Ensembles"): its tokens, embeddings and frontier are the first
+  // member's; every member's streams are fed (the graph takes them all, bench/make_peer_models.py).
+  const configs = cfg.ensemble?.members ?? [cfg], first = configs[0];
   const session = await ort.InferenceSession.create(path.join(MODELS, 'af.onnx'), ORT_OPTIONS);
   const mE = cfg.modalities.find((m) => m.name === 'ecg');
   const EV = eventNames(cfg), P = Object.fromEntries(cfg.modalities.map((m) => [m.name, m.patch_len]));
+  const EV1 = eventNames(first);  // the first member's event streams: its tokens, its frontier
   const L = cfg.n_layers * cfg.attention_lookback_s;  // a token depends on tokens at most L older (flattened: one block per layer)
 
   // --- (a) one 30 s recording: the committed case, against float64 torch, then timed ------------
@@ -153,7 +158,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   }
   const window = { streams: cfg.modalities.map((m) => rec[m.name]), referenceTime: c.startTime };
   const K = Object.fromEntries(cfg.modalities.map((m) => [m.name, Math.ceil(rec[m.name].samples.length / m.patch_len)]));
-  const Ke = K.ecg, Kev = EV.reduce((a, n) => a + K[n], 0);
+  const Ke = K.ecg, Kev = EV1.reduce((a, n) => a + K[n], 0);
   const allRanges = Object.fromEntries(Object.entries(K).map(([n, k]) => [n, [0, k]]));
   const ortForward = async () => {
     const feeds = peerFeeds(ort, cfg, rec, allRanges, c.startTime);
@@ -162,10 +167,20 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   };
   const wantEmb = readF32(path.join(MODELS, 'af_check_embeddings.f32')), wantHead = readF32(path.join(MODELS, 'af_check_head.f32'));
   const sf = model.forward(window), o = await ortForward();
+  // Each member's tokens for the nominal FLOP count (an ensemble's forward gives the first's):
+  // the members loaded as models of their own, fed the streams of their modalities.
+  const memberModels = cfg.ensemble ? await Promise.all(ensembleMembers(new Uint8Array(readFileSync(AF_WEIGHTS))).map((b) => loadModel(b, { numThreads: 1, warmup: false }))) : [model];
+  const flops = memberModels.reduce((sum, m, k) => {
+    const c = configs[k], own = { ...window, streams: window.streams.filter((st) => c.modalities.some((x) => x.name === st.modality)) };
+    const r = cfg.ensemble ? m.forward(own) : sf;
+    return sum + afFlops(c, r.tokens.time, r.tokens.present, c.modalities.reduce((a, x) => a + K[x.name] * x.patch_len, 0));
+  }, 0);
+  if (cfg.ensemble) for (const m of memberModels) m.dispose();
   const errSf = Math.max(check('af 30 s sensorformer embeddings vs float64 torch', relError(sf.embeddings, wantEmb)), check('af 30 s sensorformer head logits vs float64 torch', relError(sf.head, wantHead)));
   const errOrt = Math.max(check('af 30 s ORT embeddings vs float64 torch', relError(o.embeddings, wantEmb)), check('af 30 s ORT head logits vs float64 torch', relError(o.head, wantHead)));
   const T = sf.dims[0];
-  const what = cfg.modalities.map((m) => `${K[m.name]} ${m.name === 'ecg' ? 'ECG' : m.name === 'rr' ? 'RR' : m.name}`).join(' + ');
+  const what = first.modalities.map((m) => `${K[m.name]} ${m.name === 'ecg' ? 'ECG' : m.name === 'rr' ? 'RR' : m.name}`).join(' + ')
+    + (cfg.ensemble ? `, the first member's; the second's with ${EV.filter((n) => !EV1.includes(n)).map((n) => `${K[n]} ${n} tokens`).join(', ')} too` : '');
   if (T !== Ke + Kev) throw new Error(`bench af: the 30 s case gave ${T} tokens, the peer's inputs ${Ke + Kev}`);
   log(`af forward: ${T} tokens (${what})`);
   const rows = [];
@@ -174,7 +189,6 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
       { name: 'sf', run: () => model.forward(window) },
       { name: 'ort', run: ortForward },
     ], QUICK ? TIMING : { ...TIMING, warmup: 20, budgetMs: 8000, maxRounds: 2001 });
-    const flops = afFlops(cfg, sf.tokens.time, sf.tokens.present, cfg.modalities.reduce((a, m) => a + K[m.name] * m.patch_len, 0));
     rows.push([`one 30 s recording, \`model.forward\`: ${T} tokens (${what})`, fmt.ms(m.sf), fmt.gflops(flops, m.sf), `the graph on the recording's ${T} tokens`, fmt.ms(m.ort), fmt.gflops(flops, m.ort), `**${fmt.ratio(m.ort / m.sf)}**`, rounds]);
   }
 
@@ -202,7 +216,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   let nE = 0;
   const nEv = Object.fromEntries(EV.map((n) => [n, 0]));  // samples and events pushed
   const evBound = (n, k) => (k % P[n] ? feed[n].timestamps[k - (k % P[n])] : k ? feed[n].timestamps[k - 1] : -Infinity);
-  const frontierOf = (ne, counts) => Math.min(START + Math.floor(ne / Pe) * Pe / rate, ...EV.map((n) => evBound(n, counts[n])));
+  const frontierOf = (ne, counts) => Math.min(START + Math.floor(ne / Pe) * Pe / rate, ...EV1.map((n) => evBound(n, counts[n])));
   const chunkEnd = (s) => {  // (ECG samples, events per stream) once second s is pushed
     const ne = Math.min(feed.ecg.samples.length, (s + 1) * rate);
     const counts = {};
@@ -232,7 +246,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   };
   const evRange = (n, a, b, k) => [evFirstAtOrAfter(n, a, Math.floor(k / P[n])), evFirstAtOrAfter(n, b, Math.floor(k / P[n]))];
   const ranges = (a, b, counts) => ({ ecg: ecgRange(a, b), ...Object.fromEntries(EV.map((n) => [n, evRange(n, a, b, counts[n])])) });
-  const newTokens = (f0, f1, counts) => Object.values(ranges(f0, f1, counts)).reduce((acc, [k0, k1]) => acc + (k1 - k0), 0);
+  const newTokens = (f0, f1, counts) => ['ecg', ...EV1].reduce((acc, n) => { const [k0, k1] = ranges(f0, f1, counts)[n]; return acc + (k1 - k0); }, 0);
   let s = 0;
   const stream = model.stream({ referenceTime: START, historySeconds: HISTORY_S });
   const pushSecond = () => {
@@ -277,13 +291,13 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   const ortUpdate = async () => {
     const { f0, f1, nE: ne, counts } = current;
     const fresh = ranges(f0, f1, counts);
-    const tFirst = Math.min(ecgTime(fresh.ecg[0]), ...EV.map((n) => (fresh[n][0] * P[n] < counts[n] ? feed[n].timestamps[fresh[n][0] * P[n]] : Infinity)));
+    const tFirst = Math.min(ecgTime(fresh.ecg[0]), ...EV1.map((n) => (fresh[n][0] * P[n] < counts[n] ? feed[n].timestamps[fresh[n][0] * P[n]] : Infinity)));
     const from = tFirst - L - 1e-6;  // margin: an extra older token changes nothing (it is out of reach)
     const feeds = peerFeeds(ort, cfg, feed, ranges(from, f1, counts), START, { ecg: ne, ...counts });
     const out = await session.run(feeds);
     return { feeds, embeddings: out.embeddings.data, dims: out.embeddings.dims };
   };
-  const asRows = (r) => ({ tokens: peerTokens(cfg, r.feeds), embeddings: r.embeddings, dims: r.dims });
+  const asRows = (r) => ({ tokens: peerTokens(first, r.feeds), embeddings: r.embeddings, dims: r.dims });
   // Session update against ORT's rows, and (untimed checks) against a forward of everything received.
   const everything = () => ({
     referenceTime: START,
@@ -334,7 +348,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   model.dispose();
   await session.release();
   // The notes are built under --check too (and dropped), so the checks run every line of this function.
-  const notes = `Model: models/af.safetensors (sha256 ${sha.slice(0, 12)}; d ${d}, ${cfg.n_heads} heads, ${cfg.n_layers} layers, ff ${cfg.dim_feedforward}, flattened, causal, look-back W = ${cfg.attention_lookback_s} s; ECG patches of ${Pe} at 300 Hz, ${EV.map((n) => `${n} events in patches of ${P[n]}`).join(", ")}); peer: bench/models/af.onnx, exported from the same file by \`npm run bench:models\` (weights as stored, F16 cast to float32 in the graph). Input: a synthetic single-lead ECG (web/src/simulator/physiology.js, seed ${AF_CASE.seed}, at rest, sinus rhythm then atrial fibrillation from ${AF_CASE.afFromS} s; mV at 300 Hz, the data set's rate) and its RR events from \`rrFromEcg\`; the 30 s recording is the committed case (bench/models/af_case_*), the streaming feed the same physiology with seed ${AF_CASE.seed + 1}. onnxruntime-web's inputs are computed in JS inside its timed call (patches normalised, presence flags, token times; as sensorformer's forward and push tokenize inside theirs). The graph attends with a dense (T, T) mask, what a torch user would export; sensorformer computes only each query's keys in [t - W, t]. GFLOP/s uses one nominal count for both (projections and feed-forward per token, Q.K^T and P.V over the pairs in reach), not the dense graph's work. Streaming: a session fed 1 s chunks (300 samples and the RR events in them) after ${prerollS} s (key caches full and evicting, the ${HISTORY_S} s pooling history full and dropping); the RR stream's incomplete 4-beat patch holds the frontier, so tokens become final in bursts (when a patch's 4th beat arrives, and when the next patch's first does). Each round times the push of the next chunk that makes tokens final; the chunks before it make nothing final and are pushed untimed (${fillers.length} of them in the timed rounds, median ${fmt.ms(median(fillers))} ms a push). onnxruntime-web, without a session, runs the graph over the tokens the new ones can see, [first new token - n_layers x W, frontier), the new tokens' rows being exact there (a token depends only on tokens at most n_layers x W = ${L} s older). Output checks (max |diff| / max(1, max |ref|), tolerance 1e-4: float32 sums of at most 128 terms over 4 layers land near 1e-6, a weight, mask or time mix-up is off by O(0.1-1)): the 30 s case against float64 torch (the reference module on the same file), embeddings and head logits: sensorformer ${fmt.err(errSf)}, onnxruntime-web ${fmt.err(errOrt)}; onnxruntime-web's rows against the session's new tokens, on every timed update: ${fmt.err(ortErrMax)} (untimed checks before and after: ${fmt.err(verified.ort)}); the session's new tokens against a forward of everything received, before and after timing: ${fmt.err(verified.session)}. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
+  const notes = `Model: models/af.safetensors (sha256 ${sha.slice(0, 12)}; ${cfg.ensemble ? `${configs.length} models in one file, their class probabilities averaged (docs/model.md "Ensembles"; the first takes ECG and RR, the second ${configs.slice(1).map((c) => c.modalities.map((m) => m.name).join(', ')).join('; ')}), each ` : ''}d ${d}, ${cfg.n_heads} heads, ${cfg.n_layers} layers, ff ${cfg.dim_feedforward}, flattened, causal, look-back W = ${cfg.attention_lookback_s} s; ECG patches of ${Pe} at 300 Hz, ${EV.map((n) => `${n} events in patches of ${P[n]}`).join(", ")}); peer: bench/models/af.onnx, exported from the same file by \`npm run bench:models\` (weights as stored, F16 cast to float32 in the graph). Input: a synthetic single-lead ECG (web/src/simulator/physiology.js, seed ${AF_CASE.seed}, at rest, sinus rhythm then atrial fibrillation from ${AF_CASE.afFromS} s; mV at 300 Hz, the data set's rate) and its RR events from \`rrFromEcg\`${EV.includes('beat') ? ' and beat events from \`beatsFromEcg\`' : ''}; the 30 s recording is the committed case (bench/models/af_case_*), the streaming feed the same physiology with seed ${AF_CASE.seed + 1}. onnxruntime-web's inputs are computed in JS inside its timed call (patches normalised, presence flags, token times; as sensorformer's forward and push tokenize inside theirs). The graph attends with a dense (T, T) mask, what a torch user would export; sensorformer computes only each query's keys in [t - W, t]. GFLOP/s uses one nominal count for both (projections and feed-forward per token, Q.K^T and P.V over the pairs in reach), not the dense graph's work. Streaming: a session fed 1 s chunks (300 samples and the ${EV.join(' and ')} events in them) after ${prerollS} s (key caches full and evicting, the ${HISTORY_S} s pooling history full and dropping); the RR stream's incomplete 4-beat patch holds the frontier, so tokens become final in bursts (when a patch's 4th beat arrives, and when the next patch's first does). Each round times the push of the next chunk that makes tokens final; the chunks before it make nothing final and are pushed untimed (${fillers.length} of them in the timed rounds, median ${fmt.ms(median(fillers))} ms a push). onnxruntime-web, without a session, runs the graph over the tokens the new ones can see, [first new token - n_layers x W, frontier), the new tokens' rows being exact there (a token depends only on tokens at most n_layers x W = ${L} s older). Output checks (max |diff| / max(1, max |ref|), tolerance 1e-4: float32 sums of at most 128 terms over 4 layers land near 1e-6, a weight, mask or time mix-up is off by O(0.1-1)): the 30 s case against float64 torch (the reference module on the same file), embeddings and head logits: sensorformer ${fmt.err(errSf)}, onnxruntime-web ${fmt.err(errOrt)}; onnxruntime-web's rows against the session's new tokens, on every timed update: ${fmt.err(ortErrMax)} (untimed checks before and after: ${fmt.err(verified.ort)}); the session's new tokens against a forward of everything received, before and after timing: ${fmt.err(verified.session)}. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
   if (CHECK) return { markdown: null };
   return {
     markdown: table(['workload', 'sensorformer ms', 'GFLOP/s', 'onnxruntime-web runs', 'onnxruntime-web ms', 'GFLOP/s', 'ORT / sf', 'rounds'], rows) + `\n\n${notes}`,

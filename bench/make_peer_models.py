@@ -60,7 +60,7 @@ from torch import nn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "reference"))
-from export import export_safetensors, load_safetensors  # noqa: E402
+from export import export_safetensors, load_ensemble, load_safetensors  # noqa: E402
 from sensorformer_ref import INV_FREQ, SensorformerRef, groups, patch_stream, tokenize  # noqa: E402
 from st_io import write_safetensors  # noqa: E402
 
@@ -400,6 +400,38 @@ class AfPeer(nn.Module):
         return x, F.linear(pooled, w("head.weight"), w("head.bias"))
 
 
+class AfEnsemblePeer(nn.Module):
+    """An ensemble file's AF models (docs/model.md "Ensembles") as one graph: its inputs are the
+    union of the members' (AfPeer's, per modality in `names` order, then reference_time, placement
+    and ecg_rate_bucket); each member takes those of its modalities; the outputs are the first
+    member's embeddings and log(mean_k softmax(head_k)), as the package combines them."""
+
+    def __init__(self, peers, names):
+        super().__init__()
+        self.peers = nn.ModuleList(peers)
+        self.names = names
+
+    def forward(self, *args):
+        n = len(self.names)
+        by = {name: args[3 * i:3 * i + 3] for i, name in enumerate(self.names)}
+        tail = args[3 * n:]
+        outs = [peer(*[t for name in peer.names for t in by[name]], *tail) for peer in self.peers]
+        probs = torch.stack([h.softmax(-1) for _, h in outs]).mean(0)
+        return outs[0][0], probs.log()
+
+
+def union_config(configs):
+    """The first member's config with every member's modalities (the first's first), as
+    web/src/model.js presents an ensemble."""
+    seen, modalities = set(), []
+    for c in configs:
+        for m in c["modalities"]:
+            if m["name"] not in seen:
+                seen.add(m["name"])
+                modalities.append(m)
+    return {**configs[0], "modalities": modalities}
+
+
 def af_inputs(config, window, dtype):
     """AfPeer's inputs for a window whose streams are the config's modalities in order (the patches
     as the reference cuts them)."""
@@ -425,7 +457,8 @@ def make_af(meta, previous):
         if "af" in previous:
             meta["af"] = previous["af"]
         return
-    config, ref32 = load_safetensors(AF_WEIGHTS)
+    members = load_ensemble(AF_WEIGHTS)  # one (config, model) for a single model's file
+    config = union_config([c for c, _ in members])
     sha = hashlib.sha256(AF_WEIGHTS.read_bytes()).hexdigest()
     case = json.loads(subprocess.run(["node", str(ROOT / "bench" / "af.mjs"), "--write-case", str(OUT)],
                                      check=True, capture_output=True, text=True).stdout)
@@ -438,18 +471,29 @@ def make_af(meta, previous):
                         "timestamps": events["timestamps"], "samples": events["samples"]})
     window = {"streams": streams, "referenceTime": case["startTime"]}
 
-    ref64 = copy.deepcopy(ref32).double()
-    out = ref64(window)
+    # The reference: each member on the streams of its modalities (the package's routing), the
+    # first member's embeddings, the members' mean probability as the head.
+    outs = []
+    for c, ref32 in members:
+        names = {m["name"] for m in c["modalities"]}
+        own = {**window, "streams": [s for s in streams if s["modality"] in names]}
+        outs.append(copy.deepcopy(ref32).double()(own))
+    out = {"embeddings": outs[0]["embeddings"],
+           "head": torch.stack([o["head"].softmax(-1) for o in outs]).mean(0).log()}
     f32(OUT / "af_check_embeddings.f32", out["embeddings"].detach().numpy())
     f32(OUT / "af_check_head.f32", out["head"].detach().numpy())
 
+    def graph(storage, compute, double=False):
+        peers = [AfPeer(copy.deepcopy(r).double() if double else r, storage, compute) for _, r in members]
+        return peers[0] if len(peers) == 1 else AfEnsemblePeer(peers, [m["name"] for m in config["modalities"]])
+
     # the peer graph in float64 against the reference pipeline, before export
-    emb, head = AfPeer(ref64, torch.float64, torch.float64)(*af_inputs(config, window, torch.float64))
+    emb, head = graph(torch.float64, torch.float64, double=True)(*af_inputs(config, window, torch.float64))
     err = max((emb - out["embeddings"]).abs().max().item(), (head - out["head"]).abs().max().item())
     assert err < 1e-10, f"af peer graph differs from the reference pipeline by {err}"
     # Stored as the file stores them when that is exact (F16 files), else float32.
-    exact16 = all(torch.equal(t.half().float(), t) for n, t in ref32.state_dict().items() if n != INV_FREQ)
-    peer = AfPeer(ref32, torch.float16 if exact16 else torch.float32, torch.float32).eval()
+    exact16 = all(torch.equal(t.half().float(), t) for _, r in members for n, t in r.state_dict().items() if n != INV_FREQ)
+    peer = graph(torch.float16 if exact16 else torch.float32, torch.float32).eval()
     args = tuple(af_inputs(config, window, torch.float32))
     emb32, head32 = peer(*args)
     err32 = max((emb32.double() - out["embeddings"]).abs().max().item(), (head32.double() - out["head"]).abs().max().item())

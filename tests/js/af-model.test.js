@@ -15,22 +15,24 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const modelPath = join(root, 'models', 'af.safetensors');
 const metrics = JSON.parse(readFileSync(join(root, 'models', 'af-metrics.json'), 'utf8'));
 
-test('the AF model file: <= 1 MB, causal with a look-back, the four classes, as its metrics say', async () => {
+test('the AF model file: <= 1 MB, the pair of two causal models with a look-back, the four classes, as its metrics say', async () => {
   assert.ok(statSync(modelPath).size <= 1_000_000, `${statSync(modelPath).size} bytes`);
   const model = await loadModel(modelPath);
   try {
     const c = model.config;
-    assert.equal(c.causal, true);
-    assert.equal(c.attention_lookback_s, 10);  // main with a 10 s look-back (docs/models.md)
+    // the pair (docs/models.md): main 10 s (ECG, RR) and the beat-stream model (ECG, RR, beats)
+    assert.deepEqual(c.ensemble.members.map((m) => [m.causal, m.attention_lookback_s, m.modalities.map((x) => x.name)]),
+      [[true, 10, ['ecg', 'rr']], [true, 10, ['ecg', 'rr', 'beat']]]);
+    assert.deepEqual(metrics.members.map((m) => [m.variant, m.config, m.epochs_run]), [['main', { attention_lookback_s: 10 }, 40], ['beats', { attention_lookback_s: 10 }, 40]]);
     assert.deepEqual(c.labels, ['normal', 'af', 'other', 'noisy']);
-    assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr']);
+    assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr', 'beat']);
     assert.equal(statSync(modelPath).size, metrics.bytes);
   } finally {
     model.dispose();
@@ -58,13 +60,16 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // from before train_af.py recorded the schedule were all v1)
   const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
     ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full'],
-    ['lb10-e60', CV_E60_MARKERS, 5, 'main', 'full']];
+    ['lb10-e60', CV_E60_MARKERS, 5, 'main', 'full'], ['pair-lb10-beats', CV_PAIR_MARKERS, 4, 'ensemble', null]];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
     assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${configuration}: folds 0, 1, ... in order, none twice`);
     for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${configuration} fold ${m.fold}: ${m.test.records} test records`);
-    for (const m of list) assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
+    for (const m of list) {
+      if (variant === 'ensemble') assert.deepEqual(m.members.map((x) => [x.variant, x.schedule, x.config]), [['main', 'full', { attention_lookback_s: 10 }], ['beats', 'full', { attention_lookback_s: 10 }]], `${configuration} fold ${m.fold}`);
+      else assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
+    }
     assert.equal(documented(undefined, markers), cvTable(list, configuration), `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
   // the 10 s look-back's runs: main's variant with that one setting
@@ -80,6 +85,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     ['main', [1, 2, 3, 4], CV_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'main')],
     ['lb10', [0, 1, 2, 3, 4], CV_LB10_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10')],
     ['lb10-e60', [0, 1, 2, 3, 4], CV_E60_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10-e60')],
+    ['pair-lb10-beats', [0, 1, 2, 3, 4], CV_PAIR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-lb10-beats', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
   ]) {
     const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));
     const clean = conditionRows(configuration).filter((r) => r.condition === 'clean');
@@ -88,7 +94,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     assert.ok(scored.every((k) => folds0.includes(k)) && scored.length >= (configuration === 'main' ? 4 : 1), `${configuration}: folds ${scored}`);
     for (const r of clean) {
       const m = byFold.get(r.fold);
-      assert.ok(m && r.run === `${configuration}-fold${r.fold}` && r.variant === 'main', `${r.run}: a ${configuration} fold run with metrics`);
+      assert.ok(m && r.run === `${configuration}-fold${r.fold}` && r.variant === m.variant, `${r.run}: a ${configuration} fold run with metrics`);
       assert.equal(r.f1.toFixed(6), m.test.f1.toFixed(6), `${r.run}: clean F1`);
       assert.deepEqual(r.confusion, m.test.confusion, `${r.run}: confusion`);
     }

@@ -91,7 +91,7 @@ test('an ensemble file splits into its members: every tensor and the metadata as
     assert.equal(end, d.length, 'no bytes past the last tensor');
   });
   // not an ensemble: a single model's file gives null (the core loads it as it is)
-  assert.equal(ensembleMembers(new Uint8Array(readFileSync(new URL('../../models/af.safetensors', import.meta.url)))), null);
+  assert.equal(ensembleMembers(new Uint8Array(readFileSync(fixturePath('model/flattened_causal.safetensors')))), null);
 });
 
 test('an ensemble forward: the first member\'s tokens and embeddings in the window\'s stream numbers, the members\' mean probability as its head', async () => {

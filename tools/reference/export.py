@@ -116,6 +116,24 @@ def rounded_copy(model, dtype="F32"):
 def load_safetensors(path):
     """Weight file -> (config, float32 SensorformerRef)."""
     meta, tensors = read_safetensors(path)
+    return model_of(meta, tensors)
+
+
+def load_ensemble(path):
+    """An ensemble file (docs/model.md "Ensembles": metadata "ensemble", member k's tensors under
+    its prefix) -> [(config, float32 SensorformerRef)] in member order; a single model's file ->
+    [(config, model)]."""
+    meta, tensors = read_safetensors(path)
+    if "ensemble" not in meta:
+        return [model_of(meta, tensors)]
+    spec = json.loads(meta["ensemble"])
+    assert spec["combine"] == "mean_probability", spec["combine"]
+    return [model_of(m["metadata"], {k[len(m["prefix"]):]: v for k, v in tensors.items() if k.startswith(m["prefix"])})
+            for m in spec["members"]]
+
+
+def model_of(meta, tensors):
+    """(metadata, {name: array}) of one model -> (config, float32 SensorformerRef)."""
     config = json.loads(meta["config"])
     model = SensorformerRef(config)
     state = {k: torch.from_numpy(np.array(v, dtype=np.float64 if k == INV_FREQ else np.float32))
