@@ -23,7 +23,8 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
 The ablations were trained in nan-rr's configuration (v1 schedule, 40 epochs); since 2026-12-05
-they are trained again in the shipped one, each differing from it by its one change:
+they are trained again in the 60-epoch configuration (main, 10 s look-back; the single model
+shipped before the pair), each differing from it by its one change:
   --variant V --rr-gaps leave-out --epochs 60 --config '{"attention_lookback_s": 10}'
 (--rr-gaps: an RR interval across a gap left out or a missing event; each variant's default is
 how its earlier runs were trained, recorded in metrics.json as "rr_gaps").
