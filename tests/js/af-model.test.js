@@ -10,11 +10,11 @@
 // 1e-3 or more. The labels must be equal on every record (the issue's parity goal).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
-import { compare, evaluate } from '../../tools/af/eval_af.mjs';
+import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
 import { CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
@@ -103,9 +103,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
   }
 });
 
-const data = process.env.SF_CINC2017 ?? '';
-const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
-const skip = haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`);
+const { data, skip } = dataFromEnv();
 
 test('CinC 2017 test part in WebAssembly: the same label as PyTorch on every record, logits within 1e-4, the committed F1', { skip }, async () => {
   const result = await evaluate({ data, model: modelPath });

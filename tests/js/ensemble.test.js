@@ -13,12 +13,11 @@
 // the whole test part (tolerance 1e-4 and equal labels, as for the single model: af-model.test.js).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 
 import { beatsFromEcg, detectBeats, loadModel, rrFromEcg } from '../../web/src/index.js';
 import { ensembleMembers } from '../../web/src/ensemble.js';
-import { compare, evaluate } from '../../tools/af/eval_af.mjs';
+import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
 import { fixturePath } from './safetensors.js';
 
 const pairPath = fixturePath('af-pair.safetensors');
@@ -221,9 +220,7 @@ test('an ensemble session: the first member\'s tokens, the members\' pooled head
   }
 });
 
-const data = process.env.SF_CINC2017 ?? '';
-const haveData = data !== '' && existsSync(join(data, 'REFERENCE.csv'));
-const skip = haveData ? false : (data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv`);
+const { data, skip } = dataFromEnv();
 
 test('CinC 2017 test part: the AF pair in WebAssembly gives PyTorch\'s ensemble label on every record, logits within 1e-4', { skip }, async () => {
   const result = await evaluate({ data, model: pairPath });

@@ -12,7 +12,7 @@
 // records (tools/af/train_af.py writes them with the model); prints the largest difference and
 // every record whose label differs, and exits 1 if a label differs or a logit is off by more than
 // 1e-4.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -57,6 +57,16 @@ export async function evaluate({ data, model: modelPath = join(root, 'models', '
 }
 
 // Largest |logit difference| and the records whose arg-max differs, against reference logits.
+/**
+ * The CinC 2017 folder the tests take from SF_CINC2017 (.ci/run passes it): { data, skip }, skip a
+ * reason when the folder is not given or holds no REFERENCE.csv (node:test's skip option), else false.
+ */
+export function dataFromEnv(env = process.env) {
+  const data = env.SF_CINC2017 ?? '';
+  if (data !== '' && existsSync(join(data, 'REFERENCE.csv'))) return { data, skip: false };
+  return { data, skip: data === '' ? 'SF_CINC2017 is not set (the CinC 2017 training set folder)' : `${data} has no REFERENCE.csv` };
+}
+
 export function compare(logits, reference) {
   let worst = 0, worstRecord = null;
   const labelDiffers = [];

@@ -127,7 +127,8 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
     subprocess.run(["node", str(HERE / "beats.mjs"), str(workdir / f"{condition}.f32"), str(workdir / f"{condition}.json"),
                     str(workdir / f"{condition}-rr.json")], check=True)
     detected = json.loads((workdir / f"{condition}-rr.json").read_text())
-    rr = {n: strap_rr(data.records[n], condition) for n in names} if parse_condition(condition)["strap"] else detected
+    c = parse_condition(condition)
+    rr = {n: strap_rr(data.records[n], condition) for n in names} if c["strap"] else detected
     items = []
     for n, x, entry in zip(names, signals, listing):
         rec = data.records[n]
@@ -138,7 +139,7 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
         else:
             rr_t = np.asarray(rr[n]["timestamps"], dtype=np.float64)
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
-            if parse_condition(condition)["known"] or leave_out:  # intervals across a gap left out, not sent as missing
+            if c["known"] or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
@@ -154,10 +155,11 @@ def rr_coverage(data, names, condition, workdir):
     no lost sample within 150 ms of either beat either (what web/src/qrs.js's margin allows), and
     the intervals the detector reports on the perturbed ECG (condition_items' beats.mjs output)."""
     total = between = margin = 0
+    zeros = parse_condition(condition)["zeros"]
     for n in names:
         rec = data.records[n]
         x, rate = perturb(data.signal(rec), condition, n)
-        lost = np.isnan(x) if not parse_condition(condition)["zeros"] else (x == 0.0)
+        lost = (x == 0.0) if zeros else np.isnan(x)
         beats = np.unique(np.clip(np.round(np.asarray(rec["beats"]) * rate / A.FS).astype(np.int64), 0, len(x) - 1))
         cum = np.concatenate([[0], np.cumsum(lost)])
         _, ok = A.rr_events(beats, lost)

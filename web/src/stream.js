@@ -21,7 +21,7 @@ import { SensorformerError } from './errors.js';
 import { checkOptions } from './options.js';
 import { prediction } from './prediction.js';
 import { bad, describe, fail, finiteNumber, present, samples, sensor, timestamps } from './window.js';
-import { combineHeads, renumber } from './ensemble.js';
+import { combineHeads, renumber, routeStreams } from './ensemble.js';
 
 const STREAM_OPTIONS = {
   referenceTime: {
@@ -192,21 +192,19 @@ export class StreamSession {
     const routes = this.#sessions.map((s) => s.route.slice());
     const modality = this.#modality.slice();
     const parts = this.#sessions.map(() => []);
+    const given = [];  // the session streams this chunk has an entry for
     chunk.streams.forEach((entry, i) => {
       if (entry == null) return;
       if (modality[i] === undefined && entry.modality != null) modality[i] = entry.modality;
-      let any = false;
-      this.#sessions.forEach((s, k) => {
-        if (modality[i] === undefined || !s.modalities.has(modality[i])) return;
-        any = true;
+      given.push(i);
+    });
+    // ensemble.js's rule, as forward routes a window's streams
+    routeStreams(given.map((i) => modality[i]), this.#sessions.map((s) => s.modalities)).forEach((to, k) => {
+      for (const g of to) {
+        const i = given[g];
         let j = routes[k].indexOf(i);
         if (j < 0) j = routes[k].push(i) - 1;
-        parts[k][j] = entry;
-      });
-      if (!any) {
-        let j = routes[0].indexOf(i);
-        if (j < 0) j = routes[0].push(i) - 1;
-        parts[0][j] = entry;
+        parts[k][j] = chunk.streams[i];
       }
     });
     return [parts.map((streams, k) => ({ streams: Array.from({ length: routes[k].length }, (_, j) => streams[j] ?? null) })), routes, modality];
