@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, qualifies, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -101,6 +101,33 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     assert.equal(documented(undefined, markers), table0(),
       `docs/models.md between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
   }
+});
+
+test('the candidates to replace the pair: each fold\'s members as named, evaluate_af.py\'s clean rows equal to ensemble.py\'s scores, the card\'s table the rule applied', () => {
+  // evaluate_af.py runs the members' exported files on the test part; ensemble.py averages the
+  // logits train_af.py wrote: two routes to the same number, so they must agree to 1e-6
+  const members = { 'pair-lb10-beats': ['lb10', 'beats-lb10'], 'triple-lb10-e60-beats': ['lb10', 'lb10-e60', 'beats-lb10'],
+    'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'] };
+  assert.deepEqual(CANDIDATES.map(([name]) => name), Object.keys(members));
+  const byKey = scores();
+  for (const [name, runs] of Object.entries(members)) {
+    const c = candidate(name, byKey);
+    const byFold = new Map(folds(name).map((m) => [m.fold, m]));
+    for (const [i, k] of c.folds.entries()) {
+      const m = byFold.get(k);
+      assert.deepEqual(m.members.map((x) => x.run), runs.map((r) => `${r}-fold${k}`), `${name} fold ${k}: members`);
+      assert.ok(Math.abs(c.clean[i] - m.test.f1) < 1e-6, `${name} fold ${k}: clean ${c.clean[i]} against ${m.test.f1}`);
+    }
+  }
+  assert.equal(candidate('pair-lb10-beats', byKey).folds.length, 5);
+  // the rule on hand-made folds: (i) clean 0.81 mean, loss 0.02 on every fold; (ii) clean 0.80,
+  // loss 0.015 but within 0.03 on 4 folds only just; neither: clean 0.806 (under 0.807, loss too
+  // large for (ii)), or loss small but one fold short of 4 within
+  assert.equal(qualifies([0.81, 0.81, 0.81, 0.81, 0.81], [0.79, 0.79, 0.79, 0.79, 0.79]), '(i)');
+  assert.equal(qualifies([0.80, 0.80, 0.80, 0.80, 0.80], [0.79, 0.79, 0.79, 0.79, 0.765]), '(ii)');
+  assert.equal(qualifies([0.806, 0.806, 0.806, 0.806, 0.806], [0.786, 0.786, 0.786, 0.786, 0.786]), '');
+  assert.equal(qualifies([0.80, 0.80, 0.80, 0.80, 0.80], [0.80, 0.80, 0.80, 0.76, 0.76]), '');
+  assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md between the af-candidates markers: run `node tools/af/table.mjs` and paste its output');
 });
 
 const { data, skip } = dataFromEnv();
