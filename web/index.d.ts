@@ -193,15 +193,16 @@ export interface RrStream {
   placement: string;
   /** Each beat's time after the first, seconds. */
   timestamps: Float64Array;
-  /** The RR interval before it, seconds. An interval with a missing ECG sample between its two beats is left out (default) or NaN (`gaps: 'missing'`). */
+  /** The RR interval before it, seconds. An interval with a missing ECG sample between its two beats is NaN (default, `gaps: 'missing'`) or left out (`gaps: 'leave-out'`). */
   samples: Float64Array;
 }
 
 /**
  * The RR event stream of an ECG stream, from detectBeats: for a model with an `rr` modality when
  * the source sends no RR (the AF model, models/af.safetensors, was trained on its beats). An
- * interval across a gap in the ECG is unknown: left out of the stream by default (it scores
- * better: docs/models.md, "RR across gaps"), or an event valued NaN with `gaps: 'missing'`.
+ * interval across a gap in the ECG is unknown: an event valued NaN by default, which a model whose
+ * `rr` modality says `"missing_events": "leave-out"` drops as it was trained (docs/model.md,
+ * "Tokenizer"), or left out of the stream for every model with `gaps: 'leave-out'`.
  * INVALID_ARGUMENT when `ecg` is not a regular stream or `gaps` is neither.
  */
 export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats | null, options?: { gaps?: 'leave-out' | 'missing' }): RrStream;

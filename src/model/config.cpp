@@ -184,6 +184,12 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
     SF_RETURN_IF_ERROR(get_double(m, "std", 0.0, big, &sd, where, F32Use::kPositiveNormal));
     mc.mean = static_cast<float>(mean);
     mc.std = static_cast<float>(sd);
+    const auto missing = m.find("missing_events");
+    if (missing != m.end()) {
+      const std::string v = missing->is_string() ? missing->get<std::string>() : "";
+      if (v != "mask" && v != "leave-out") return bad(where + "\"missing_events\" must be \"mask\" or \"leave-out\"");
+      mc.leave_out_missing_events = v == "leave-out";
+    }
     c.modalities.push_back(mc);
   }
   const auto pl = j.find("placements");

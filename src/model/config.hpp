@@ -18,6 +18,11 @@ struct ModalityConfig {
   int patch_len = 0;  // samples (regular) or events (event-driven) per token
   float mean = 0.0f;  // value normalisation: (x - mean) / std
   float std = 1.0f;
+  // "missing_events": "leave-out" (docs/model.md, "Tokenizer"): the model was trained without the
+  // missing events of an event-driven stream of this modality (an RR interval across a gap), so
+  // the tokenizer and a session drop them before patching; "mask" (the default) keeps them as
+  // missing values in their patch.
+  bool leave_out_missing_events = false;
 };
 
 struct ModelConfig {

@@ -380,8 +380,11 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
         return stream_error(ErrorCode::kInvalidArgument, i, "timestamp " + std::to_string(j) + " (" + num(t) + " s) is earlier than the stream's watermark (" +
                                                                 num(st.watermark) + " s): `until` said no event before it would come" +
                                                                 (is_new ? " (a stream that joins a session starts at its frontier)" : ""));
-      SF_RETURN_IF_ERROR(close_stale_patch(c, options, i, &st, t, staged));
       st.last_event = t;
+      // A "leave-out" modality's missing event is dropped, as the tokenizer drops it from a window:
+      // the tokens are those of the stream without it (its time still orders the stream).
+      if (c.modalities[st.modality].leave_out_missing_events && (!present(j) || std::isnan(in.samples[j]))) continue;
+      SF_RETURN_IF_ERROR(close_stale_patch(c, options, i, &st, t, staged));
       SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), t, staged));
     }
     if (in.has_until) {

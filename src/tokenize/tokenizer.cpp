@@ -73,24 +73,31 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
                                                " MiB (limit " + std::to_string(limits::kMaxWorkBytes >> 20) + " MiB): use shorter windows"};
   double earliest = std::numeric_limits<double>::infinity();
   t.value_offset.push_back(0);
+  std::vector<size_t> kept;  // a "leave-out" modality's event stream: the indices of its present events
   for (size_t s = 0; s < window.streams.size(); ++s) {
     const StreamInput& in = window.streams[s];
     const int m = c.modality_index(in.modality);
     const ModalityConfig& mod = c.modalities[m];
-    const size_t n = in.samples.size(), P = mod.patch_len;
+    // Patched as if its missing events had never been sent (docs/model.md, "missing_events").
+    const bool leave_out = mod.leave_out_missing_events && in.event_driven();
+    kept.clear();
+    for (size_t i = 0; leave_out && i < in.samples.size(); ++i)
+      if (sample_present(in, i)) kept.push_back(i);
+    const auto at = [&](size_t i) { return leave_out ? kept[i] : i; };  // slot -> the sample it holds
+    const size_t n = leave_out ? kept.size() : in.samples.size(), P = mod.patch_len;
     const size_t K = (n + P - 1) / P;
     const size_t first = t.time.size();
     bool any_present = false;
     for (size_t k = 0; k < K; ++k) {
       size_t count = 0;
-      for (size_t i = k * P; i < std::min(n, (k + 1) * P); ++i) count += sample_present(in, i);
+      for (size_t i = k * P; i < std::min(n, (k + 1) * P); ++i) count += sample_present(in, at(i));
       const bool present = static_cast<double>(count) / P >= c.min_present_fraction;
       any_present |= present;
       t.present.push_back(present);
-      t.time.push_back(in.event_driven() ? in.timestamps[k * P] : in.start_time + static_cast<double>(k * P) / in.rate_hz);
+      t.time.push_back(in.event_driven() ? in.timestamps[at(k * P)] : in.start_time + static_cast<double>(k * P) / in.rate_hz);
       for (size_t j = 0; j < P; ++j) {
-        const size_t i = k * P + j;
-        const bool use = present && i < n && sample_present(in, i);
+        const size_t i = k * P + j < n ? at(k * P + j) : in.samples.size();  // past the end: missing
+        const bool use = present && i < in.samples.size() && sample_present(in, i);
         const float v = use ? (in.samples[i] - mod.mean) / mod.std : 0.0f;
         if (!std::isfinite(v))  // e.g. 3e38 with a std of 0.5: the float32 quotient overflows
           return stream_error(ErrorCode::kNonFinite, s, "sample " + std::to_string(i) + " normalised as (x - mean) / std = (" +

@@ -78,6 +78,45 @@ TEST(Tokenizer, RegularAndEventStreamsByHand) {
   EXPECT_EQ(hr, (std::vector<float>{0, 1, 0, 2, -1, 0}));  // (x - 70) / 15, missing -> 0
 }
 
+// "missing_events": "leave-out" (a model trained without an event stream's missing events): the
+// tokens of the stream with those events are the tokens of the stream without them, by hand;
+// "mask" (the default) keeps them as missing values in their patch.
+TEST(Tokenizer, LeaveOutMissingEventsDropsThemBeforePatching) {
+  auto json = small_config("flattened");
+  for (auto& m : json["modalities"])
+    if (m["name"] == "hr") m["missing_events"] = "leave-out";
+  ModelConfig c, plain;
+  ASSERT_TRUE(parse_model_config(json.dump(), &c).ok());
+  ASSERT_TRUE(parse_model_config(small_config("flattened").dump(), &plain).ok());
+  // hr, P = 2: events 70, NaN, 85, 100, (present flag 0) 99 -> kept 70, 85, 100: patches [70 85],
+  // [100 _] (the slot past the end is missing, whatever event 3 of the stream as sent holds)
+  StreamInput hr = events(0, "hr", "chest", {kT0, kT0 + 1.0, kT0 + 2.0, kT0 + 3.0, kT0 + 4.0}, {70, NAN, 85, 100, 99});
+  hr.present = {1, 1, 1, 1, 0};
+  Window w;
+  w.streams.push_back(hr);
+  Tokens t, m;
+  ASSERT_TRUE(tokenize(c, w, &t).ok());
+  ASSERT_EQ(t.count, 2);
+  EXPECT_EQ(t.time, (std::vector<double>{kT0, kT0 + 3.0}));
+  EXPECT_EQ(t.present, (std::vector<std::uint8_t>{1, 1}));
+  EXPECT_EQ(t.values, (std::vector<float>{0, 1, 2, 0}));  // (x - 70) / 15; past the end -> 0
+  // the default keeps them: patches [70 NaN], [85 100], [(99 absent) _]: the last absent
+  ASSERT_TRUE(tokenize(plain, w, &m).ok());
+  EXPECT_EQ(m.count, 3);
+  EXPECT_EQ(m.time, (std::vector<double>{kT0, kT0 + 2.0, kT0 + 4.0}));
+  EXPECT_EQ(m.present, (std::vector<std::uint8_t>{1, 1, 0}));
+  // a stream of missing events only emits no tokens, like an entirely missing stream
+  Window none;
+  none.streams.push_back(events(0, "hr", "chest", {kT0, kT0 + 1.0}, {NAN, NAN}));
+  none.streams.push_back(regular(0, "ecg", "chest", 8.0, kT0, {1, 2, 3, 4}));
+  ASSERT_TRUE(tokenize(c, none, &t).ok());
+  EXPECT_EQ(t.stream, (std::vector<int>{1}));
+  // an infinite sample is still an error, dropped modality or not
+  Window inf;
+  inf.streams.push_back(events(0, "hr", "chest", {kT0}, {INFINITY}));
+  EXPECT_EQ(tokenize(c, inf, &t).code(), ErrorCode::kNonFinite);
+}
+
 TEST(Tokenizer, ErrorsNameTheStreamAndField) {
   ModelConfig c;
   ASSERT_TRUE(parse_model_config(small_config("flattened").dump(), &c).ok());
@@ -161,6 +200,13 @@ TEST(ModelLoad, RejectsBadConfigs) {
   EXPECT_EQ(with("format", "other").code(), ErrorCode::kBadFormat);
   EXPECT_EQ(with("min_present_fraction", 1.5).code(), ErrorCode::kBadFormat);
   EXPECT_EQ(with("rate_bucket_edges_hz", nlohmann::json::array({10.0, 1.0})).code(), ErrorCode::kBadFormat);
+  for (const nlohmann::json& v : {nlohmann::json("drop"), nlohmann::json(true)}) {
+    auto c = small_config("time");
+    c["modalities"][0]["missing_events"] = v;
+    const Status st = load_status(c, t);
+    EXPECT_EQ(st.code(), ErrorCode::kBadFormat);
+    EXPECT_NE(st.message().find("\"missing_events\" must be \"mask\" or \"leave-out\""), std::string::npos) << st.message();
+  }
   Model m;
   EXPECT_EQ(Model::load(write_safetensors(t, "not json"), &m).code(), ErrorCode::kBadFormat);
   std::vector<std::uint8_t> junk = {1, 2, 3};

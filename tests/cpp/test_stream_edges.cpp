@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/model.hpp"
 #include "stream/session.hpp"
 #include "testing.hpp"
@@ -345,6 +347,88 @@ TEST(StreamEdges, SlowBeatsAreNotClosedEarly) {
   double max_diff = 0;
   EXPECT_EQ(all.tokens.count, 4);
   EXPECT_EQ(compare_with_forward(m, w, all, [](int, bool) { return true; }, &max_diff), 4);
+}
+
+// A fixture with one modality marked "missing_events": "leave-out" in its config (its header
+// rewritten; the tensors' bytes as they are).
+Model load_leaving_out(const std::string& name, const std::string& modality) {
+  std::FILE* f = std::fopen((std::string(SF_FIXTURE_DIR) + "/model/" + name + ".safetensors").c_str(), "rb");
+  EXPECT_NE(f, nullptr);
+  std::vector<std::uint8_t> bytes;
+  for (int ch; f && (ch = std::fgetc(f)) != EOF;) bytes.push_back(static_cast<std::uint8_t>(ch));
+  if (f) std::fclose(f);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | bytes[i];
+  nlohmann::json header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  nlohmann::json config = nlohmann::json::parse(header["__metadata__"]["config"].get<std::string>());
+  for (auto& m : config["modalities"])
+    if (m["name"] == modality) m["missing_events"] = "leave-out";
+  header["__metadata__"]["config"] = config.dump();
+  const std::string h = header.dump();
+  std::vector<std::uint8_t> out(8);
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(h.size()) >> (8 * i));
+  out.insert(out.end(), h.begin(), h.end());
+  out.insert(out.end(), bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n), bytes.end());
+  Model m;
+  const Status s = Model::load(std::move(out), &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+// "missing_events": "leave-out" (a model trained without an RR stream's intervals across a gap):
+// a session given those intervals as missing events (NaN, or a present flag 0) drops them, so its
+// tokens are bit for bit those of a session never sent them, and equal a forward of the window
+// holding them (the tokenizer drops them too). The same stream with the default ("mask") makes other
+// patches, which is what the option is for.
+TEST(StreamEdges, LeftOutMissingEventsAreDroppedAsTheTokenizerDropsThem) {
+  const Model m = load_leaving_out("flattened_lookback", "rr");
+  const Model plain = load("flattened_lookback");
+  std::vector<double> times;
+  std::vector<float> rr;
+  std::vector<std::uint8_t> flags;
+  for (int k = 0; k < 40; ++k) {
+    times.push_back(kT0 + 0.5 + 0.8 * k);
+    rr.push_back(k % 7 == 3 ? kNaN : 0.8f + 0.01f * static_cast<float>(k % 5));
+    flags.push_back(k % 11 == 6 ? 0 : 1);
+  }
+  const auto run = [&](const Model& model, bool with_missing) {
+    StreamSession s;
+    StreamOptions o;
+    o.has_reference_time = true, o.reference_time = kT0;
+    EXPECT_TRUE(StreamSession::create(model, o, &s).ok());
+    StreamUpdate all;
+    for (int sec = 0; sec < 60; ++sec) {  // watermarks to 60 s: the last patch times out (15 s) and is final
+      Chunk c;
+      c.streams.resize(1);
+      ChunkStream& r = c.streams[0];
+      if (sec == 0) r = events(1, "rr", "chest", {}, {});
+      for (std::size_t k = 0; k < times.size(); ++k) {
+        if (!(times[k] >= kT0 + sec && times[k] < kT0 + sec + 1)) continue;
+        if (!with_missing && (std::isnan(rr[k]) || !flags[k])) continue;
+        r.timestamps.push_back(times[k]), r.samples.push_back(rr[k]), r.present.push_back(flags[k]);
+      }
+      r.has_until = true, r.until = kT0 + sec + 1;
+      StreamUpdate u;
+      EXPECT_TRUE(s.push(c, &u).ok()) << sec;
+      take(&all, u);
+    }
+    return all;
+  };
+  const StreamUpdate with = run(m, true), without = run(m, false), masked = run(plain, true);
+  const int kept = 40 - 6 - 3;  // k % 7 == 3: 3, 10, 17, 24, 31, 38; flag 0: 6, 17, 28, 39 (17 counted once)
+  ASSERT_EQ(without.tokens.count, (kept + 3) / 4);
+  EXPECT_EQ(with.tokens.time, without.tokens.time);
+  EXPECT_EQ(with.tokens.present, without.tokens.present);
+  EXPECT_EQ(with.embeddings, without.embeddings) << "bit for bit";
+  EXPECT_EQ(masked.tokens.count, 10) << "kept as missing values, the 40 events make 10 patches";
+  Window w;
+  w.has_reference_time = true;
+  w.reference_time = kT0;
+  ChunkStream all_events = events(1, "rr", "chest", times, rr);
+  all_events.present = flags;
+  w.streams = {input_of(all_events)};
+  double max_diff = 0;
+  EXPECT_EQ(compare_with_forward(m, w, with, [](int, bool) { return true; }, &max_diff), with.tokens.count);
 }
 
 // An event patch spans at most event_timeout_s, decided on event times and watermarks only: the same

@@ -135,6 +135,33 @@ test('an ensemble forward: the first member\'s tokens and embeddings in the wind
   }
 });
 
+// The AF pair's members were trained on RR intervals across an ECG gap in two ways: the first
+// with them left out (its file's rr modality says "missing_events": "leave-out"), the second with
+// them as missing (NaN) events. Fed rrFromEcg's default (the NaN events), the first member's
+// output must be bit for bit its output without them, the second's must differ (it reads them),
+// and the pair's head is the mean-probability rule over those two.
+test('an ensemble feeds each member the RR stream as it was trained: the left-out member drops the missing intervals, the other reads them', async () => {
+  const pair = await loadModel(pairPath);
+  const [m0, m1] = await Promise.all(ensembleMembers(pairBytes()).map((b) => loadModel(b)));
+  try {
+    assert.deepEqual(pair.config.ensemble.members.map((c) => c.modalities.find((m) => m.name === 'rr').missing_events), ['leave-out', undefined]);
+    const { ecg, rr, beat } = strapWindow();
+    const nan = Array.from(rr.samples).filter(Number.isNaN).length;
+    assert.ok(nan >= 1, 'the dropout leaves an interval unknown');
+    const keep = Array.from(rr.samples.keys()).filter((k) => !Number.isNaN(rr.samples[k]));
+    const leftOut = { ...rr, timestamps: Float64Array.from(keep, (k) => rr.timestamps[k]), samples: Float64Array.from(keep, (k) => rr.samples[k]) };
+    const a = m0.forward({ streams: [ecg, rr] }), aOut = m0.forward({ streams: [ecg, leftOut] });
+    assert.deepEqual(a.embeddings, aOut.embeddings);
+    assert.deepEqual(a.head, aOut.head);
+    const b = m1.forward({ streams: [beat, ecg, rr] }), bOut = m1.forward({ streams: [beat, ecg, leftOut] });
+    assert.notDeepEqual(b.head, bOut.head, 'the second member reads the missing intervals');
+    const out = pair.forward({ streams: [ecg, rr, beat] });
+    close(out.head, meanProbabilityHead([aOut.head, b.head]), 1e-6, 'head');
+  } finally {
+    for (const m of [pair, m0, m1]) m.dispose();
+  }
+});
+
 test('an ensemble\'s errors name the window\'s stream, not a member\'s', async () => {
   const pair = await loadModel(pairPath);
   try {

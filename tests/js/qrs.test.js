@@ -66,12 +66,13 @@ test('missing samples: no beat inside a missing run or within 150 ms of it, the 
   assert.ok(m.se >= 0.99 && m.ppv >= 0.99, `Se ${m.se}, PPV ${m.ppv}`);
 });
 
-test('rrFromEcg: an event per beat after the first, the interval before it; the one interval across a gap left out, or NaN with gaps: missing', () => {
+test('rrFromEcg: an event per beat after the first, the interval before it; the one interval across a gap NaN (the default), or left out with gaps: leave-out', () => {
   const { x } = synthetic(5, 300, 60);
   const samples = Array.from(x, (v, i) => (i >= 300 * 20 && i < 300 * 23 ? NaN : v));  // 20-23 s missing
   const start = 1764460800.25;
   const ecg = { sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 300, startTime: start, samples };
-  const missing = rrFromEcg(ecg, null, { gaps: 'missing' });
+  const missing = rrFromEcg(ecg);
+  assert.deepEqual(rrFromEcg(ecg, null, { gaps: 'missing' }), missing, 'the default');
   const beats = detectBeats(samples, 300, { startTime: start });
   assert.equal(missing.modality, 'rr');
   assert.equal(missing.sensor, 0);
@@ -81,14 +82,14 @@ test('rrFromEcg: an event per beat after the first, the interval before it; the 
   assert.deepEqual(Array.from(missing.samples, (v) => Number.isNaN(v)), across, 'NaN exactly where the two beats straddle the missing run');
   assert.equal(across.filter(Boolean).length, 1);
   missing.samples.forEach((v, k) => Number.isNaN(v) || assert.equal(v, beats.times[k + 1] - beats.times[k]));
-  // the default: the same events but the unknown one
-  for (const rr of [rrFromEcg(ecg), rrFromEcg(ecg, beats, { gaps: 'leave-out' })]) {
+  // leave-out: the same events but the unknown one
+  for (const rr of [rrFromEcg(ecg, null, { gaps: 'leave-out' }), rrFromEcg(ecg, beats, { gaps: 'leave-out' })]) {
     assert.deepEqual(Array.from(rr.timestamps), Array.from(beats.times).slice(1).filter((_, k) => !across[k]));
     assert.deepEqual(Array.from(rr.samples), Array.from(missing.samples).filter((_, k) => !across[k]));
   }
   // without a gap both are the same stream
   const whole = { ...ecg, samples: Array.from(x) };
-  assert.deepEqual(rrFromEcg(whole), rrFromEcg(whole, null, { gaps: 'missing' }));
+  assert.deepEqual(rrFromEcg(whole), rrFromEcg(whole, null, { gaps: 'leave-out' }));
   const bad = (fn) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /rrFromEcg/.test(e.message));
   bad(() => rrFromEcg(null));
   bad(() => rrFromEcg({ sensor: 0, placement: 'chest', timestamps: [1, 2], samples: [1, 2] }));

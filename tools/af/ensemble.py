@@ -31,14 +31,19 @@ sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from st_io import read_safetensors, write_safetensors  # noqa: E402
-from train_af import score  # noqa: E402
+from train_af import declare_rr_gaps, rr_gaps_of, score  # noqa: E402
 
 
 def export(runs, path):
-    """The runs' model.safetensors as one ensemble file (web/src/ensemble.js reads it)."""
+    """The runs' model.safetensors as one ensemble file (web/src/ensemble.js reads it). Each member's
+    config says how its run was trained on RR intervals across a gap (train_af.declare_rr_gaps; runs
+    exported before the key existed lack it), so the runtime feeds each member as it was trained."""
     tensors, members = [], []
     for k, run in enumerate(runs):
         meta, arrays, dtypes = read_safetensors(run / "model.safetensors", with_dtypes=True)
+        done = json.loads((run / "metrics.json").read_text())
+        config = declare_rr_gaps(json.loads(meta["config"]), rr_gaps_of(done["variant"], done.get("rr_gaps")))
+        meta = {**meta, "config": json.dumps(config)}
         assert all(d != "BF16" for d in dtypes.values()), "BF16 members are not written back bit for bit"
         prefix = f"member{k}."
         members.append({"prefix": prefix, "metadata": meta})

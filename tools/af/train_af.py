@@ -97,6 +97,16 @@ class Data:
 LEAVE_OUT_RR = {"main"}
 
 
+def declare_rr_gaps(config, rr_gaps):
+    """config with its rr modality saying how the run was trained (docs/model.md, "missing_events"):
+    a run trained with the intervals across a gap left out makes the runtime drop the missing RR
+    events a caller sends, so every model gets the stream `rrFromEcg(..., { gaps: 'missing' })`
+    gives the way it was trained."""
+    mods = [{**m, "missing_events": "leave-out"} if m["name"] == "rr" and rr_gaps == "leave-out" else m
+            for m in config["modalities"]]
+    return {**config, "modalities": mods}
+
+
 def rr_gaps_of(variant, recorded=None):
     """A run's rule for an RR interval across a gap: "leave-out" or "missing". recorded: the run's
     metrics.json "rr_gaps" (written since 2026-12-05; older runs followed their variant's default),
@@ -464,7 +474,7 @@ def main():
     train_seconds = time.time() - started
     model.load_state_dict(torch.load(out / "best.pt"))
     path = out / "model.safetensors"
-    export_safetensors(model, A.CONFIG, path, dtype="F16")
+    export_safetensors(model, declare_rr_gaps(A.CONFIG, args.rr_gaps), path, dtype="F16")
     _, exported = load_safetensors(path)
     exported = exported.double()
     val_logits = predict(exported, val_items, args.variant, torch.float64)

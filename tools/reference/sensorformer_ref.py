@@ -18,7 +18,9 @@ NaN or None in `samples` is a missing sample. The pipeline is four small functio
       value_proj[m]((x - mean) / std) with missing samples as 0, an absent patch takes mask_token.
       Plus time_encoding(t - reference_time) (float64 difference, sin block then cos block) and
       the sensor, modality, placement and rate-bucket embeddings. A stream with no present patch
-      emits no tokens. Token order: streams in input order, patches in time order. The default
+      emits no tokens. An event stream of a modality with "missing_events": "leave-out" (a model
+      trained without such events) is patched without its missing events. Token order: streams in
+      input order, patches in time order. The default
       reference_time is the earliest start_time / first timestamp among the streams that emit
       tokens (an entirely missing stream changes nothing; same choice as src/tokenize).
   groups(tokens, block, time_bin) -> [token indices]
@@ -187,6 +189,11 @@ def patch_stream(stream, modality, frac):
     flags = stream.get("present") or [None] * len(values)
     assert len(flags) == len(values)
     ok = sample_present(values, flags)
+    if is_event_stream(stream) and modality.get("missing_events", "mask") == "leave-out":
+        # a model trained without this stream's missing events: patched as if never sent
+        stream = {**stream, "timestamps": [t for t, keep in zip(stream["timestamps"], ok) if keep]}
+        values = [v for v, keep in zip(values, ok) if keep]
+        flags, ok = [None] * len(values), [True] * len(values)
     n, event = len(values), is_event_stream(stream)
     if event:
         assert len(stream["timestamps"]) == n

@@ -186,15 +186,16 @@ export function detectBeats(samples, rateHz, options = null) {
  * seconds.
  *
  * An interval with a missing ECG sample between its two beats is unknown (beats in the gap were
- * not seen). By default it is left out of the stream: the event stream then holds only measured
- * intervals, as a strap's own RR stream does when one of its notifications is lost. With
- * `{ gaps: 'missing' }` it is an event valued NaN instead, a missing value in its patch. Leaving
- * out is the default because it scores better: a 4-beat patch with one or two missing values is
- * still present, and its missing values read as 0.8 s (the normalisation's mean), a regular
- * rhythm that is not there. The AF model (models/af.safetensors) was trained with them left out;
- * on the CinC 2017 test part with 20 % of its ECG lost in 0.56 s notifications it reaches
- * challenge F1 0.714, the model before it (trained with them missing) 0.636, or 0.680 fed this
- * default (docs/models.md, "RR across gaps").
+ * not seen). By default it is an event valued NaN, a missing value (nothing the ECG said is
+ * dropped), and each model takes it the way it was trained: a model whose `rr` modality says
+ * `"missing_events": "leave-out"` (docs/model.md, "Tokenizer") drops it before patching, as the
+ * AF pair's first member (models/af.safetensors) was trained; its second member was trained with
+ * such events and reads them as missing values. With `{ gaps: 'leave-out' }` the interval is left
+ * out of the stream for every model, as a strap's own RR stream leaves out what a lost
+ * notification held. On the CinC 2017 test part at 130 Hz with 20 % of the ECG lost in 0.56 s
+ * notifications the pair scores 0.727 fed this default and 0.714 with `'leave-out'` (until
+ * 2026-12-05 the default: its second member then never saw the missing events it was trained
+ * with; docs/models.md, "RR across gaps").
  * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
  *   a regular stream in the window format
  * @param {{ times: ArrayLike<number>, rr: ArrayLike<number> } | null} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
@@ -205,7 +206,7 @@ export function detectBeats(samples, rateHz, options = null) {
 export function rrFromEcg(ecg, detected, options) {
   if (ecg == null || typeof ecg !== 'object') throw bad('rrFromEcg(ecg): ecg must be a stream object');
   if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('rrFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
-  const gaps = options?.gaps ?? 'leave-out';
+  const gaps = options?.gaps ?? 'missing';
   if (gaps !== 'leave-out' && gaps !== 'missing') throw bad(`rrFromEcg(ecg, detected, options): options.gaps must be 'leave-out' or 'missing', not ${JSON.stringify(gaps)}`);
   const { times, rr } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
   let timestamps = Float64Array.from(times).slice(1), samples = Float64Array.from(rr);
