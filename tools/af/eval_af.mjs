@@ -5,13 +5,17 @@
 // F1 of N, A and O):  F1 0.xxx
 //
 //   npm run eval:af -- --data DIR [--model models/af.safetensors] [--split test]
-//                      [--compare models/af-test-logits.json] [--json out.json]
+//                      [--compare models/af-test-logits.json] [--json out.json] [--condition PREFIX]
 //
 // DIR: the PhysioNet/CinC Challenge 2017 training set (REFERENCE.csv, Axxxxx.hea/.mat; download it
 // from https://physionet.org/content/challenge-2017/). --compare: PyTorch's logits of the same
 // records (tools/af/train_af.py writes them with the model); prints the largest difference and
 // every record whose label differs, and exits 1 if a label differs or a logit is off by more than
-// 1e-4.
+// 1e-4. --condition PREFIX: each record's ECG from a perturbed copy that tools/af/evaluate_af.py
+// wrote (PREFIX.f32 with PREFIX.json listing each record's offset, length, rate and start, lost
+// samples NaN; e.g. build/af/conditions/fold0/r130-drop20) instead of its WFDB files: the package's
+// score under the same 130 Hz and dropouts as evaluate_af.py's row of that condition, its RR and
+// beats from the package's detector on the gapped ECG (labels still from DIR's REFERENCE.csv).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,8 +26,17 @@ const CODES = ['N', 'A', 'O', '~'];
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..', '..');
 
-export async function evaluate({ data, model: modelPath = join(root, 'models', 'af.safetensors'), split = 'test', records = null }) {
+export async function evaluate({ data, model: modelPath = join(root, 'models', 'af.safetensors'), split = 'test', records = null, condition = null }) {
   const names = records ?? readFileSync(join(here, 'split', `${split}.txt`), 'utf8').trimEnd().split('\n');
+  let perturbed = null;  // record -> its ECG stream from evaluate_af.py's condition files
+  if (condition) {
+    const buffer = readFileSync(`${condition}.f32`);
+    const all = new Float32Array(buffer.buffer, buffer.byteOffset, buffer.byteLength / 4);
+    perturbed = new Map(JSON.parse(readFileSync(`${condition}.json`, 'utf8')).map((r) => [r.record, r]));
+    const missing = names.filter((n) => !perturbed.has(n));
+    if (missing.length) throw new Error(`${condition}.json lacks ${missing.length} records of the ${split} part (${missing.slice(0, 3).join(' ')} ...)`);
+    for (const r of perturbed.values()) r.samples = all.subarray(r.offset, r.offset + r.length);
+  }
   const truth = new Map(readFileSync(join(data, 'REFERENCE.csv'), 'utf8').trimEnd().split('\n')
     .map((l) => l.trim().split(',')).filter((r) => CODES.includes(r[1])));
   const model = await loadModel(modelPath);
@@ -34,7 +47,9 @@ export async function evaluate({ data, model: modelPath = join(root, 'models', '
   const started = performance.now();
   try {
     for (const record of names) {
-      const window = await readWfdb(join(data, `${record}.hea`), { placement: model.config.placements[0] });
+      const p = perturbed?.get(record);
+      const window = p ? { streams: [{ sensor: 0, modality: 'ecg', placement: model.config.placements[0], rateHz: p.rateHz, startTime: p.startTime, samples: p.samples }] }
+        : await readWfdb(join(data, `${record}.hea`), { placement: model.config.placements[0] });
       const ecg = window.streams[0];
       const beats = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime });
       window.streams.push(rrFromEcg(ecg, beats));
@@ -86,10 +101,10 @@ export function compare(logits, reference) {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: {
     data: { type: 'string' }, model: { type: 'string' }, split: { type: 'string', default: 'test' },
-    compare: { type: 'string' }, json: { type: 'string' },
+    compare: { type: 'string' }, json: { type: 'string' }, condition: { type: 'string' },
   } });
   if (!values.data) {
-    console.error('usage: npm run eval:af -- --data DIR [--model models/af.safetensors] [--split test] [--compare logits.json] [--json out.json]');
+    console.error('usage: npm run eval:af -- --data DIR [--model models/af.safetensors] [--split test] [--compare logits.json] [--json out.json] [--condition PREFIX]');
     process.exit(2);
   }
   const result = await evaluate(values);
