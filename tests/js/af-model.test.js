@@ -10,7 +10,8 @@
 // 1e-3 or more. The labels must be equal on every record (the issue's parity goal).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
@@ -147,6 +148,41 @@ test('CinC 2017 test part in WebAssembly: the same label as PyTorch on every rec
   // The score is a function of the labels: equal labels give the committed F1 exactly.
   assert.equal(result.score.toFixed(6), metrics.test.f1.toFixed(6));
   assert.deepEqual(result.confusion, metrics.test.confusion);
+});
+
+// eval_af.mjs --condition reads a record's ECG from evaluate_af.py's perturbed copy instead of its
+// WFDB files. A copy written here from 12 records' own samples (float32, as evaluate_af.py writes
+// them; the first record with 0.56 s of it lost, NaN) must give the logits of the WFDB path within
+// 1e-4 for the untouched records (the same samples rounded to float32: the runtime reads float32),
+// and for the gapped one logits other than its complete recording's (the lost samples are read).
+test('eval_af.mjs --condition: a record\'s ECG from evaluate_af.py\'s perturbed copy, through the same path as its WFDB files', { skip }, async () => {
+  const names = readFileSync(join(root, 'tools', 'af', 'split', 'test.txt'), 'utf8').trimEnd().split('\n').slice(0, 12);
+  const { readWfdb } = await import('../../web/src/index.js');
+  const dir = mkdtempSync(join(tmpdir(), 'sf-condition-'));
+  try {
+    const listing = [], chunks = [];
+    let offset = 0;
+    for (const [i, n] of names.entries()) {
+      const ecg = (await readWfdb(join(data, `${n}.hea`), { placement: 'hand' })).streams[0];
+      const x = Float32Array.from(ecg.samples);
+      if (i === 0) x.fill(NaN, 900, 900 + 168);  // 0.56 s at 300 Hz
+      listing.push({ record: n, offset, length: x.length, rateHz: ecg.rateHz, startTime: ecg.startTime });
+      chunks.push(x);
+      offset += x.length;
+    }
+    const all = new Float32Array(offset);
+    chunks.reduce((at, x) => (all.set(x, at), at + x.length), 0);
+    writeFileSync(join(dir, 'c.f32'), all);
+    writeFileSync(join(dir, 'c.json'), JSON.stringify(listing));
+    const viaCondition = await evaluate({ data, model: modelPath, records: names, condition: join(dir, 'c') });
+    const viaWfdb = await evaluate({ data, model: modelPath, records: names.slice(1) });
+    const c = compare(Object.fromEntries(names.slice(1).map((n) => [n, viaCondition.logits[n]])), viaWfdb.logits);
+    assert.ok(c.worst <= 1e-4, `largest |logit difference| ${c.worst} (${c.worstRecord})`);
+    assert.notDeepEqual(viaCondition.logits[names[0]], (await evaluate({ data, model: modelPath, records: names.slice(0, 1) })).logits[names[0]],
+      'the lost samples of the first record change its logits');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // tools/af/tune_offsets.mjs on hand-made logits (no data needed): the metric against a confusion
