@@ -112,7 +112,8 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   // evaluate_af.py runs the members' exported files on the test part; ensemble.py averages the
   // logits train_af.py wrote: two routes to the same number, so they must agree to 1e-6
   const members = { 'pair-lb10-beats': ['lb10', 'beats-lb10'], 'triple-lb10-e60-beats': ['lb10', 'lb10-e60', 'beats-lb10'],
-    'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'] };
+    'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'],
+    'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'] };
   assert.deepEqual(CANDIDATES.map(([name]) => name), Object.keys(members));
   const byKey = scores();
   for (const [name, runs] of Object.entries(members)) {

@@ -284,6 +284,7 @@ export const CANDIDATES = [
   ['triple-lb10-e60-beats', '(A) 40-epoch + 60-epoch + beat stream'],
   ['pair-strap50-beats', '(B) strap-augmented + beat stream'],
   ['triple-strap50-lb10-beats', '(C) strap-augmented + 40-epoch + beat stream'],
+  ['pair-strap50-beats-strap50', '(D) strap-augmented + strap-augmented beat stream'],
 ];
 const STRAP = 'strap-r130-drop20';
 
