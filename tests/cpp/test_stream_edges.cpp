@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model.hpp"
+#include "model_files.hpp"
 #include "stream/session.hpp"
 #include "testing.hpp"
 
@@ -349,28 +350,23 @@ TEST(StreamEdges, SlowBeatsAreNotClosedEarly) {
   EXPECT_EQ(compare_with_forward(m, w, all, [](int, bool) { return true; }, &max_diff), 4);
 }
 
-// A fixture with one modality marked "missing_events": "leave-out" in its config (its header
-// rewritten; the tensors' bytes as they are).
+// A fixture with one modality marked "missing_events": "leave-out" in its config, written again
+// with testing::write_safetensors from the tensors testing::fixture reads (F32 and F64 as stored).
 Model load_leaving_out(const std::string& name, const std::string& modality) {
-  std::FILE* f = std::fopen((std::string(SF_FIXTURE_DIR) + "/model/" + name + ".safetensors").c_str(), "rb");
-  EXPECT_NE(f, nullptr);
-  std::vector<std::uint8_t> bytes;
-  for (int ch; f && (ch = std::fgetc(f)) != EOF;) bytes.push_back(static_cast<std::uint8_t>(ch));
-  if (f) std::fclose(f);
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = n << 8 | bytes[i];
-  nlohmann::json header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
-  nlohmann::json config = nlohmann::json::parse(header["__metadata__"]["config"].get<std::string>());
+  const SafetensorsFile& f = testing::fixture("model/" + name + ".safetensors");
+  nlohmann::json config = nlohmann::json::parse(f.metadata().at("config"));
   for (auto& m : config["modalities"])
     if (m["name"] == modality) m["missing_events"] = "leave-out";
-  header["__metadata__"]["config"] = config.dump();
-  const std::string h = header.dump();
-  std::vector<std::uint8_t> out(8);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(h.size()) >> (8 * i));
-  out.insert(out.end(), h.begin(), h.end());
-  out.insert(out.end(), bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n), bytes.end());
+  testing::RawTensors raw;
+  for (const auto& [tensor, info] : f.tensors()) {
+    const bool f64 = info.dtype == Dtype::kF64;
+    const auto d = f64 ? testing::tensor<double>(f, tensor) : std::vector<double>();
+    const auto v = f64 ? std::vector<float>() : testing::tensor<float>(f, tensor);
+    const auto* bytes = f64 ? reinterpret_cast<const std::uint8_t*>(d.data()) : reinterpret_cast<const std::uint8_t*>(v.data());
+    raw[tensor] = {f64 ? "F64" : "F32", info.shape, {bytes, bytes + (f64 ? 8 * d.size() : 4 * v.size())}};
+  }
   Model m;
-  const Status s = Model::load(std::move(out), &m);
+  const Status s = Model::load(testing::write_safetensors(raw, config.dump()), &m);
   EXPECT_TRUE(s.ok()) << s.message();
   return m;
 }

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { loadModel } from '../../web/src/index.js';
+import { loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
 import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, qualifies, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
@@ -158,7 +158,6 @@ test('CinC 2017 test part in WebAssembly: the same label as PyTorch on every rec
 // and for the gapped one logits other than its complete recording's (the lost samples are read).
 test('eval_af.mjs --condition: a record\'s ECG from evaluate_af.py\'s perturbed copy, through the same path as its WFDB files', { skip }, async () => {
   const names = readFileSync(join(root, 'tools', 'af', 'split', 'test.txt'), 'utf8').trimEnd().split('\n').slice(0, 12);
-  const { readWfdb } = await import('../../web/src/index.js');
   const dir = mkdtempSync(join(tmpdir(), 'sf-condition-'));
   try {
     const listing = [], chunks = [];

@@ -244,9 +244,15 @@ export function conditionRows(configuration = SHIPPED) {
   return existsSync(extra) ? JSON.parse(readFileSync(extra, 'utf8')) : [];  // none: no fold scored yet
 }
 
-export function cvConditionsTable(byKey = scores(), configuration = SHIPPED, conditions = CV_CONDITIONS) {
+// byKey (results/*.json) with a configuration's per-fold condition rows added, keyed run|condition.
+function withConditionRows(byKey, configuration) {
   const rows = new Map(byKey);
   for (const row of conditionRows(configuration)) rows.set(`${row.run}|${row.condition}`, row);
+  return rows;
+}
+
+export function cvConditionsTable(byKey = scores(), configuration = SHIPPED, conditions = CV_CONDITIONS) {
+  const rows = withConditionRows(byKey, configuration);
   const fold = (k, c) => rows.get(`${configuration}-fold${k}|${c}`)?.f1;
   // Folds with a clean score; a condition a fold was not scored under shows "–" and its mean is
   // over the folds that were (main 5 s's folds 1-4 lost their strap-condition scores with the
@@ -290,8 +296,7 @@ const STRAP = 'strap-r130-drop20';
 
 /** One candidate's numbers over the folds scored so far, and the rule's verdict once all five are. */
 export function candidate(name, byKey = scores()) {
-  const rows = new Map(byKey);
-  for (const row of conditionRows(name)) rows.set(`${row.run}|${row.condition}`, row);
+  const rows = withConditionRows(byKey, name);
   const validation = new Map(folds(name).map((m) => [m.fold, m.validation.f1]));
   const ks = [0, 1, 2, 3, 4].filter((k) => rows.has(`${name}-fold${k}|clean`) && rows.has(`${name}-fold${k}|${STRAP}`) && validation.has(k));
   const clean = ks.map((k) => rows.get(`${name}-fold${k}|clean`).f1);
