@@ -58,43 +58,21 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
+from conditions import FS, losses_key, parse_condition  # noqa: E402
 import train_af as T  # noqa: E402
 from export import load_safetensors  # noqa: E402
 
+assert FS == A.FS, "conditions.FS is the challenge's rate, afmodel.FS"
+
 CONDITIONS = ["clean", "r130", "drop5", "drop20", "drop5-zeros", "drop20-zeros", "r130-drop20",
               "strap-drop20", "strap-r130-drop20"]
-
-
-def parse_condition(condition):
-    """A condition's parts, each named once in its dash-separated name: "clean" alone, or any of
-    "strap" (the RR stream is the strap's own), "r130" (the ECG at 130 Hz), "drop5" / "drop20"
-    (notifications lost), "zeros" (losses filled with 0 mV) and "known" (RR across a gap left
-    out). Until 2026-12-05 the rate was read from the name's start, so "strap-r130-drop20" kept
-    the ECG at 300 Hz; every part is now read wherever it stands, and a name with a part this
-    function does not know is refused rather than read as something else."""
-    parts = condition.split("-")
-    known_parts = {"clean", "strap", "r130", "drop5", "drop20", "zeros", "known"}
-    unknown = [q for q in parts if q not in known_parts]
-    if unknown or len(set(parts)) != len(parts) or ("clean" in parts and len(parts) > 1) \
-            or ("drop5" in parts and "drop20" in parts):
-        raise ValueError(f"evaluate_af.py: condition {condition!r} is not one of the forms "
-                         f"clean or [strap-][r130-][drop5|drop20[-zeros]][-known]")
-    drop = 0.05 if "drop5" in parts else 0.20 if "drop20" in parts else 0.0
-    if ("zeros" in parts or "strap" in parts) and not drop:
-        raise ValueError(f"evaluate_af.py: condition {condition!r}: 'zeros' and 'strap' need drop5 or drop20")
-    return {"rate": 130.0 if "r130" in parts else A.FS, "drop": drop, "zeros": "zeros" in parts,
-            "strap": "strap" in parts, "known": "known" in parts}
 
 
 def perturb(x, condition, record):
     """(ecg, rate) of a record under a condition; seeded by the record's name. A "-zeros"
     condition's losses are 0 mV samples, present: the tokenizer sees no missing sample."""
     c = parse_condition(condition)
-    # The same ECG and losses as the condition without "-known" and without "strap-" (so that
-    # "strap-r130-drop20" differs from "r130-drop20" in its RR stream alone; until 2026-12-05 the
-    # strap conditions drew losses of their own)
-    condition = condition.removesuffix("-known").removeprefix("strap-")
-    rng = np.random.default_rng([zlib.crc32(record.encode()), zlib.crc32(condition.encode())])
+    rng = np.random.default_rng([zlib.crc32(record.encode()), zlib.crc32(losses_key(condition).encode())])
     rate = c["rate"]
     if rate != A.FS:
         x = A.resample(x, rate).astype(np.float64)

@@ -67,12 +67,12 @@ sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from export import export_safetensors, load_safetensors  # noqa: E402
+from conditions import STRAP_RATE  # noqa: E402  (evaluate_af.py's strap conditions use the same rate)
 from make_split import folds_of, validation_of  # noqa: E402
 from sensorformer_ref import SensorformerRef  # noqa: E402
 
 AUG_RATES = [125.0, 130.0, 150.0, 180.0, 200.0, 250.0]
-# --strap-aug: a Polar H10's ECG rate, and the largest share of notifications a record loses
-STRAP_RATE = 130.0
+# --strap-aug: the largest share of notifications a record loses (at STRAP_RATE, a Polar H10's ECG rate)
 STRAP_MAX_LOSS = 0.3
 REF_OFFSET_S = 6 * 3600.0  # a streaming session's reference can be hours back (docs/models.md)
 TOKEN_BUDGET = 12000       # tokens per batch (padded)
