@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, qualifies, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -133,6 +133,15 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(qualifies([0.80, 0.80, 0.80, 0.80, 0.80], [0.79, 0.79, 0.79, 0.79, 0.765]), '(ii)');
   assert.equal(qualifies([0.806, 0.806, 0.806, 0.806, 0.806], [0.786, 0.786, 0.786, 0.786, 0.786]), '');
   assert.equal(qualifies([0.80, 0.80, 0.80, 0.80, 0.80], [0.80, 0.80, 0.80, 0.76, 0.76]), '');
+  // (D)'s fold-0 screening (clean >= 0.805, loss <= 0.020) on hand-made numbers at and past its
+  // edges, and on its committed fold 0 (clean 0.816, loss 0.033: fails)
+  const d = 'pair-strap50-beats-strap50';
+  assert.equal(screening({ name: d, folds: [0], clean: [0.805], loss: [0.020] }), 'passes');
+  assert.equal(screening({ name: d, folds: [0], clean: [0.8049], loss: [0.010] }), 'fails');
+  assert.equal(screening({ name: d, folds: [0], clean: [0.820], loss: [0.0201] }), 'fails');
+  assert.equal(screening({ name: d, folds: [1], clean: [0.820], loss: [0.010] }), null);
+  assert.equal(screening({ name: 'pair-strap50-beats', folds: [0], clean: [0.820], loss: [0.010] }), null);
+  assert.equal(screening(candidate(d, byKey)), 'fails');
   assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md between the af-candidates markers: run `node tools/af/table.mjs` and paste its output');
 });
 
