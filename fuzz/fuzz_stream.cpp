@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as a streaming session's life (src/stream/session.hpp) on the
-// committed causal fixture models: options (attention rows on or off, history, event timeout),
-// then pushes of chunks (new streams with any descriptor and rate, samples with NaN / Inf /
+// committed causal fixture models (flattened_upsample: its ECG read at 263 Hz, interpolated as it
+// arrives): options (attention rows on or off, history, event timeout), then pushes of chunks (new streams with any descriptor and rate, samples with NaN / Inf /
 // extremes, present flags, startTime gaps and overlaps, event timestamps in or out of order,
 // watermarks from a few ms to 1e300 s ahead), pooled() calls in between.
 //
@@ -39,7 +39,7 @@ namespace {
   } while (0)
 
 const std::vector<sf::Model>& models() {
-  static const std::vector<sf::Model> loaded = load_fixture_models({"flattened_lookback", "factorized_lookback", "time_lookback", "channel_lookback", "flattened_causal"});
+  static const std::vector<sf::Model> loaded = load_fixture_models({"flattened_lookback", "factorized_lookback", "time_lookback", "channel_lookback", "flattened_causal", "flattened_upsample"});
   return loaded;
 }
 

@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes as a window (stream count, sensors, modalities, placements,
 // rates, start times, timestamps, samples with NaN / Inf / extremes, present flags, reference
-// time, attention maps, compute limit) for the committed fixture models of every layout.
+// time, attention maps, compute limit) for the committed fixture models of every layout (and
+// flattened_upsample, whose ECG is read at a higher rate).
 //
 // What must hold: no sanitizer report, no abort, an error has a message, a successful forward has
 // finite outputs whose shapes agree with the token count.
@@ -25,7 +26,7 @@ void require(bool condition) {
 }
 
 const std::vector<sf::Model>& models() {
-  static const std::vector<sf::Model> loaded = load_fixture_models({"flattened", "time", "channel", "factorized_causal"});
+  static const std::vector<sf::Model> loaded = load_fixture_models({"flattened", "time", "channel", "factorized_causal", "flattened_upsample"});
   return loaded;
 }
 

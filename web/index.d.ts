@@ -462,7 +462,12 @@ export interface ModelConfig {
   max_period?: number;
   min_present_fraction?: number;
   n_sensors: number;
-  modalities: { name: string; patch_len: number; mean?: number; std?: number }[];
+  /**
+   * `missing_events`: an event stream's missing events kept as missing values ("mask", the default)
+   * or dropped ("leave-out"); `upsample_hz`: a regular stream slower than this is read at this
+   * rate, interpolated (docs/model.md "Tokenizer").
+   */
+  modalities: { name: string; patch_len: number; mean?: number; std?: number; missing_events?: 'mask' | 'leave-out'; upsample_hz?: number }[];
   placements: string[];
   rate_bucket_edges_hz?: number[];
   n_outputs?: number;

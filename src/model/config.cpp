@@ -190,6 +190,7 @@ Status parse_model_config(const std::string& text, ModelConfig* out) {
       if (v != "mask" && v != "leave-out") return bad(where + "\"missing_events\" must be \"mask\" or \"leave-out\"");
       mc.leave_out_missing_events = v == "leave-out";
     }
+    SF_RETURN_IF_ERROR(get_double(m, "upsample_hz", 1e-6, 1e6, &mc.upsample_hz, where));
     c.modalities.push_back(mc);
   }
   const auto pl = j.find("placements");

@@ -23,6 +23,11 @@ struct ModalityConfig {
   // the tokenizer and a session drop them before patching; "mask" (the default) keeps them as
   // missing values in their patch.
   bool leave_out_missing_events = false;
+  // "upsample_hz": R (docs/model.md, "Tokenizer"): a regular stream of this modality slower than R
+  // is read at R, interpolated (src/tokenize/upsample.hpp), so that a model trained at R reads a
+  // slower device's samples as it was trained; 0 (the key absent): every stream at its own rate.
+  double upsample_hz = 0.0;
+  bool upsamples(double rate_hz) const { return rate_hz > 0.0 && rate_hz < upsample_hz; }
 };
 
 struct ModelConfig {

@@ -15,6 +15,7 @@
 #include "kernels/matmul.hpp"
 #include "model/model.hpp"
 #include "pool/pooling.hpp"
+#include "tokenize/upsample.hpp"
 
 namespace sf {
 
@@ -52,6 +53,15 @@ struct StreamState {
   std::vector<std::uint8_t> present;
   std::vector<double> times;
   double last_event = -kInf, watermark = -kInf;
+  // Upsampled (its modality's upsample_hz; upsample.hpp): rate_hz and samples are those of the
+  // stream as read (R), in_rate and in_count the stream's own; hist holds its samples from index
+  // hist_base on (NaN: missing), the four an output needs.
+  double in_rate = 0.0;
+  std::int64_t in_count = 0, hist_base = 0;
+  std::vector<float> hist;
+  // The grid a chunk's startTime and until are read on: the stream's own.
+  double grid_rate() const { return in_rate > 0.0 ? in_rate : rate_hz; }
+  std::int64_t grid_samples() const { return in_rate > 0.0 ? in_count : samples; }
 
   // No token of this stream can come with a time below this (see the header).
   double bound() const {
@@ -139,7 +149,7 @@ std::size_t StreamSession::memory_bytes() const {
   const State& s = *s_;
   std::size_t bytes = s.streams.capacity() * sizeof(StreamState) + s.pending.capacity() * sizeof(PendingToken);
   for (const StreamState& st : s.streams)
-    bytes += st.values.capacity() * sizeof(float) + st.present.capacity() + st.times.capacity() * sizeof(double);
+    bytes += st.values.capacity() * sizeof(float) + st.present.capacity() + st.times.capacity() * sizeof(double) + st.hist.capacity() * sizeof(float);
   for (const PendingToken& p : s.pending) bytes += p.values.capacity() * sizeof(float);
   for (const auto& groups : s.caches)
     for (const auto& [key, cache] : groups) bytes += sizeof(cache) + 48 + cache.bytes();  // ~48: a map node
@@ -287,6 +297,59 @@ Status fill_missing(const ModelConfig& c, std::size_t index, StreamState* st, st
   return Status::Ok();
 }
 
+// An upsampled stream's outputs whose four inputs have all arrived (upsample.hpp), in order; then
+// only the inputs the next output needs are kept.
+Status emit_upsampled(const ModelConfig& c, std::size_t index, StreamState* st, Staged* staged) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (;;) {
+    const double u = upsample_position(st->samples, st->in_rate, st->rate_hz), fl = std::floor(u);
+    const auto b = static_cast<std::int64_t>(fl);
+    if (b + 2 >= st->in_count) break;
+    float taps[4];
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t at = b - 1 + k;  // before hist_base: before the stream, or inside a gap
+      taps[k] = at < st->hist_base ? nan : st->hist[static_cast<std::size_t>(at - st->hist_base)];
+    }
+    const float v = keys_cubic(taps, u - fl);
+    SF_RETURN_IF_ERROR(check_interpolated(v, index, b));
+    SF_RETURN_IF_ERROR(append_sample(c, index, st, v, !std::isnan(v), 0.0, staged));
+  }
+  const auto keep = static_cast<std::int64_t>(std::floor(upsample_position(st->samples, st->in_rate, st->rate_hz))) - 1;
+  if (keep > st->hist_base) {
+    const std::int64_t drop = std::min<std::int64_t>(keep - st->hist_base, static_cast<std::int64_t>(st->hist.size()));
+    st->hist.erase(st->hist.begin(), st->hist.begin() + drop);
+    st->hist_base += drop;
+  }
+  return Status::Ok();
+}
+
+// One sample of a regular stream, on its own grid.
+Status input_sample(const ModelConfig& c, std::size_t index, StreamState* st, float value, bool present, Staged* staged) {
+  if (st->in_rate == 0.0) return append_sample(c, index, st, value, present, 0.0, staged);
+  st->hist.push_back(present ? value : std::numeric_limits<float>::quiet_NaN());
+  ++st->in_count;
+  return emit_upsampled(c, index, st, staged);
+}
+
+// count missing samples of a regular stream, on its own grid. Upsampled: the first four one by one
+// (the outputs that still have inputs before the gap); every output the rest completes has its
+// last input inside the gap, so those are missing and go in one fill_missing (which skips the
+// patches of a long gap as a regular stream's own gap does).
+Status input_missing(const ModelConfig& c, std::size_t index, StreamState* st, std::int64_t count, Staged* staged) {
+  if (st->in_rate == 0.0) return fill_missing(c, index, st, count, staged);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int k = 0; k < 4 && count > 0; ++k, --count) SF_RETURN_IF_ERROR(input_sample(c, index, st, nan, false, staged));
+  if (count <= 0) return Status::Ok();
+  st->in_count += count;
+  // the first output whose last input has not arrived: from a j that surely has, forwards
+  std::int64_t j = std::max<std::int64_t>(st->samples, static_cast<std::int64_t>(std::floor((st->in_count - 2) * st->rate_hz / st->in_rate)) - 2);
+  while (static_cast<std::int64_t>(std::floor(upsample_position(j, st->in_rate, st->rate_hz))) + 2 < st->in_count) ++j;
+  SF_RETURN_IF_ERROR(fill_missing(c, index, st, j - st->samples, staged));
+  st->hist.assign(3, nan);  // the gap's last inputs
+  st->hist_base = st->in_count - 3;
+  return Status::Ok();
+}
+
 Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, double frontier, const Staged* staged, StreamState* st) {
   if (!in.has_descriptor)
     return stream_error(ErrorCode::kInvalidArgument, i, "the session has not seen this stream yet: its first chunk must describe it (sensor, modality, placement, and rateHz + startTime or timestamps)");
@@ -318,8 +381,14 @@ Status declare(const ModelConfig& c, std::size_t i, const ChunkStream& in, doubl
     st->rate_hz = in.rate_hz;
     st->start0 = in.start_time;
     st->anchor = in.start_time;
+    const ModalityConfig& mod = c.modalities[st->modality];
+    if (mod.upsamples(in.rate_hz)) {  // read at the modality's rate (the tokenizer's check and message)
+      SF_RETURN_IF_ERROR(check_upsample_rate(mod, in.rate_hz, i, "rateHz"));
+      st->in_rate = in.rate_hz;
+      st->rate_hz = mod.upsample_hz;
+    }
   }
-  st->rate_bucket = c.rate_bucket(in.rate_hz, st->event);
+  st->rate_bucket = c.rate_bucket(st->event ? in.rate_hz : st->rate_hz, st->event);
   return Status::Ok();
 }
 
@@ -333,7 +402,7 @@ Status check_descriptor(const ModelConfig& c, std::size_t i, const ChunkStream& 
   if (in.modality != c.modalities[st.modality].name) return differs("modality", "\"" + in.modality + "\"", "\"" + c.modalities[st.modality].name + "\"");
   if (in.placement != c.placements[st.placement]) return differs("placement", "\"" + in.placement + "\"", "\"" + c.placements[st.placement] + "\"");
   if (in.event_driven != st.event) return differs("kind", in.event_driven ? "event-driven" : "regular", st.event ? "event-driven" : "regular");
-  if (!st.event && in.rate_hz != st.rate_hz) return differs("rateHz", num(in.rate_hz), num(st.rate_hz));
+  if (!st.event && in.rate_hz != st.grid_rate()) return differs("rateHz", num(in.rate_hz), num(st.grid_rate()));
   return Status::Ok();
 }
 
@@ -395,25 +464,27 @@ Status append(const ModelConfig& c, const StreamOptions& options, std::size_t i,
   }
   if (!in.timestamps.empty() || in.event_driven) return stream_error(ErrorCode::kInvalidArgument, i, "a regular stream takes samples on its rate, not timestamps");
   // Where this chunk's first sample falls on the stream's grid start0 + j / rateHz.
-  const auto slot = [&](double t) { return (t - st.start0) * st.rate_hz; };
+  // (An upsampled stream's chunks are on its own grid too: grid_rate, grid_samples.)
+  const auto slot = [&](double t) { return (t - st.start0) * st.grid_rate(); };
   if (in.has_start_time && !is_new) {
     SF_RETURN_IF_ERROR(check_time(i, *staged, "startTime", in.start_time));
     const double x = slot(in.start_time);
-    if (x < static_cast<double>(st.samples) - 0.5)
+    const std::int64_t got = st.grid_samples();
+    if (x < static_cast<double>(got) - 0.5)
       return stream_error(ErrorCode::kInvalidArgument, i,
-                          "startTime " + num(in.start_time) + " s is sample " + num(x) + " of the stream, but " + std::to_string(st.samples) +
-                              " samples were already received (the next is due at " + num(st.start0 + st.samples / st.rate_hz) +
+                          "startTime " + num(in.start_time) + " s is sample " + num(x) + " of the stream, but " + std::to_string(got) +
+                              " samples were already received (the next is due at " + num(st.start0 + got / st.grid_rate()) +
                               " s): chunks must not overlap");
-    SF_RETURN_IF_ERROR(fill_missing(c, i, &st, std::llround(x) - st.samples, staged));
+    SF_RETURN_IF_ERROR(input_missing(c, i, &st, std::llround(x) - got, staged));
   }
   staged->samples += static_cast<std::int64_t>(n);
   if (staged->samples > kMaxSamplesPerPush)
     return stream_error(ErrorCode::kResourceExhausted, i, "more than " + std::to_string(kMaxSamplesPerPush) + " samples in one push");
-  for (std::size_t j = 0; j < n; ++j) SF_RETURN_IF_ERROR(append_sample(c, i, &st, in.samples[j], present(j), 0.0, staged));
+  for (std::size_t j = 0; j < n; ++j) SF_RETURN_IF_ERROR(input_sample(c, i, &st, in.samples[j], present(j) && !std::isnan(in.samples[j]), staged));
   if (in.has_until) {
     // Samples with time start0 + j / rateHz < until that were not received are missing.
     const double x = std::ceil(slot(in.until));
-    if (x > static_cast<double>(st.samples)) SF_RETURN_IF_ERROR(fill_missing(c, i, &st, static_cast<std::int64_t>(x) - st.samples, staged));
+    if (x > static_cast<double>(st.grid_samples())) SF_RETURN_IF_ERROR(input_missing(c, i, &st, static_cast<std::int64_t>(x) - st.grid_samples(), staged));
   }
   return Status::Ok();
 }

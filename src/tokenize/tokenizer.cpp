@@ -5,6 +5,7 @@
 
 #include "core/format.hpp"
 #include "core/limits.hpp"
+#include "tokenize/upsample.hpp"
 
 namespace sf {
 
@@ -40,6 +41,8 @@ Status validate(const ModelConfig& c, const StreamInput& in, size_t s) {
     if (!(in.rate_hz > 0.0) || !std::isfinite(in.rate_hz))
       return stream_error(ErrorCode::kInvalidArgument, s, "a regular stream needs a finite rate_hz > 0 (or give timestamps)");
     if (!std::isfinite(in.start_time)) return stream_error(ErrorCode::kNonFinite, s, "start_time is not finite");
+    const ModalityConfig& mod = c.modalities[c.modality_index(in.modality)];
+    if (mod.upsamples(in.rate_hz)) SF_RETURN_IF_ERROR(check_upsample_rate(mod, in.rate_hz, s, "rate_hz"));
   }
   // NaN is the missing-sample marker; an infinite sample is an error, not silently missing.
   for (size_t i = 0; i < n; ++i)
@@ -53,6 +56,24 @@ bool sample_present(const StreamInput& in, size_t i) {
   return std::isfinite(in.samples[i]) && (in.present.empty() || in.present[i] != 0);
 }
 
+// The stream read at rate R (upsample.hpp): output j for every j whose position floor(j r / R)
+// is one of the n inputs; inputs outside the stream count as missing. Outputs: NaN or finite.
+Status upsample(const StreamInput& in, double R, size_t s, std::vector<float>* out) {
+  out->clear();
+  const auto n = static_cast<std::int64_t>(in.samples.size());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto tap = [&](std::int64_t i) { return i < 0 || i >= n || !sample_present(in, static_cast<size_t>(i)) ? nan : in.samples[i]; };
+  for (std::int64_t j = 0;; ++j) {
+    const double u = upsample_position(j, in.rate_hz, R), i = std::floor(u);
+    if (i >= static_cast<double>(n)) break;
+    const auto b = static_cast<std::int64_t>(i);
+    const float taps[4] = {tap(b - 1), tap(b), tap(b + 1), tap(b + 2)};
+    out->push_back(keys_cubic(taps, u - i));
+    SF_RETURN_IF_ERROR(check_interpolated(out->back(), s, b));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
@@ -64,8 +85,12 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
   double value_bytes = 0;
   for (size_t s = 0; s < window.streams.size(); ++s) {
     SF_RETURN_IF_ERROR(validate(c, window.streams[s], s));
-    const double P = c.modalities[c.modality_index(window.streams[s].modality)].patch_len;
-    const double patches = std::ceil(window.streams[s].samples.size() / P);
+    const StreamInput& in = window.streams[s];
+    const ModalityConfig& mod = c.modalities[c.modality_index(in.modality)];
+    const double P = mod.patch_len;
+    // an upsampled stream: at most R / r + 1 outputs an input sample
+    const double grow = !in.event_driven() && mod.upsamples(in.rate_hz) ? mod.upsample_hz / in.rate_hz + 1.0 : 1.0;
+    const double patches = std::ceil(in.samples.size() * grow / P);
     value_bytes += patches * (4.0 * P + 64.0);  // P floats and ~64 bytes of labels a patch
   }
   if (value_bytes > limits::kMaxWorkBytes)
@@ -74,34 +99,40 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
   double earliest = std::numeric_limits<double>::infinity();
   t.value_offset.push_back(0);
   std::vector<size_t> kept;  // a "leave-out" modality's event stream: the indices of its present events
+  std::vector<float> upsampled;  // a regular stream read at its modality's upsample_hz
   for (size_t s = 0; s < window.streams.size(); ++s) {
     const StreamInput& in = window.streams[s];
     const int m = c.modality_index(in.modality);
     const ModalityConfig& mod = c.modalities[m];
+    const bool up = !in.event_driven() && mod.upsamples(in.rate_hz);
+    if (up) SF_RETURN_IF_ERROR(upsample(in, mod.upsample_hz, s, &upsampled));
+    const std::vector<float>& xs = up ? upsampled : in.samples;
+    const auto ok = [&](size_t i) { return up ? !std::isnan(xs[i]) : sample_present(in, i); };
+    const double rate = up ? mod.upsample_hz : in.rate_hz;
     // Patched as if its missing events had never been sent (docs/model.md, "missing_events").
     const bool leave_out = mod.leave_out_missing_events && in.event_driven();
     kept.clear();
-    for (size_t i = 0; leave_out && i < in.samples.size(); ++i)
-      if (sample_present(in, i)) kept.push_back(i);
+    for (size_t i = 0; leave_out && i < xs.size(); ++i)
+      if (ok(i)) kept.push_back(i);
     const auto at = [&](size_t i) { return leave_out ? kept[i] : i; };  // slot -> the sample it holds
-    const size_t n = leave_out ? kept.size() : in.samples.size(), P = mod.patch_len;
+    const size_t n = leave_out ? kept.size() : xs.size(), P = mod.patch_len;
     const size_t K = (n + P - 1) / P;
     const size_t first = t.time.size();
     bool any_present = false;
     for (size_t k = 0; k < K; ++k) {
       size_t count = 0;
-      for (size_t i = k * P; i < std::min(n, (k + 1) * P); ++i) count += sample_present(in, at(i));
+      for (size_t i = k * P; i < std::min(n, (k + 1) * P); ++i) count += ok(at(i));
       const bool present = static_cast<double>(count) / P >= c.min_present_fraction;
       any_present |= present;
       t.present.push_back(present);
-      t.time.push_back(in.event_driven() ? in.timestamps[at(k * P)] : in.start_time + static_cast<double>(k * P) / in.rate_hz);
+      t.time.push_back(in.event_driven() ? in.timestamps[at(k * P)] : in.start_time + static_cast<double>(k * P) / rate);
       for (size_t j = 0; j < P; ++j) {
-        const size_t i = k * P + j < n ? at(k * P + j) : in.samples.size();  // past the end: missing
-        const bool use = present && i < in.samples.size() && sample_present(in, i);
-        const float v = use ? (in.samples[i] - mod.mean) / mod.std : 0.0f;
+        const size_t i = k * P + j < n ? at(k * P + j) : xs.size();  // past the end: missing
+        const bool use = present && i < xs.size() && ok(i);
+        const float v = use ? (xs[i] - mod.mean) / mod.std : 0.0f;
         if (!std::isfinite(v))  // e.g. 3e38 with a std of 0.5: the float32 quotient overflows
           return stream_error(ErrorCode::kNonFinite, s, "sample " + std::to_string(i) + " normalised as (x - mean) / std = (" +
-                              shortest(in.samples[i]) + " - " + shortest(mod.mean) + ") / " +
+                              shortest(xs[i]) + " - " + shortest(mod.mean) + ") / " +
                               shortest(mod.std) + " overflows float32");
         t.values.push_back(v);
       }
@@ -120,7 +151,7 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
     t.sensor.insert(t.sensor.end(), added, in.sensor);
     t.modality.insert(t.modality.end(), added, m);
     t.placement.insert(t.placement.end(), added, c.placement_index(in.placement));
-    t.rate_bucket.insert(t.rate_bucket.end(), added, c.rate_bucket(in.rate_hz, in.event_driven()));
+    t.rate_bucket.insert(t.rate_bucket.end(), added, c.rate_bucket(rate, in.event_driven()));
   }
   t.count = static_cast<int>(t.time.size());
   t.reference_time = window.has_reference_time ? window.reference_time : (t.count ? earliest : 0.0);

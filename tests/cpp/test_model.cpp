@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/model.hpp"
+#include "tokenize/upsample.hpp"
 #include "model_files.hpp"
 #include "testing.hpp"
 
@@ -115,6 +116,74 @@ TEST(Tokenizer, LeaveOutMissingEventsDropsThemBeforePatching) {
   Window inf;
   inf.streams.push_back(events(0, "hr", "chest", {kT0}, {INFINITY}));
   EXPECT_EQ(tokenize(c, inf, &t).code(), ErrorCode::kNonFinite);
+}
+
+// "upsample_hz": the Keys kernel (a = -1/2) at the points worked out by hand: f = 0 gives the
+// input itself, f = 1/2 the weights -1/16, 9/16, 9/16, -1/16 (Keys 1981, eq. 15); a missing tap
+// makes the output missing.
+TEST(Tokenizer, UpsampleKernelByHand) {
+  const float taps[4] = {2.0f, 3.0f, 5.0f, 11.0f};
+  EXPECT_EQ(keys_cubic(taps, 0.0), 3.0f);
+  EXPECT_EQ(keys_cubic(taps, 0.5), static_cast<float>((-2.0 + 27.0 + 45.0 - 11.0) / 16.0));
+  const float gap[4] = {2.0f, 3.0f, NAN, 11.0f};
+  EXPECT_TRUE(std::isnan(keys_cubic(gap, 0.0))) << "a missing tap, even one of weight 0";
+}
+
+// A 4 Hz ecg stream of a modality with "upsample_hz": 10 is read at 10 Hz: output j at kT0 + j / 10
+// from input position u = 0.4 j. Keys' kernel reproduces quadratics exactly, so every output whose
+// four inputs exist equals the quadratic at its time (float32 inputs and outputs: 1e-5); by hand,
+// outputs 0-2 (u < 1: input -1 does not exist) and 25-29 (floor(u) >= 10: input 12 does not)
+// are missing, and the missing input 6 takes out the outputs with floor(u) in 4..7, j = 10..19.
+TEST(Tokenizer, UpsampledStreamByHand) {
+  auto json = small_config("flattened");
+  json["modalities"][0]["upsample_hz"] = 10.0;
+  json["rate_bucket_edges_hz"] = {1.0, 5.0, 100.0};
+  ModelConfig c, plain;
+  ASSERT_TRUE(parse_model_config(json.dump(), &c).ok());
+  auto plain_json = json;
+  plain_json["modalities"][0].erase("upsample_hz");
+  ASSERT_TRUE(parse_model_config(plain_json.dump(), &plain).ok());
+  const auto q = [](double t) { return 1.0 + 0.5 * t - 0.25 * t * t; };
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(q(i / 4.0));
+  x[6] = NAN;
+  Window w;
+  w.has_reference_time = true, w.reference_time = kT0;
+  w.streams.push_back(regular(0, "ecg", "chest", 4.0, kT0, x));
+  Tokens t;
+  ASSERT_TRUE(tokenize(c, w, &t).ok());
+  ASSERT_EQ(t.count, 8) << "30 outputs (floor(0.4 j) <= 11), patches of 4";
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(t.time[k], kT0 + k * 4 / 10.0) << k;
+  EXPECT_EQ(t.rate_bucket, std::vector<int>(8, 3)) << "the bucket of 10 Hz (edges 1, 5, 100), not of 4 Hz";
+  // present outputs per patch of 4: 1 (j = 3), 4, 2 (j = 8, 9), 0, 0, 4, 1 (j = 24), 0: present
+  // from 2 of 4 (min_present_fraction 0.5); an absent patch's values are zeros
+  EXPECT_EQ(t.present, (std::vector<std::uint8_t>{0, 1, 1, 0, 0, 1, 0, 0}));
+  for (int j = 0; j < 32; ++j) {
+    const bool missing = j <= 2 || (j >= 10 && j <= 19) || j >= 25;
+    const float v = t.values[j];
+    if (missing || !t.present[j / 4])
+      EXPECT_EQ(v, 0.0f) << "output " << j << ": missing, or in an absent patch";
+    else
+      EXPECT_NEAR(v, q(j / 10.0), 1e-5) << "output " << j;
+  }
+  // at the modality's rate or above, the stream is read as it is
+  Window fast;
+  fast.streams.push_back(regular(0, "ecg", "chest", 10.0, kT0, {1, 2, 3, 4, 5, 6, 7, 8}));
+  Tokens a, b;
+  ASSERT_TRUE(tokenize(c, fast, &a).ok());
+  ASSERT_TRUE(tokenize(plain, fast, &b).ok());
+  EXPECT_EQ(a.values, b.values);
+  EXPECT_EQ(a.time, b.time);
+  // more than 16x: refused, naming the stream and the rates
+  Window slow;
+  slow.streams.push_back(regular(0, "ecg", "chest", 0.5, kT0, {1, 2, 3, 4}));
+  const Status st = tokenize(c, slow, &a);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("stream 0: rate_hz 0.5: the model reads modality \"ecg\" at 10 Hz, interpolated from at least 0.625 Hz"), std::string::npos) << st.message();
+  // a bad value for the key is a load error
+  auto bad = json;
+  bad["modalities"][0]["upsample_hz"] = -1;
+  EXPECT_EQ(parse_model_config(bad.dump(), &plain).code(), ErrorCode::kBadFormat);
 }
 
 TEST(Tokenizer, ErrorsNameTheStreamAndField) {

@@ -85,7 +85,11 @@ TEST_P(ReferenceParity, MatchesPyTorchModule) {
   const auto& f = fixture("model/expected.safetensors");
   const std::string p = c.model + ".w" + std::to_string(c.window) + ".";
   ForwardOptions opt;
-  opt.attention_maps = c.window == 0;
+  // window 0's attention maps, stored for every model but flattened_upsample (its 190 tokens would
+  // add 0.6 MB that flattened_lookback's maps, same layout and weights, already test:
+  // tools/reference/make_model_fixtures.py NO_MAPS_MODELS)
+  const bool maps = c.window == 0 && c.model != "flattened_upsample";
+  opt.attention_maps = maps;
   ForwardResult r;
   const Status s = model.forward(windows().at(c.window), opt, &r);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -110,8 +114,8 @@ TEST_P(ReferenceParity, MatchesPyTorchModule) {
     ASSERT_EQ(r.head.size(), want_head.size());
     ASSERT_TRUE(AllClose(r.head.data(), want_head.data(), want_head.size(), kEmbeddingAtol, 0, p + "head", &head));
   }
-  if (c.window == 0) {
-    int maps = 0;
+  if (maps) {
+    int compared = 0;
     for (const auto& m : r.attention) {
       const std::string name = p + "attn.l" + std::to_string(m.layer) + "." + block_name(m.block) + ".g" + std::to_string(m.group);
       ASSERT_TRUE(f.find(name)) << "no reference map " << name;
@@ -120,12 +124,12 @@ TEST_P(ReferenceParity, MatchesPyTorchModule) {
       Closeness one;
       ASSERT_TRUE(AllClose(m.weights.data(), w.data(), w.size(), kAttentionAtol, 0, name, &one));
       attn.max_abs = std::max(attn.max_abs, one.max_abs);
-      ++maps;
+      ++compared;
     }
     int stored = 0;
     for (const auto& [name, info] : f.tensors())
       stored += name.rfind(p + "attn.", 0) == 0 && name.size() > 7 && name.compare(name.size() - 7, 7, ".tokens") != 0;
-    EXPECT_EQ(maps, stored) << "every reference map is produced, no more";
+    EXPECT_EQ(compared, stored) << "every reference map is produced, no more";
     sf::testing::report(p + "attention maps", attn);
   }
   sf::testing::report(p + "embeddings", emb);

@@ -350,13 +350,13 @@ TEST(StreamEdges, SlowBeatsAreNotClosedEarly) {
   EXPECT_EQ(compare_with_forward(m, w, all, [](int, bool) { return true; }, &max_diff), 4);
 }
 
-// A fixture with one modality marked "missing_events": "leave-out" in its config, written again
-// with testing::write_safetensors from the tensors testing::fixture reads (F32 and F64 as stored).
-Model load_leaving_out(const std::string& name, const std::string& modality) {
+// A fixture with `key`: `value` added to one modality of its config, written again with
+// testing::write_safetensors from the tensors testing::fixture reads (F32 and F64 as stored).
+Model load_with(const std::string& name, const std::string& modality, const std::string& key, const nlohmann::json& value) {
   const SafetensorsFile& f = testing::fixture("model/" + name + ".safetensors");
   nlohmann::json config = nlohmann::json::parse(f.metadata().at("config"));
   for (auto& m : config["modalities"])
-    if (m["name"] == modality) m["missing_events"] = "leave-out";
+    if (m["name"] == modality) m[key] = value;
   testing::RawTensors raw;
   for (const auto& [tensor, info] : f.tensors()) {
     const bool f64 = info.dtype == Dtype::kF64;
@@ -377,7 +377,7 @@ Model load_leaving_out(const std::string& name, const std::string& modality) {
 // holding them (the tokenizer drops them too). The same stream with the default ("mask") makes other
 // patches, which is what the option is for.
 TEST(StreamEdges, LeftOutMissingEventsAreDroppedAsTheTokenizerDropsThem) {
-  const Model m = load_leaving_out("flattened_lookback", "rr");
+  const Model m = load_with("flattened_lookback", "rr", "missing_events", "leave-out");
   const Model plain = load("flattened_lookback");
   std::vector<double> times;
   std::vector<float> rr;
@@ -425,6 +425,85 @@ TEST(StreamEdges, LeftOutMissingEventsAreDroppedAsTheTokenizerDropsThem) {
   w.streams = {input_of(all_events)};
   double max_diff = 0;
   EXPECT_EQ(compare_with_forward(m, w, with, [](int, bool) { return true; }, &max_diff), with.tokens.count);
+}
+
+// "upsample_hz": a 48 Hz ECG read at 128 Hz (the modality's patch of 16 samples: 0.125 s). A session
+// interpolates as the samples arrive (an output waits for the two inputs after it), so its tokens
+// must equal a forward of the whole window, whatever the chunking: here pushes of 1 to 61 samples,
+// missing samples, a disconnect (a later startTime: 60 samples missing) and a closing `until`,
+// beside a 32 Hz acc_x stream read at its own rate; two chunkings give the same tokens (embeddings within
+// kTol: a push's tokens are computed together, so the float32 sums are tiled by push).
+TEST(StreamEdges, UpsampledStreamEqualsForwardWhateverTheChunking) {
+  const Model m = load_with("flattened_lookback", "ecg", "upsample_hz", 128.0);
+  const int n = 960, gap_from = 500, gap_to = 560;  // 20 s at 48 Hz; samples 500-559 never sent
+  std::vector<float> ecg(n), acc(640);
+  for (int i = 0; i < n; ++i)
+    ecg[i] = (i % 97 == 13 || (i >= 300 && i < 305)) ? kNaN : static_cast<float>(900.0 * std::sin(i * 0.37) + 40.0 * (i % 11));
+  for (int i = 0; i < 640; ++i) acc[i] = static_cast<float>(std::cos(i * 0.11));
+  const auto run = [&](std::vector<int> sizes) {
+    StreamSession s;
+    StreamOptions o;
+    o.has_reference_time = true, o.reference_time = kT0;
+    EXPECT_TRUE(StreamSession::create(m, o, &s).ok());
+    StreamUpdate all;
+    int i = 0, a = 0, k = 0;
+    while (i < n) {
+      const int size = sizes[k++ % sizes.size()];
+      Chunk c;
+      c.streams.resize(2);
+      ChunkStream& e = c.streams[0];
+      if (i == 0) e = regular(0, "ecg", "chest", 48.0, kT0, {});
+      if (i == gap_from) i = gap_to, e.has_start_time = true, e.start_time = kT0 + gap_to / 48.0;
+      const int end = std::min(n, i < gap_from ? std::min(gap_from, i + size) : i + size);
+      e.samples.assign(ecg.begin() + i, ecg.begin() + end);
+      i = end;
+      // acc_x up to the same time
+      ChunkStream& x = c.streams[1];
+      if (a == 0) x = regular(1, "acc_x", "wrist", 32.0, kT0, {});
+      const int a_end = std::min(640, i * 2 / 3);
+      x.samples.assign(acc.begin() + a, acc.begin() + a_end);
+      a = a_end;
+      if (i == n) {  // the end: two ECG samples past it missing (the last outputs' inputs), acc_x ends there
+        e.has_until = x.has_until = true;
+        e.until = kT0 + (n + 2) / 48.0;
+        x.until = kT0 + 20.0;
+      }
+      StreamUpdate u;
+      const Status st = s.push(c, &u);
+      EXPECT_TRUE(st.ok()) << st.message();
+      take(&all, u);
+    }
+    return all;
+  };
+  const StreamUpdate small = run({1, 7, 13, 2, 61, 5}), large = run({480, 480});
+  ASSERT_GT(small.tokens.count, 0);
+  EXPECT_EQ(small.tokens.time, large.tokens.time);
+  EXPECT_EQ(small.tokens.present, large.tokens.present);
+  ASSERT_EQ(small.embeddings.size(), large.embeddings.size());
+  EXPECT_TRUE(testing::AllClose(small.embeddings.data(), large.embeddings.data(), small.embeddings.size(), kTol, 0.0, "chunkings"));
+  std::vector<float> whole = ecg;
+  std::fill(whole.begin() + gap_from, whole.begin() + gap_to, kNaN);
+  Window w;
+  w.has_reference_time = true, w.reference_time = kT0;
+  w.streams = {input_of(regular(0, "ecg", "chest", 48.0, kT0, whole)), input_of(regular(1, "acc_x", "wrist", 32.0, kT0, acc))};
+  double max_diff = 0;
+  EXPECT_EQ(compare_with_forward(m, w, small, [](int, bool) { return true; }, &max_diff), small.tokens.count);
+  int ecg_tokens = 0;
+  for (int k = 0; k < small.tokens.count; ++k) ecg_tokens += small.tokens.stream[k] == 0;
+  // 960 inputs -> 2560 outputs (floor(j * 48 / 128) <= 959): 160 patches of 16; the last outputs
+  // wait for the two inputs after them, which the closing `until` marks missing
+  EXPECT_EQ(ecg_tokens, 160);
+  std::printf("[ stream   ] upsampled 48 -> 128 Hz: %d tokens (%d ecg) vs forward max|diff| %.2e\n", small.tokens.count, ecg_tokens, max_diff);
+  // a stream too slow for the modality's rate is refused when declared, as a window's is
+  StreamSession s;
+  StreamOptions o;
+  ASSERT_TRUE(StreamSession::create(m, o, &s).ok());
+  Chunk c;
+  c.streams = {regular(0, "ecg", "chest", 4.0, kT0, {1, 2})};
+  StreamUpdate u;
+  const Status st = s.push(c, &u);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("rateHz 4: the model reads modality \"ecg\" at 128 Hz, interpolated from at least 8 Hz"), std::string::npos) << st.message();
 }
 
 // An event patch spans at most event_timeout_s, decided on event times and watermarks only: the same

@@ -2,7 +2,7 @@
 
 * {model}.safetensors  - weight files (docs/model.md format) of small random models covering every
   layout, pre/post norm, relu/gelu, causal masks, look-back windows (attention_lookback_s, every
-  layout), final norm, heads, and F16/BF16 storage.
+  layout), final norm, heads, F16/BF16 storage, and a modality read at a higher rate (upsample_hz).
 * windows.json         - three input windows (docs/model.md input format) at Unix-epoch times.
 * expected.safetensors - reference outputs of every model on every window, computed in float64
   by tools/reference/sensorformer_ref.py from the stored (float32, or f16/bf16-rounded) weights.
@@ -88,6 +88,14 @@ MODELS.update({
                                                                n_outputs=3)),
 })
 LOOKBACK_MODELS = [n for n in MODELS if "attention_lookback_s" in MODELS[n][2]]
+# flattened_lookback's weights with its ECG (130.3 Hz in the windows) read at 263 Hz ("upsample_hz";
+# a rate whose patch times do not tie with the other streams' within the windows).
+MODELS["flattened_upsample"] = ("flattened_lookback", "F32", dict(
+    MODELS["flattened_lookback"][2],
+    modalities=[dict(m, upsample_hz=263.0) if m["name"] == "ecg" else m for m in COMMON["modalities"]]))
+# Models whose window-0 attention maps are not stored: flattened_upsample's 190 tokens would add
+# 0.6 MB of maps that test nothing flattened_lookback's (the same layout and weights) do not.
+NO_MAPS_MODELS = {"flattened_upsample"}
 MODELS["factorized_f16"] = ("factorized", "F16", MODELS["factorized"][2])
 MODELS["factorized_bf16"] = ("factorized", "BF16", MODELS["factorized"][2])
 # The time model with the time-encoding table a seed-000 module trains with: float32
@@ -487,6 +495,9 @@ def generate(out_dir):
         if seed_name not in base_models:
             base_models[seed_name] = init_parameters(SensorformerRef(config_of(seed_name)), seed_name)
         model32 = base_models[seed_name]
+        if config["modalities"] != model32.config["modalities"]:  # the seed's weights, this model's modalities
+            model32 = copy.deepcopy(model32)
+            model32.config = config
         if name in SEED_TABLE_MODELS:
             model32 = copy.deepcopy(model32)
             model32.time_encoding.inv_freq = seed_000_table(config["d_model"], config["max_period"])
@@ -507,7 +518,7 @@ def generate(out_dir):
             check_fixture_times(out, config)
             assert all(not bool(v.isnan().any()) for v in
                        (out["embeddings"], out["pooled"]) + ((out["head"],) if out["head"] is not None else ()))
-            expected += model_tensors(name, i, out, config, with_attention=(i == 0))
+            expected += model_tensors(name, i, out, config, with_attention=(i == 0 and name not in NO_MAPS_MODELS))
             cases.append({"model": name, "window": i, "tokens": len(out["token_time"]),
                           "n_outputs": config["n_outputs"]})
 
@@ -574,6 +585,7 @@ def check(out_dir):
             names.add(p + k)
         if c["window"] == 0:
             attn = [k for k in tensors if k.startswith(p + "attn.")]
+            assert bool(attn) == (c["model"] not in NO_MAPS_MODELS), p
             for k in attn:
                 names.add(k)
                 if not k.endswith(".tokens"):

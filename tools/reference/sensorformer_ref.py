@@ -19,7 +19,8 @@ NaN or None in `samples` is a missing sample. The pipeline is four small functio
       Plus time_encoding(t - reference_time) (float64 difference, sin block then cos block) and
       the sensor, modality, placement and rate-bucket embeddings. A stream with no present patch
       emits no tokens. An event stream of a modality with "missing_events": "leave-out" (a model
-      trained without such events) is patched without its missing events. Token order: streams in
+      trained without such events) is patched without its missing events; a regular stream of a
+      modality with "upsample_hz" R above its rate is first read at R (upsample_stream). Token order: streams in
       input order, patches in time order. The default
       reference_time is the earliest start_time / first timestamp among the streams that emit
       tokens (an entirely missing stream changes nothing; same choice as src/tokenize).
@@ -45,6 +46,7 @@ state_dict() names are exactly the tensor names of docs/model.md, so export.py w
 file straight from it.
 """
 import math
+import struct
 from dataclasses import dataclass, field
 
 import torch
@@ -182,6 +184,46 @@ def sample_present(values, flags):
             for v, f in zip(values, flags)]
 
 
+def keys_weights(f):
+    """Keys' cubic convolution kernel (a = -1/2) at the four taps' distances 1 + f, f, 1 - f, 2 - f
+    for f in [0, 1): floats or numpy arrays (tools/af/afmodel.py's vectorised upsample uses it),
+    each written as src/tokenize/upsample.cpp writes it, so the float64 results are the same."""
+    g = 1.0 - f
+    return (((-0.5 * f + 1.0) * f - 0.5) * f,   # W(1 + f)
+            (1.5 * f - 2.5) * f * f + 1.0,       # W(f)
+            (1.5 * g - 2.5) * g * g + 1.0,       # W(1 - f)
+            ((-0.5 * g + 1.0) * g - 0.5) * g)    # W(2 - f)
+
+
+def upsample_stream(stream, target):
+    """A regular stream read at `target` Hz (a modality's "upsample_hz", docs/model.md
+    "Tokenizer"; src/tokenize/upsample.hpp): output j, at startTime + j / target, sits at input
+    position u = j * rateHz / target; with i = floor(u) and f = u - i it is Keys' cubic convolution
+    (a = -1/2) of inputs i-1 .. i+2, computed in float64 from the float32 samples and rounded to
+    float32, missing (None) when any of the four is missing or outside the stream. Outputs: every
+    j with floor(u) < n."""
+    values = [None if v is None else float(v) for v in stream["samples"]]
+    flags = stream.get("present") or [None] * len(values)
+    ok = sample_present(values, flags)
+    n, rate = len(values), stream["rateHz"]
+    f32 = lambda v: struct.unpack("f", struct.pack("f", v))[0]
+    tap = lambda i: f32(values[i]) if 0 <= i < n and ok[i] else None
+    out, j = [], 0
+    while True:
+        u = j * rate / target
+        i = math.floor(u)
+        if i >= n:
+            break
+        taps = [tap(i - 1), tap(i), tap(i + 1), tap(i + 2)]
+        if any(t is None for t in taps):
+            out.append(None)
+        else:
+            w0, w1, w2, w3 = keys_weights(u - i)
+            out.append(f32(w0 * taps[0] + w1 * taps[1] + w2 * taps[2] + w3 * taps[3]))
+        j += 1
+    return {k: v for k, v in stream.items() if k != "present"} | {"rateHz": target, "samples": out}
+
+
 def patch_stream(stream, modality, frac):
     """Cut one stream into patches: (normalized values (K, P), present (K), times (K), values)."""
     P, mu, sigma = modality["patch_len"], modality["mean"], modality["std"]
@@ -219,6 +261,8 @@ def tokenize(model, window):
     emitting = []
     for s_index, s in enumerate(window["streams"]):
         m_index, m = modalities[s["modality"]]
+        if not is_event_stream(s) and s["rateHz"] < m.get("upsample_hz", 0):
+            s = upsample_stream(s, m["upsample_hz"])  # read at the modality's rate
         patches = patch_stream(s, m, frac)
         if any(patches[1]):
             emitting.append((s_index, s, m_index, patches))
