@@ -331,21 +331,20 @@ Status input_sample(const ModelConfig& c, std::size_t index, StreamState* st, fl
   return emit_upsampled(c, index, st, staged);
 }
 
-// count missing samples of a regular stream, on its own grid. Upsampled: the first four one by one
-// (the outputs that still have inputs before the gap); every output the rest completes has its
-// last input inside the gap, so those are missing and go in one fill_missing (which skips the
-// patches of a long gap as a regular stream's own gap does).
+// count missing samples of a regular stream, on its own grid. Upsampled: every output not emitted
+// yet has its last input at or after the gap's start, and every later output with an input before
+// the gap has one inside it too (its four inputs are consecutive), so the outputs up to the gap's
+// end are missing: one fill_missing (which skips the patches of a long gap as a regular stream's
+// own gap does), and the gap's last three inputs kept as missing.
 Status input_missing(const ModelConfig& c, std::size_t index, StreamState* st, std::int64_t count, Staged* staged) {
   if (st->in_rate == 0.0) return fill_missing(c, index, st, count, staged);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (int k = 0; k < 4 && count > 0; ++k, --count) SF_RETURN_IF_ERROR(input_sample(c, index, st, nan, false, staged));
   if (count <= 0) return Status::Ok();
   st->in_count += count;
   // the first output whose last input has not arrived: from a j that surely has, forwards
   std::int64_t j = std::max<std::int64_t>(st->samples, static_cast<std::int64_t>(std::floor((st->in_count - 2) * st->rate_hz / st->in_rate)) - 2);
   while (static_cast<std::int64_t>(std::floor(upsample_position(j, st->in_rate, st->rate_hz))) + 2 < st->in_count) ++j;
   SF_RETURN_IF_ERROR(fill_missing(c, index, st, j - st->samples, staged));
-  st->hist.assign(3, nan);  // the gap's last inputs
+  st->hist.assign(3, std::numeric_limits<float>::quiet_NaN());
   st->hist_base = st->in_count - 3;
   return Status::Ok();
 }

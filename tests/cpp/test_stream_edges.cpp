@@ -430,12 +430,13 @@ TEST(StreamEdges, LeftOutMissingEventsAreDroppedAsTheTokenizerDropsThem) {
 // "upsample_hz": a 48 Hz ECG read at 128 Hz (the modality's patch of 16 samples: 0.125 s). A session
 // interpolates as the samples arrive (an output waits for the two inputs after it), so its tokens
 // must equal a forward of the whole window, whatever the chunking: here pushes of 1 to 61 samples,
-// missing samples, a disconnect (a later startTime: 60 samples missing) and a closing `until`,
+// missing samples, two disconnects (a later startTime: 60 and 2 samples missing) and a closing `until`,
 // beside a 32 Hz acc_x stream read at its own rate; two chunkings give the same tokens (embeddings within
 // kTol: a push's tokens are computed together, so the float32 sums are tiled by push).
 TEST(StreamEdges, UpsampledStreamEqualsForwardWhateverTheChunking) {
   const Model m = load_with("flattened_lookback", "ecg", "upsample_hz", 128.0);
-  const int n = 960, gap_from = 500, gap_to = 560;  // 20 s at 48 Hz; samples 500-559 never sent
+  const int n = 960, gap_from = 500, gap_to = 560;  // 20 s at 48 Hz; samples 500-559 never sent,
+  const int gap2_from = 700, gap2_to = 702;          // nor 700-701 (a gap shorter than the kernel)
   std::vector<float> ecg(n), acc(640);
   for (int i = 0; i < n; ++i)
     ecg[i] = (i % 97 == 13 || (i >= 300 && i < 305)) ? kNaN : static_cast<float>(900.0 * std::sin(i * 0.37) + 40.0 * (i % 11));
@@ -454,7 +455,9 @@ TEST(StreamEdges, UpsampledStreamEqualsForwardWhateverTheChunking) {
       ChunkStream& e = c.streams[0];
       if (i == 0) e = regular(0, "ecg", "chest", 48.0, kT0, {});
       if (i == gap_from) i = gap_to, e.has_start_time = true, e.start_time = kT0 + gap_to / 48.0;
-      const int end = std::min(n, i < gap_from ? std::min(gap_from, i + size) : i + size);
+      if (i == gap2_from) i = gap2_to, e.has_start_time = true, e.start_time = kT0 + gap2_to / 48.0;
+      const int next_gap = i < gap_from ? gap_from : i < gap2_from ? gap2_from : n;
+      const int end = std::min({n, next_gap, i + size});
       e.samples.assign(ecg.begin() + i, ecg.begin() + end);
       i = end;
       // acc_x up to the same time
@@ -483,6 +486,7 @@ TEST(StreamEdges, UpsampledStreamEqualsForwardWhateverTheChunking) {
   EXPECT_TRUE(testing::AllClose(small.embeddings.data(), large.embeddings.data(), small.embeddings.size(), kTol, 0.0, "chunkings"));
   std::vector<float> whole = ecg;
   std::fill(whole.begin() + gap_from, whole.begin() + gap_to, kNaN);
+  std::fill(whole.begin() + gap2_from, whole.begin() + gap2_to, kNaN);
   Window w;
   w.has_reference_time = true, w.reference_time = kT0;
   w.streams = {input_of(regular(0, "ecg", "chest", 48.0, kT0, whole)), input_of(regular(1, "acc_x", "wrist", 32.0, kT0, acc))};
