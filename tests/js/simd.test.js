@@ -51,7 +51,7 @@ test('the shipped module carries no name section (its names live in the symbol m
 // spans, budgets checked before a push is kept, a refused computation taken back, times checked
 // when given: +4.4 KB after the savings listed in BENCHMARKS.md, "Size"), and by 4,000 for a
 // modality's "upsample_hz" (the tokenizer's and sessions' interpolation, src/tokenize/upsample.hpp:
-// +3.0 KB, and 1.2 KB of room again; the shipped AF model reads a strap's 130 Hz ECG at 300 Hz with
+// +2.9 KB, and 1.4 KB of room again; the shipped AF model reads a strap's 130 Hz ECG at 300 Hz with
 // it, docs/models.md); a page downloads this before anything runs.
 const MAX_WASM_BYTES = 308_000;
 

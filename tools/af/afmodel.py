@@ -176,6 +176,26 @@ def resample(x, rate, fs=FS):
     return resample_poly(np.asarray(x, dtype=np.float64), f.numerator, f.denominator).astype(np.float32)
 
 
+def upsample(x, rate, target):
+    """x (float32 samples at `rate`, NaN missing) read at `target` Hz: the runtime's rule for a
+    modality with "upsample_hz" (src/tokenize/upsample.hpp; the reference module's
+    upsample_stream, vectorised, with its keys_weights: the same float64 results). Output j sits at
+    input position u = j * rate / target, for every j with floor(u) < len(x); Keys' cubic
+    convolution (a = -1/2) of inputs floor(u)-1 .. floor(u)+2, NaN when any is missing or outside."""
+    from sensorformer_ref import keys_weights  # tools/reference is on the path of every script that reads at a rate
+    x = np.asarray(x, dtype=np.float32)
+    n = len(x)
+    j = np.arange(int(np.ceil(n * target / rate)) + 2, dtype=np.float64)
+    u = j * rate / target
+    fl = np.floor(u)
+    u, fl = u[fl < n], fl[fl < n]
+    idx = fl.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    taps = np.where((idx >= 0) & (idx < n), x[np.clip(idx, 0, max(n - 1, 0))].astype(np.float64) if n else np.nan, np.nan)
+    w0, w1, w2, w3 = keys_weights(u - fl)
+    y = w0 * taps[:, 0] + w1 * taps[:, 1] + w2 * taps[:, 2] + w3 * taps[:, 3]  # NaN where a tap is
+    return y.astype(np.float32)
+
+
 def patches(values, P):
     """values (n,) with NaN missing -> (normalised later) (K, P) raw with NaN, K = ceil(n / P)."""
     n = len(values)

@@ -91,7 +91,11 @@ def strap_rr(rec, condition):
     return {"timestamps": t.tolist(), "samples": v.tolist()}
 
 
-def condition_items(data, names, condition, workdir, variant, leave_out, with_beats):
+def condition_items(data, names, condition, workdir, variant, leave_out, with_beats, upsample_hz=0.0):
+    """The test records under a condition as the model's items. upsample_hz: the model's ECG
+    modality's "upsample_hz" (0: none): an ECG slower than that is read at that rate, as the
+    runtime reads it (A.upsample, the tokenizer's rule); the RR and beat streams come from the ECG
+    at its own rate, as the package's detector finds them on a strap's samples."""
     workdir.mkdir(parents=True, exist_ok=True)
     signals, listing, offset = [], [], 0
     for n in names:
@@ -120,6 +124,8 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
             if c["known"] or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
+        if rate < upsample_hz:
+            x, rate = A.upsample(x, rate, upsample_hz).astype(np.float64), upsample_hz
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
         items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),
                       "label": A.CODES.index(rec["label"]), "record": n})
@@ -191,10 +197,11 @@ def main():
         A.CONFIG["modalities"] = model.config["modalities"]
         with_beats = any(m["name"] == "beat" for m in model.config["modalities"])
         leave_out = T.rr_gaps_of(variant, metrics.get("rr_gaps")) == "leave-out"  # as the run was trained
+        upsample_hz = next((m.get("upsample_hz", 0.0) for m in model.config["modalities"] if m["name"] == "ecg"), 0.0)
         for condition in args.conditions.split(","):
-            key = (fold, condition, variant == "ecg-only", leave_out, with_beats)
+            key = (fold, condition, variant == "ecg-only", leave_out, with_beats, upsample_hz)
             if key not in cache:
-                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, leave_out, with_beats)
+                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, leave_out, with_beats, upsample_hz)
             items = cache[key]
             logits = T.predict(model, items, variant, torch.float64)
             if args.ensemble:
