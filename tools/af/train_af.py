@@ -114,10 +114,10 @@ def rr_gaps_of(variant, recorded=None):
     return recorded or ("leave-out" if variant in LEAVE_OUT_RR else "missing")
 
 
-def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0):
-    """One record as the model's input. augment: training's random crops, amplitude, rate,
-    dropouts, reference offset and placement (evaluate_af.py builds its perturbed test inputs
-    itself, with beats from the package's detector)."""
+def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0, rate_aug=True):
+    """One record as the model's input. augment: training's random crops, amplitude, rate (unless
+    rate_aug is False or the variant is no-rate-aug), dropouts, reference offset and placement
+    (evaluate_af.py builds its perturbed test inputs itself, with beats from the package's detector)."""
     x = data.signal(rec)
     beats = np.asarray(rec["beats"], dtype=np.int64)
     start = float(rec["startTime"])  # the header's base date and time, epoch seconds (as readWfdb)
@@ -148,7 +148,7 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0):
             x = np.where(missing, np.nan, x)
             near = np.convolve(missing.astype(np.int64), np.ones(2 * int(0.15 * rate) + 1, dtype=np.int64), mode="same") > 0
             beats = beats[~near[beats]]  # the beat stream's beats: those the detector would report
-        if strap is None and variant != "no-rate-aug" and rng.random() < 0.5:
+        if strap is None and rate_aug and variant != "no-rate-aug" and rng.random() < 0.5:
             new = float(rng.choice(AUG_RATES))
             x = A.resample(x, new, rate).astype(np.float64)
             beats = np.unique(np.clip(np.round(beats * new / rate).astype(np.int64), 0, len(x) - 1))
@@ -289,6 +289,9 @@ def main():
                     help="with probability P a training record is read as a chest strap streams it: ECG at 130 Hz, "
                          "0-30 %% of its notifications lost, the strap's own RR with as many 1 s notifications lost "
                          "(instead of the rate and dropout augmentations); 0: never (the shipped model)")
+    ap.add_argument("--no-rate-aug", action="store_true",
+                    help="no rate augmentation (as --variant no-rate-aug) in any variant: e.g. the beat-stream model "
+                         "trained only at the set's 300 Hz, to be read at 300 Hz (a modality's upsample_hz)")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -399,13 +402,13 @@ def main():
         # one-cycle schedule sized from 200 records' batches scaled up, plus 1000 steps. That
         # overestimates: 40 epochs take ~3,500 of its ~5,760 steps, so the learning rate ends at
         # ~40 % of its peak instead of annealing (docs/models.md, "Training").
-        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names[:200]], rng, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug, not args.no_rate_aug) for n in train_names[:200]], rng, False))
         steps = args.epochs * max(1, int(epoch_batches * len(train_names) / min(200, len(train_names)))) + 1000
     else:
         # "full": sized from one whole augmented epoch (its own generator, so the training's draws
         # are not consumed), 2 % spare; the last steps (if any) stay at the final learning rate.
         sizing = np.random.default_rng([args.seed, 1])
-        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names], None, False))
+        epoch_batches = len(batches([make_item(data, data.records[n], sizing, args.variant, True, args.rr_gaps, args.strap_aug, not args.no_rate_aug) for n in train_names], None, False))
         steps = args.epochs * epoch_batches * 102 // 100
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps, pct_start=0.1)
@@ -435,7 +438,7 @@ def main():
     for epoch in range(first, args.epochs):
         model.train()
         t0 = time.time()
-        items = [make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug) for n in train_names]
+        items = [make_item(data, data.records[n], rng, args.variant, True, args.rr_gaps, args.strap_aug, not args.no_rate_aug) for n in train_names]
         prep = time.time() - t0
         total, seen = 0.0, 0
         for idx in batches(items, rng, True):
@@ -483,7 +486,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
