@@ -335,7 +335,7 @@ Status input_sample(const ModelConfig& c, std::size_t index, StreamState* st, fl
 // yet has its last input at or after the gap's start, and every later output with an input before
 // the gap has one inside it too (its four inputs are consecutive), so the outputs up to the gap's
 // end are missing: one fill_missing (which skips the patches of a long gap as a regular stream's
-// own gap does), and the gap's last three inputs kept as missing.
+// own gap does). Nothing of the gap is kept: an input before hist_base reads as missing.
 Status input_missing(const ModelConfig& c, std::size_t index, StreamState* st, std::int64_t count, Staged* staged) {
   if (st->in_rate == 0.0) return fill_missing(c, index, st, count, staged);
   if (count <= 0) return Status::Ok();
@@ -344,8 +344,8 @@ Status input_missing(const ModelConfig& c, std::size_t index, StreamState* st, s
   std::int64_t j = std::max<std::int64_t>(st->samples, static_cast<std::int64_t>(std::floor((st->in_count - 2) * st->rate_hz / st->in_rate)) - 2);
   while (static_cast<std::int64_t>(std::floor(upsample_position(j, st->in_rate, st->rate_hz))) + 2 < st->in_count) ++j;
   SF_RETURN_IF_ERROR(fill_missing(c, index, st, j - st->samples, staged));
-  st->hist.assign(3, std::numeric_limits<float>::quiet_NaN());
-  st->hist_base = st->in_count - 3;
+  st->hist.clear();
+  st->hist_base = st->in_count;
   return Status::Ok();
 }
 
