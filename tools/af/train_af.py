@@ -180,6 +180,11 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0, rat
         if rr_gaps_of(variant, rr_gaps) == "leave-out":  # an interval across a gap is left out, not sent as missing
             rr_t, rr_v = A.known_rr(rr_t, rr_v)
     beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
+    read_hz = next((m.get("upsample_hz", 0.0) for m in A.CONFIG["modalities"] if m["name"] == "ecg"), 0.0)
+    if rate < read_hz:
+        # a model that declares "upsample_hz" (--upsample-hz) reads a slower ECG as the runtime does,
+        # after the RR and beat streams were taken at the ECG's own rate (evaluate_af.py's rule)
+        x, rate = A.upsample(x, rate, read_hz).astype(np.float64), read_hz
     tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
     ref = A.default_ref(tokens)
     if augment and rng.random() < 0.5:
@@ -292,6 +297,11 @@ def main():
     ap.add_argument("--no-rate-aug", action="store_true",
                     help="no rate augmentation (as --variant no-rate-aug) in any variant: e.g. the beat-stream model "
                          "trained only at the set's 300 Hz, to be read at 300 Hz (a modality's upsample_hz)")
+    ap.add_argument("--upsample-hz", type=float, default=0.0, metavar="HZ",
+                    help="the model declares \"upsample_hz\": HZ on its ECG (docs/model.md, \"Tokenizer\") and is "
+                         "trained as it will be read: an augmented record resampled below HZ is read at HZ "
+                         "(Keys' cubic interpolation, afmodel.upsample), its RR and beat streams taken at its own "
+                         "rate; the augmentation's draws are those of the same run without it. 0: none")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -346,6 +356,9 @@ def main():
     A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
     if args.variant == "beats":
         A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
+    if args.upsample_hz:
+        assert args.upsample_hz >= A.FS, "--upsample-hz: at least the set's rate"
+        A.CONFIG["modalities"] = [dict(m, upsample_hz=args.upsample_hz) if m["name"] == "ecg" else m for m in A.CONFIG["modalities"]]
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -486,7 +499,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
