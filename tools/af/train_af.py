@@ -29,6 +29,12 @@ shipped before the pair), each differing from it by its one change:
 (--rr-gaps: an RR interval across a gap left out or a missing event; each variant's default is
 how its earlier runs were trained, recorded in metrics.json as "rr_gaps").
 
+Reading a strap's rate: --upsample-hz 300 declares "upsample_hz": 300 on the ECG (the runtime then
+reads a slower ECG at 300 Hz, interpolated) and trains the model as it will be read: a record the
+rate augmentation resampled below 300 Hz is interpolated back to 300 Hz before patching, its RR and
+beat streams taken at the lower rate (evaluate_af.py's rule for such a model). --no-rate-aug turns
+the rate augmentation off in any variant (as the no-rate-aug variant does).
+
 Distillation (--teacher RUN, repeatable): the loss mixes the labels' cross-entropy with the
 Kullback-Leibler divergence to the teachers' mean class probabilities at a temperature
 (Hinton, Vinyals and Dean, "Distilling the knowledge in a neural network", 2015): (1 - a) CE +
