@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -113,7 +113,7 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   // logits train_af.py wrote: two routes to the same number, so they must agree to 1e-6
   const members = { 'pair-lb10-beats': ['lb10', 'beats-lb10'], 'triple-lb10-e60-beats': ['lb10', 'lb10-e60', 'beats-lb10'],
     'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'],
-    'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'] };
+    'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'], 'pair-up300': ['up300-lb10', 'up300-beats-lb10'] };
   assert.deepEqual(CANDIDATES.map(([name]) => name), Object.keys(members));
   const byKey = scores();
   for (const [name, runs] of Object.entries(members)) {
@@ -142,6 +142,19 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(screening({ name: d, folds: [1], clean: [0.820], loss: [0.010] }), null);
   assert.equal(screening({ name: 'pair-strap50-beats', folds: [0], clean: [0.820], loss: [0.010] }), null);
   assert.equal(screening(candidate(d, byKey)), 'fails');
+  // (E)'s screening (clean >= 0.805, loss <= 0.030, strap's conditions >= 0.784) at its edges, and
+  // its own five-fold rule (mean clean >= 0.797, within 0.03 on 4 folds) where the common one differs
+  const e = 'pair-up300';
+  assert.equal(screening({ name: e, folds: [0], clean: [0.805], loss: [0.021], strap: [0.784] }), 'passes');
+  assert.equal(screening({ name: e, folds: [0], clean: [0.815], loss: [0.025], strap: [0.7839] }), 'fails');
+  assert.equal(screening({ name: e, folds: [0], clean: [0.825], loss: [0.0301], strap: [0.7949] }), 'fails');
+  assert.equal(screening({ name: e, folds: [0], clean: [0.8049], loss: [0.010], strap: [0.7949] }), 'fails');
+  assert.equal(decide(e, [0.80, 0.80, 0.80, 0.80, 0.80], [0.78, 0.78, 0.78, 0.78, 0.76]), '(E)');  // mean loss 0.024: (ii) would refuse
+  assert.equal(qualifies([0.80, 0.80, 0.80, 0.80, 0.80], [0.78, 0.78, 0.78, 0.78, 0.76]), '');
+  assert.equal(decide(e, [0.80, 0.80, 0.80, 0.80, 0.80], [0.78, 0.78, 0.78, 0.76, 0.76]), '');  // 3 folds within
+  assert.equal(decide(e, [0.796, 0.796, 0.796, 0.796, 0.796], [0.786, 0.786, 0.786, 0.786, 0.786]), '');  // clean under 0.797
+  assert.equal(decide('pair-strap50-beats', [0.80, 0.80, 0.80, 0.80, 0.80], [0.79, 0.79, 0.79, 0.79, 0.765]), '(ii)');
+  assert.equal(screening(candidate(e, byKey)), 'passes');
   assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md between the af-candidates markers: run `node tools/af/table.mjs` and paste its output');
 });
 

@@ -341,7 +341,7 @@ export function screening(c) {
   const rule = SCREENS[c.name];
   const i = c.folds.indexOf(0);
   if (!rule || i < 0) return null;
-  return c.clean[i] >= rule.clean && c.loss[i] <= rule.loss && !(c.strap[i] < rule.strap) ? 'passes' : 'fails';
+  return c.clean[i] >= rule.clean && c.loss[i] <= rule.loss && (rule.strap === undefined || c.strap[i] >= rule.strap) ? 'passes' : 'fails';
 }
 
 /** One candidate's numbers over the folds scored so far, and the rule's verdict once all five are. */
@@ -353,8 +353,13 @@ export function candidate(name, byKey = scores()) {
   const strap = ks.map((k) => rows.get(`${name}-fold${k}|${STRAP}`).f1);
   const loss = ks.map((_, i) => clean[i] - strap[i]);
   const c = { name, folds: ks, clean, strap, loss, within: loss.filter((d) => d <= 0.03).length, validation: ks.map((k) => validation.get(k)) };
-  if (ks.length === 5) c.qualifies = name === SHIPPED ? null : (RULES[name] ?? qualifies)(clean, strap);
+  if (ks.length === 5) c.qualifies = name === SHIPPED ? null : decide(name, clean, strap);
   return c;
+}
+
+/** A candidate's five-fold verdict: its own rule (RULES) or the common one (qualifies). */
+export function decide(name, clean, strap) {
+  return (RULES[name] ?? qualifies)(clean, strap);
 }
 
 /**
