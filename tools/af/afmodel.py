@@ -176,6 +176,19 @@ def resample(x, rate, fs=FS):
     return resample_poly(np.asarray(x, dtype=np.float64), f.numerator, f.denominator).astype(np.float32)
 
 
+def ecg_read_hz(config=CONFIG):
+    """The rate a model reads a slower ECG at: its ECG modality's "upsample_hz" (0: none)."""
+    return next((m.get("upsample_hz", 0.0) for m in config["modalities"] if m["name"] == "ecg"), 0.0)
+
+
+def read_ecg(x, rate, read_hz):
+    """(ECG, rate) as the runtime reads a regular ECG stream: below read_hz (ecg_read_hz), the
+    samples interpolated to read_hz (upsample); otherwise as they are."""
+    if rate < read_hz:
+        return upsample(x, rate, read_hz).astype(np.float64), read_hz
+    return x, rate
+
+
 def upsample(x, rate, target):
     """x (float32 samples at `rate`, NaN missing) read at `target` Hz: the runtime's rule for a
     modality with "upsample_hz" (src/tokenize/upsample.hpp; the reference module's

@@ -124,8 +124,7 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
             if c["known"] or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
         beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
-        if rate < upsample_hz:
-            x, rate = A.upsample(x, rate, upsample_hz).astype(np.float64), upsample_hz
+        x, rate = A.read_ecg(x, rate, upsample_hz)
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
         items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),
                       "label": A.CODES.index(rec["label"]), "record": n})
@@ -197,7 +196,7 @@ def main():
         A.CONFIG["modalities"] = model.config["modalities"]
         with_beats = any(m["name"] == "beat" for m in model.config["modalities"])
         leave_out = T.rr_gaps_of(variant, metrics.get("rr_gaps")) == "leave-out"  # as the run was trained
-        upsample_hz = next((m.get("upsample_hz", 0.0) for m in model.config["modalities"] if m["name"] == "ecg"), 0.0)
+        upsample_hz = A.ecg_read_hz(model.config)
         for condition in args.conditions.split(","):
             key = (fold, condition, variant == "ecg-only", leave_out, with_beats, upsample_hz)
             if key not in cache:

@@ -186,11 +186,9 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0, rat
         if rr_gaps_of(variant, rr_gaps) == "leave-out":  # an interval across a gap is left out, not sent as missing
             rr_t, rr_v = A.known_rr(rr_t, rr_v)
     beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
-    read_hz = next((m.get("upsample_hz", 0.0) for m in A.CONFIG["modalities"] if m["name"] == "ecg"), 0.0)
-    if rate < read_hz:
-        # a model that declares "upsample_hz" (--upsample-hz) reads a slower ECG as the runtime does,
-        # after the RR and beat streams were taken at the ECG's own rate (evaluate_af.py's rule)
-        x, rate = A.upsample(x, rate, read_hz).astype(np.float64), read_hz
+    # a model that declares "upsample_hz" (--upsample-hz) reads a slower ECG as the runtime does,
+    # after the RR and beat streams were taken at the ECG's own rate (evaluate_af.py's rule)
+    x, rate = A.read_ecg(x, rate, A.ecg_read_hz(A.CONFIG))
     tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
     ref = A.default_ref(tokens)
     if augment and rng.random() < 0.5:
