@@ -15,12 +15,18 @@
 // tokens, its weights seeded random numbers written here (only the speed matters).
 //
 //   node bench/first_call.mjs [--runs 9] [--steady 12] [--node] [--browser] [--isolated]
-//        [--case demo|large] [--wasm-url PATH] [--load-option key=value ...] [--web DIR]
+//        [--case demo|large] [--wasm-url PATH] [--load-option key=value ...] [--web DIR] [--worker]
 // --wasm-url / --load-option pass options to loadModel (to compare builds or loader settings);
+// --worker (with --browser): the page loads the model with loadModelInWorker and awaits each
+// forward (times include the messages to and from the Worker, both for the first forward and the
+// steady ones). A page's main thread may not block (Atomics.wait throws there), so the threaded
+// build's caller spins while it waits for a helper; in a Worker it sleeps (docs/performance.md,
+// "First call of the threaded build").
 // --web: the package's folder, relative to the repository (default web; a copy of web/ with
 // another build in its dist/ compares builds, glue included).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 // mulberry32, seeded: the same window and weights in every process and page (its text is sent to the page).
@@ -45,6 +51,7 @@ const { values: args } = parseArgs({
     // Chromium: serve the page cross-origin isolated (COOP/COEP), as the demo server does, so the
     // loader can pick the threaded build (numThreads defaults to the cores, at most 4).
     isolated: { type: 'boolean', default: false },
+    worker: { type: 'boolean', default: false },
     'load-option': { type: 'string', multiple: true, default: [] },
   },
 });
@@ -123,12 +130,12 @@ async function sample(loadModel, demoBytes, name, loadOptions, steadyCount) {
   let tokens = 0;
   for (let i = 0; i <= steadyCount; i++) {
     t = performance.now();
-    const r = model.forward(c.window, c.forwardOptions);
+    const r = await model.forward(c.window, c.forwardOptions);  // a Model's result, or a Worker's promise of it
     times.push(performance.now() - t);
     tokens = r.dims[0];
   }
   const threads = model.threads;
-  model.dispose();
+  await model.dispose();
   const later = times.slice(1 + Math.floor(steadyCount / 2)).sort((a, b) => a - b);
   return { loadMs, firstMs: times[0], steadyMs: later[later.length >> 1], tokens, threads };
 }
@@ -183,28 +190,38 @@ async function runNode() {
 }
 
 // A fresh page of `browser` in a context of its own (its own cache: nothing compiled before), on a
-// localhost origin (a secure context, which SharedArrayBuffer needs besides COOP/COEP) whose every
-// request a route answers from the repository (nothing listens on the port). `isolated`: with the
-// COOP/COEP headers the demo server sends, so the loader can pick the threaded build. Also used by
-// first_call_trace.mjs. Returns { context, page }; close the context when done.
+// localhost origin (a secure context, which SharedArrayBuffer needs besides COOP/COEP) served by an
+// HTTP server of its own on a free port, which answers every request from the repository.
+// `isolated`: with the COOP/COEP headers the demo server sends, so the loader can pick the threaded
+// build. (A Playwright route served these pages until 2026-12-06, but a route does not see the
+// requests of a Worker started by a Worker, as the threaded build's pool is under
+// loadModelInWorker.) Also used by first_call_trace.mjs. Returns { context, page, close }; close()
+// closes the context and the server.
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 export async function openPage(browser, { isolated, title = 'first call' }) {
-  const origin = 'http://localhost:58123';
   const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
-  const context = await browser.newContext();
-  await context.route(`${origin}/**`, (route) => {
-    const path = new URL(route.request().url()).pathname;
-    const headers = isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
-    if (path === '/') return route.fulfill({ body: `<!doctype html><title>${title}</title>`, contentType: 'text/html', headers });
+  const headers = isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
+  const server = createServer((req, res) => {
+    const path = new URL(req.url, 'http://localhost').pathname;
+    if (path === '/') return res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }).end(`<!doctype html><title>${title}</title>`);
+    let body;
     try {
-      route.fulfill({ body: readFileSync(repo + path), contentType: types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream', headers });
+      body = readFileSync(repo + path.slice(1));
     } catch {
-      route.fulfill({ status: 404 });
+      return res.writeHead(404).end();
     }
+    res.writeHead(200, { ...headers, 'Content-Type': types[path.slice(path.lastIndexOf('.'))] ?? 'application/octet-stream' }).end(body);
   });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto(`${origin}/`);
-  return { context, page };
+  await page.goto(`http://localhost:${server.address().port}/`);
+  const close = async () => {
+    await context.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { context, page, close };
 }
 
 async function runBrowser() {
@@ -214,20 +231,20 @@ async function runBrowser() {
     for (const name of CASES) {
       const rows = [];
       for (let i = 0; i < RUNS; i++) {
-        const { context, page } = await openPage(browser, { isolated: args.isolated });
-        const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady, web }) => {
-          const { loadModel } = await import(`/${web}/src/index.js`);
+        const { page, close } = await openPage(browser, { isolated: args.isolated });
+        const r = await page.evaluate(async ({ sampleText, makeCaseText, prngText, name, loadOptions, steady, web, worker }) => {
+          const { loadModel, loadModelInWorker } = await import(`/${web}/src/index.js`);
           const demoBytes = new Uint8Array(await (await fetch('/demo/model/demo.safetensors')).arrayBuffer());
           // The functions of this file, rebuilt in the page (no bundler needed for three functions).
           // eslint-disable-next-line no-new-func
           const build = new Function(`${prngText}\n${makeCaseText}\n${sampleText}\nreturn sample;`);
           globalThis.__bench = build;
-          return build()(loadModel, demoBytes, name, loadOptions, steady);
-        }, { sampleText: sample.toString().replace(/^async function sample/, 'async function sample'), makeCaseText: makeCase.toString(), prngText: prng.toString(), name, loadOptions: loadOptionsFromArgs(), steady: STEADY, web: args.web });
+          return build()(worker ? loadModelInWorker : loadModel, demoBytes, name, loadOptions, steady);
+        }, { sampleText: sample.toString().replace(/^async function sample/, 'async function sample'), makeCaseText: makeCase.toString(), prngText: prng.toString(), name, loadOptions: loadOptionsFromArgs(), steady: STEADY, web: args.web, worker: args.worker });
         rows.push(r);
-        await context.close();
+        await close();
       }
-      report(args.isolated ? 'chromium (isolated)' : 'chromium', name, rows);
+      report(`chromium${args.isolated ? ' (isolated)' : ''}${args.worker ? ', Worker' : ''}`, name, rows);
     }
   } finally {
     await browser.close();

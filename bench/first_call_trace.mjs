@@ -7,24 +7,70 @@
 // called, top-tier recompiles still running). Issue 22 item 4 (first call <= 1.5x steady in
 // Chromium): docs/performance.md, "First call of the threaded build".
 //
-//   node bench/first_call_trace.mjs [--runs 1] [--sleep MS] [--plain] [--web DIR]
+//   node bench/first_call_trace.mjs [--runs 1] [--sleep MS] [--plain] [--web DIR] [--placement]
 // --sleep: idle milliseconds between loadModel and the first forward; --plain: no COOP/COEP (the
 // single-thread build); --web: the package's folder relative to the repository (default web: a
 // copy of web/ holding another build compares builds). SF_JS_FLAGS=... passes V8 flags to the
 // page (--trace-wasm-compilation-times lists every function compiled, with its compile time).
+// --placement (Linux): also samples, about once a millisecond from a thread of this process, where
+// the kernel runs the page's main thread and its pthread Worker (/proc/<pid>/task/<tid>/stat: state
+// and last CPU; a thread counts as running when its state is R, which includes waiting for a CPU),
+// and prints per forward the share of its samples in which both ran on the same vCPU and on two:
+// whether a slow forward is one whose two threads shared a core (docs/performance.md).
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { LAUNCH_ARGS, makeCase, openPage } from './first_call.mjs';
 import { prng } from '../tests/js/prng.js';
 
 const { values: args } = parseArgs({
-  options: { runs: { type: 'string', default: '1' }, sleep: { type: 'string', default: '0' }, plain: { type: 'boolean', default: false }, web: { type: 'string', default: 'web' } },
+  options: { placement: { type: 'boolean', default: false }, runs: { type: 'string', default: '1' }, sleep: { type: 'string', default: '0' }, plain: { type: 'boolean', default: false }, web: { type: 'string', default: 'web' } },
 });
+// The placement sampler (--placement), run in a worker thread so that page.evaluate's wait does
+// not block it. Every ~1 ms it reads the stat line of the renderer's main thread (its tid is its
+// pid) and of each "DedicatedWorker" thread of a renderer that has one (the page's pthread pool;
+// rescanned every 50 ms), and keeps [CLOCK_MONOTONIC us, main running, worker running, same CPU].
+// Chrome's trace timestamps are the same clock (base::TimeTicks on Linux), so samples line up with
+// the forwards' marks. Stops when told (postMessage), and posts its samples.
+const SAMPLER = `
+const { parentPort } = require('node:worker_threads');
+const fs = require('node:fs');
+const stat = (path) => { try { const s = fs.readFileSync(path, 'latin1'); const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return { name: s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')), running: f[0] === 'R', cpu: Number(f[36]) }; } catch { return null; } };
+const scan = () => { const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\\d+$/.test(d))) {
+    let tids; try { tids = fs.readdirSync('/proc/' + pid + '/task'); } catch { continue; }
+    const workers = tids.filter((t) => stat('/proc/' + pid + '/task/' + t + '/stat')?.name.startsWith('DedicatedWorker'));
+    if (workers.length) found.push({ main: '/proc/' + pid + '/task/' + pid + '/stat', workers: workers.map((t) => '/proc/' + pid + '/task/' + t + '/stat') });
+  }
+  return found[0] ?? null; };
+const samples = []; let target = null, scanned = 0, stop = false;
+const nap = new Int32Array(new SharedArrayBuffer(4));
+parentPort.on('message', () => { stop = true; });
+const tick = () => {
+  for (let i = 0; i < 50 && !stop; i++) {
+    const t = Number(process.hrtime.bigint() / 1000n);
+    if (t - scanned > 50000) { target = scan(); scanned = t; }
+    if (target) { const m = stat(target.main), w = target.workers.map(stat).filter(Boolean);
+      if (m && w.length) samples.push([t, m.running, w.some((x) => x.running), w.some((x) => x.running && m.running && x.cpu === m.cpu)]); }
+    Atomics.wait(nap, 0, 0, 1);
+  }
+  if (stop) parentPort.postMessage(samples); else setImmediate(tick);
+};
+tick();
+`;
+function startSampler() {
+  const worker = new Worker(SAMPLER, { eval: true });
+  const done = new Promise((resolve) => worker.once('message', resolve));
+  return async () => { worker.postMessage('stop'); const samples = await done; await worker.terminate(); return samples; };
+}
+
 const COMPILE = /CompileLazy|TopTier|CompileBaseline|ExecuteCompilationUnits|ImportCallWrapper|V8\.CompileCode/;
 const { chromium } = await import('playwright-core');
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: [...LAUNCH_ARGS, ...(process.env.SF_JS_FLAGS ? ['--js-flags=' + process.env.SF_JS_FLAGS] : [])] });
 try {
   for (let run = 0; run < Number(args.runs); run++) {
-    const { context, page } = await openPage(browser, { isolated: !args.plain, title: 'first call trace' });
+    const { page, close } = await openPage(browser, { isolated: !args.plain, title: 'first call trace' });
+    const stopSampler = args.placement ? startSampler() : null;
     await browser.startTracing(page, { categories: ['v8', 'v8.wasm', 'disabled-by-default-v8.compile', 'disabled-by-default-v8.wasm.detailed', 'blink.user_timing'] });
     const r = await page.evaluate(async ({ makeCaseText, prngText, sleep, web }) => {
       const { loadModel } = await import(`/${web}/src/index.js`);
@@ -50,10 +96,21 @@ try {
       return { ms, threads };
     }, { makeCaseText: makeCase.toString(), prngText: prng.toString(), sleep: Number(args.sleep), web: args.web });
     const events = JSON.parse((await browser.stopTracing()).toString()).traceEvents;
-    await context.close();
+    const samples = stopSampler ? await stopSampler() : null;
+    await close();
     console.log(`run ${run + 1}: ${r.threads} thread(s), forwards ${r.ms.join(' ')} ms`);
     const marks = Object.fromEntries(events.filter((e) => /^f\d+[se]$/.test(e.name)).map((e) => [e.name, e]));
     const main = marks.f0s.tid;
+    if (samples) {
+      // Per forward: samples in which both threads were running, on one vCPU / on two.
+      const rows = r.ms.map((ms, i) => {
+        const s = marks[`f${i}s`].ts, e = marks[`f${i}e`].ts;
+        const both = samples.filter(([t, m, w]) => t >= s && t <= e && m && w);
+        const same = both.filter((x) => x[3]).length;
+        return `${ms} ms: ${samples.filter(([t]) => t >= s && t <= e).length} samples, both running ${both.length} (one vCPU ${same}, two ${both.length - same})`;
+      });
+      console.log(`  placement (main thread and pool Worker):\n    ${rows.join('\n    ')}`);
+    }
     for (const i of [0, 1, 8]) {
       const s = marks[`f${i}s`].ts, e = marks[`f${i}e`].ts;
       const inside = events.filter((x) => x.ph === 'X' && x.ts >= s && x.ts <= e);
