@@ -27,8 +27,8 @@ const { values: args } = parseArgs({
 });
 // The placement sampler (--placement), run in a worker thread so that page.evaluate's wait does
 // not block it. Every ~1 ms it reads the stat line of the renderer's main thread (its tid is its
-// pid) and of each "DedicatedWorker" thread of a renderer that has one (the page's pthread pool;
-// rescanned every 50 ms), and keeps [CLOCK_MONOTONIC us, main running, worker running, same CPU].
+// pid) and of each "DedicatedWorker" thread of the newest renderer that has one (the page's
+// pthread pool; rescanned every 50 ms), and keeps [CLOCK_MONOTONIC us, main running, worker running, same CPU].
 // Chrome's trace timestamps are the same clock (base::TimeTicks on Linux), so samples line up with
 // the forwards' marks. Stops when told (postMessage), and posts its samples.
 const SAMPLER = `
@@ -40,9 +40,9 @@ const scan = () => { const found = [];
   for (const pid of fs.readdirSync('/proc').filter((d) => /^\\d+$/.test(d))) {
     let tids; try { tids = fs.readdirSync('/proc/' + pid + '/task'); } catch { continue; }
     const workers = tids.filter((t) => stat('/proc/' + pid + '/task/' + t + '/stat')?.name.startsWith('DedicatedWorker'));
-    if (workers.length) found.push({ main: '/proc/' + pid + '/task/' + pid + '/stat', workers: workers.map((t) => '/proc/' + pid + '/task/' + t + '/stat') });
+    if (workers.length) found.push({ pid: Number(pid), main: '/proc/' + pid + '/task/' + pid + '/stat', workers: workers.map((t) => '/proc/' + pid + '/task/' + t + '/stat') });
   }
-  return found[0] ?? null; };
+  return found.sort((a, b) => b.pid - a.pid)[0] ?? null; };  // the newest renderer: an old page's may not have exited yet
 const samples = []; let target = null, scanned = 0, stop = false;
 const nap = new Int32Array(new SharedArrayBuffer(4));
 parentPort.on('message', () => { stop = true; });
@@ -62,6 +62,22 @@ function startSampler() {
   const worker = new Worker(SAMPLER, { eval: true });
   const done = new Promise((resolve) => worker.once('message', resolve));
   return async () => { worker.postMessage('stop'); const samples = await done; await worker.terminate(); return samples; };
+}
+
+// --placement's summary over every run: each forward's time and the share of its both-running
+// samples in which the two threads were on one vCPU.
+const placed = [];
+function placementSummary() {
+  const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2; };
+  // null: no sample of the forward found both threads running (the sampler, a third busy thread on
+  // the same cores, was not scheduled then).
+  const groups = [['on one vCPU in >= 50 % of their samples', (x) => x !== null && x >= 0.5], ['10-50 %', (x) => x !== null && x >= 0.1 && x < 0.5], ['< 10 %', (x) => x !== null && x < 0.1], ['never both sampled running', (x) => x === null]];
+  console.log(`placement, all ${placed.length} forwards of ${Number(args.runs)} pages (first forwards in brackets):`);
+  for (const [name, test] of groups) {
+    const all = placed.filter((f) => test(f.shared)), first = all.filter((f) => f.first);
+    const m = (fs) => (fs.length ? `median ${median(fs.map((f) => f.ms)).toFixed(1)} ms` : '-');
+    console.log(`  ${name === 'never both sampled running' ? '' : 'both threads '}${name}: ${all.length} forwards, ${m(all)} [${first.length}, ${m(first)}]`);
+  }
 }
 
 const COMPILE = /CompileLazy|TopTier|CompileBaseline|ExecuteCompilationUnits|ImportCallWrapper|V8\.CompileCode/;
@@ -107,6 +123,7 @@ try {
         const s = marks[`f${i}s`].ts, e = marks[`f${i}e`].ts;
         const both = samples.filter(([t, m, w]) => t >= s && t <= e && m && w);
         const same = both.filter((x) => x[3]).length;
+        placed.push({ ms, first: i === 0, shared: both.length ? same / both.length : null });
         return `${ms} ms: ${samples.filter(([t]) => t >= s && t <= e).length} samples, both running ${both.length} (one vCPU ${same}, two ${both.length - same})`;
       });
       console.log(`  placement (main thread and pool Worker):\n    ${rows.join('\n    ')}`);
@@ -123,6 +140,7 @@ try {
       }
     }
   }
+  if (args.placement) placementSummary();
 } finally {
   await browser.close();
 }
