@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -62,7 +62,7 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
     ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full'],
     ['lb10-e60', CV_E60_MARKERS, 5, 'main', 'full'], ['pair-lb10-beats', CV_PAIR_MARKERS, 4, 'ensemble', null],
-    ['strap50', CV_STRAP50_MARKERS, 2, 'main', 'full']];
+    ['strap50', CV_STRAP50_MARKERS, 2, 'main', 'full'], ['pair-up300', CV_UP300_MARKERS, 2, 'ensemble', null]];
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
@@ -80,6 +80,8 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   for (const m of folds('lb10-e60')) assert.deepEqual([m.config, m.epochs_run], [{ attention_lookback_s: 10 }, 60], `lb10-e60 fold ${m.fold}`);
   // the strap-augmented candidate: the 60-epoch configuration with half its records read as a strap streams them
   for (const m of folds('strap50')) assert.deepEqual([m.config, m.epochs_run, m.strap_aug], [{ attention_lookback_s: 10 }, 60, 0.5], `strap50 fold ${m.fold}`);
+  // candidate (E): both members trained as they are read, their ECG at 300 Hz (train_af.py --upsample-hz 300)
+  for (const m of folds('pair-up300')) assert.deepEqual(m.members.map((x) => x.upsample_hz), [300, 300], `pair-up300 fold ${m.fold}`);
 });
 
 test('the model card\'s conditions-per-fold tables are the ones the committed scores give; each fold\'s clean row is its run\'s own test score', () => {
@@ -91,6 +93,8 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     ['lb10-e60', [0, 1, 2, 3, 4], CV_E60_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10-e60')],
     ['pair-lb10-beats', [0, 1, 2, 3, 4], CV_PAIR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-lb10-beats', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     ['strap50', [0, 1, 2, 3, 4], CV_STRAP50_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'strap50', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
+    // fold 0's rows are in results/pair-up300-fold0.json (scored under more conditions), folds 1-4's here
+    ['pair-up300', [1, 2, 3, 4], CV_UP300_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-up300', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
   ]) {
     const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));
     const clean = conditionRows(configuration).filter((r) => r.condition === 'clean');

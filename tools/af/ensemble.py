@@ -95,7 +95,8 @@ def main():
         print(f"wrote {args.export} ({args.export.stat().st_size} bytes)")
     if args.metrics:
         done = [json.loads((run / "metrics.json").read_text()) for run in args.runs]
-        keep = ("variant", "seed", "schedule", "rr_gaps", "config", "best_epoch", "epochs_run", "train_seconds", "bytes", "parameters")
+        keep = ("variant", "seed", "schedule", "rr_gaps", "rate_aug", "upsample_hz", "strap_aug", "config", "best_epoch", "epochs_run",
+                "train_seconds", "bytes", "parameters")
         args.metrics.write_text(json.dumps({
             "variant": "ensemble", "combine": "mean_probability", "fold": folds.pop(),
             "members": [{"run": run.name, **{k: m[k] for k in keep if k in m}} for run, m in zip(args.runs, done)],
