@@ -31,6 +31,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 // mulberry32, seeded: the same window and weights in every process and page (its text is sent to the page).
 import { prng } from '../tests/js/prng.js';
+import { median } from './lib.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const here = fileURLToPath(import.meta.url);
@@ -158,7 +159,6 @@ if (main && args.child) {
   process.exit(0);
 }
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
 function report(engine, name, rows) {
   const m = (k) => median(rows.map((r) => r[k]));

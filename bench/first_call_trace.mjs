@@ -20,6 +20,7 @@
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { LAUNCH_ARGS, makeCase, openPage } from './first_call.mjs';
+import { median } from './lib.mjs';
 import { prng } from '../tests/js/prng.js';
 
 const { values: args } = parseArgs({
@@ -68,7 +69,6 @@ function startSampler() {
 // samples in which the two threads were on one vCPU.
 const placed = [];
 function placementSummary() {
-  const median = (xs) => { const v = [...xs].sort((a, b) => a - b); return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2; };
   // null: no sample of the forward found both threads running (the sampler, a third busy thread on
   // the same cores, was not scheduled then).
   const groups = [['on one vCPU in >= 50 % of their samples', (x) => x !== null && x >= 0.5], ['10-50 %', (x) => x !== null && x >= 0.1 && x < 0.5], ['< 10 %', (x) => x !== null && x < 0.1], ['never both sampled running', (x) => x === null]];

@@ -328,6 +328,9 @@ export const CANDIDATES = [
   ['pair-up300', '(E) the pair trained as it is read (both members with --upsample-hz 300)'],
 ];
 const STRAP = 'strap-r130-drop20';
+// The strap goal: within 0.03 of the clean score. How many folds of (clean, strap) F1 lists meet it.
+const GOAL_LOSS = 0.03;
+const foldsWithin = (clean, strap) => clean.filter((x, i) => x - strap[i] <= GOAL_LOSS).length;
 // A candidate screened on fold 0 before its other folds are trained (the rule written with it, before
 // its fold 0 was scored): folds 1-4 only if fold 0's clean F1 is at least `clean` and its loss under
 // the strap's conditions at most `loss` (and, where given, its score there at least `strap`). (D): added on
@@ -339,7 +342,7 @@ export const SCREENS = {
 // A candidate with a five-fold rule of its own instead of qualifies()'s: (E) replaces the pair if its
 // mean clean F1 is at least 0.797 and it is within 0.03 under the strap's conditions on 4 folds of 5.
 const RULES = {
-  'pair-up300': (clean, strap) => (mean(clean) >= 0.797 && clean.filter((x, i) => x - strap[i] <= 0.03).length >= 4 ? '(E)' : ''),
+  'pair-up300': (clean, strap) => (mean(clean) >= 0.797 && foldsWithin(clean, strap) >= 4 ? '(E)' : ''),
 };
 
 /** A candidate's fold-0 screening: null (none, or fold 0 not scored), 'passes' or 'fails'. */
@@ -358,7 +361,7 @@ export function candidate(name, byKey = scores()) {
   const clean = ks.map((k) => rows.get(`${name}-fold${k}|clean`).f1);
   const strap = ks.map((k) => rows.get(`${name}-fold${k}|${STRAP}`).f1);
   const loss = ks.map((_, i) => clean[i] - strap[i]);
-  const c = { name, folds: ks, clean, strap, loss, within: loss.filter((d) => d <= 0.03).length, validation: ks.map((k) => validation.get(k)) };
+  const c = { name, folds: ks, clean, strap, loss, within: foldsWithin(clean, strap), validation: ks.map((k) => validation.get(k)) };
   if (ks.length === 5) c.qualifies = name === SHIPPED ? null : decide(name, clean, strap);
   return c;
 }
@@ -375,7 +378,7 @@ export function decide(name, clean, strap) {
  */
 export function qualifies(clean, strap) {
   const loss = clean.map((x, i) => x - strap[i]);
-  const within = loss.filter((d) => d <= 0.03).length;
+  const within = foldsWithin(clean, strap);
   if (mean(clean) >= 0.807 && mean(loss) <= 0.029 && within >= 3) return '(i)';
   if (mean(clean) >= 0.797 && mean(loss) <= 0.019 && within >= 4) return '(ii)';
   return '';
