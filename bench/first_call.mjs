@@ -195,8 +195,8 @@ async function runNode() {
 // `isolated`: with the COOP/COEP headers the demo server sends, so the loader can pick the threaded
 // build. (A Playwright route served these pages until 2026-12-06, but a route does not see the
 // requests of a Worker started by a Worker, as the threaded build's pool is under
-// loadModelInWorker.) Also used by first_call_trace.mjs. Returns { context, page, close }; close()
-// closes the context and the server.
+// loadModelInWorker.) Also used by first_call_trace.mjs. Returns { page, close }; close() closes
+// the page's context and the server.
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 export async function openPage(browser, { isolated, title = 'first call' }) {
   const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
@@ -221,7 +221,7 @@ export async function openPage(browser, { isolated, title = 'first call' }) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   };
-  return { context, page, close };
+  return { page, close };
 }
 
 async function runBrowser() {
