@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, rewrite, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -49,7 +49,7 @@ test('the model card\'s ablation table is the one the committed scores give (too
   assert.deepEqual(main.confusion, metrics.test.confusion);
   const rows = table(byKey).split('\n').slice(2);
   assert.ok(rows.length >= 9, `${rows.length} rows`);
-  assert.equal(documented(), table(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-ablations markers: run `node tools/af/table.mjs` and paste its output');
+  assert.equal(documented(), table(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-ablations markers: run `node tools/af/table.mjs --write`');
 });
 
 test('the model card\'s cross-validation tables are the ones the fold runs give; every fold a different test part of the split', () => {
@@ -72,7 +72,7 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
       if (variant === 'ensemble') assert.deepEqual(m.members.map((x) => [x.variant, x.schedule, x.config]), [['main', 'full', { attention_lookback_s: 10 }], ['beats', 'full', { attention_lookback_s: 10 }]], `${configuration} fold ${m.fold}`);
       else assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
     }
-    assert.equal(documented(undefined, markers), cvTable(list, configuration), `docs/models.md or docs/af-experiments.md, once, between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
+    assert.equal(documented(undefined, markers), cvTable(list, configuration), `docs/models.md or docs/af-experiments.md, once, between the ${markers[0]} markers: run \`node tools/af/table.mjs --write\``);
   }
   // the 10 s look-back's runs: main's variant with that one setting
   for (const m of folds('lb10')) assert.deepEqual(m.config, { attention_lookback_s: 10 }, `lb10 fold ${m.fold}`);
@@ -108,7 +108,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
       assert.deepEqual(r.confusion, m.test.confusion, `${r.run}: confusion`);
     }
     assert.equal(documented(undefined, markers), table0(),
-      `docs/models.md or docs/af-experiments.md, once, between the ${markers[0]} markers: run \`node tools/af/table.mjs\` and paste its output`);
+      `docs/models.md or docs/af-experiments.md, once, between the ${markers[0]} markers: run \`node tools/af/table.mjs --write\``);
   }
 });
 
@@ -159,7 +159,19 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(decide(e, [0.796, 0.796, 0.796, 0.796, 0.796], [0.786, 0.786, 0.786, 0.786, 0.786]), '');  // clean under 0.797
   assert.equal(decide('pair-strap50-beats', [0.80, 0.80, 0.80, 0.80, 0.80], [0.79, 0.79, 0.79, 0.79, 0.765]), '(ii)');
   assert.equal(screening(candidate(e, byKey)), 'passes');
-  assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-candidates markers: run `node tools/af/table.mjs` and paste its output');
+  assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-candidates markers: run `node tools/af/table.mjs --write`');
+});
+
+test('table.mjs --write puts a table between its markers and nowhere else, and refuses markers that are missing or twice', () => {
+  const m = ['<!-- x: generated -->', '<!-- x: end -->'];
+  const doc = `# card\n\ntext\n\n${m[0]}\n| old |\n${m[1]}\n\nmore ${m[0].length} text\n`;
+  const next = rewrite(doc, m, '| a |\n|---|\n| 1 |');
+  assert.equal(next, `# card\n\ntext\n\n${m[0]}\n| a |\n|---|\n| 1 |\n${m[1]}\n\nmore ${m[0].length} text\n`);
+  assert.equal(documented(next, m), '| a |\n|---|\n| 1 |');
+  assert.equal(rewrite(next, m, '| a |\n|---|\n| 1 |'), next, 'idempotent');
+  assert.equal(rewrite('# card\n', m, '| a |'), null);
+  assert.equal(rewrite(`${doc}${doc}`, m, '| a |'), null);
+  assert.equal(rewrite(`${m[1]}\n${m[0]}\n`, m, '| a |'), null);
 });
 
 const { data, skip } = dataFromEnv();

@@ -13,6 +13,7 @@
 //
 //   node tools/af/table.mjs            # prints the tables (Markdown, with their markers)
 //   node tools/af/table.mjs --check    # exit 1 when the docs do not hold them as printed
+//   node tools/af/table.mjs --write    # put them into the docs, each between its markers
 //
 // The tables live in the card (docs/models.md: the shipped model's, the ablations) and in its
 // experiment log (docs/af-experiments.md: the configurations shipped before, the candidates); each
@@ -20,7 +21,7 @@
 //
 // A row whose run or condition has no score yet is left out (the issue's ablations are added as
 // their models finish training); tests/js/af-model.test.js runs the check.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -430,9 +431,30 @@ export function parts() {
     [CANDIDATES_MARKERS, candidatesTable(), 'table of the candidates to replace the pair']];
 }
 
+// `text` with the table between `begin` and `end` replaced by `table` (a Markdown document's
+// text; null when the markers are not there once, in order).
+export function rewrite(text, [begin, end], table) {
+  const a = text.indexOf(begin), b = text.indexOf(end);
+  if (a < 0 || b < a || text.lastIndexOf(begin) !== a) return null;
+  return `${text.slice(0, a + begin.length)}\n${table}\n${text.slice(b)}`;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const all = parts();
-  if (process.argv.includes('--check')) {
+  if (process.argv.includes('--write')) {
+    const texts = new Map(DOCS.map((d) => [d, readFileSync(d, 'utf8')]));
+    for (const [markers, t, what] of all) {
+      const doc = DOCS.find((d) => texts.get(d).includes(markers[0]));
+      const next = doc && rewrite(texts.get(doc), markers, t);
+      if (!next) {
+        console.error(`${what}: its markers ("${markers[0]}") are not in the docs once; add them where the table belongs`);
+        process.exit(1);
+      }
+      texts.set(doc, next);
+    }
+    for (const [d, text] of texts) writeFileSync(d, text);
+    console.log(`wrote ${all.length} tables into ${DOCS.map((d) => d.slice(root.length)).join(' and ')}`);
+  } else if (process.argv.includes('--check')) {
     let ok = true;
     for (const [[begin, end], t, what] of all) {
       if (documented(undefined, [begin, end]) !== t) {
