@@ -199,11 +199,17 @@ export function table(byKey = scores()) {
   return lines.join('\n');
 }
 
-export function documented(text = DOCS.map((d) => readFileSync(d, 'utf8')).join('\n'), [begin, end] = [BEGIN, END]) {
+// Where the table between `begin` and `end` stands in `text`: [just after begin, at end]; null
+// when a table is missing, reversed, or stands twice (in the card and the log: which one is read?).
+function span(text, [begin, end]) {
   const a = text.indexOf(begin), b = text.indexOf(end);
-  // null when a table is missing, or stands twice (in the card and the log: which one is read?)
   if (a < 0 || b < a || text.lastIndexOf(begin) !== a) return null;
-  return text.slice(a + begin.length, b).trim();
+  return [a + begin.length, b];
+}
+
+export function documented(text = DOCS.map((d) => readFileSync(d, 'utf8')).join('\n'), markers = [BEGIN, END]) {
+  const at = span(text, markers);
+  return at && text.slice(...at).trim();
 }
 
 // Cross-validation: of the main configuration, and of the two configurations shipped before it.
@@ -433,10 +439,9 @@ export function parts() {
 
 // `text` with the table between `begin` and `end` replaced by `table` (a Markdown document's
 // text; null when the markers are not there once, in order).
-export function rewrite(text, [begin, end], table) {
-  const a = text.indexOf(begin), b = text.indexOf(end);
-  if (a < 0 || b < a || text.lastIndexOf(begin) !== a) return null;
-  return `${text.slice(0, a + begin.length)}\n${table}\n${text.slice(b)}`;
+export function rewrite(text, markers, table) {
+  const at = span(text, markers);
+  return at && `${text.slice(0, at[0])}\n${table}\n${text.slice(at[1])}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
