@@ -389,10 +389,13 @@ def embed(model, batch):
     return v + enc + ident
 
 
-def forward_batched(model, batch, dense=False):
+def forward_batched(model, batch, dense=False, dropout=0.0):
     """Head logits (B, n_outputs) of the reference module `model` on `batch`. Local attention
     (time order, blocks) unless `dense` or the batch's look-backs do not fit in the bands; the same
-    function either way (keys outside a query's look-back have weight 0)."""
+    function either way (keys outside a query's look-back have weight 0). `dropout` > 0 (training
+    only, train_af.py --dropout): each sub-layer's output before it joins the residual stream and
+    the feed-forward's hidden activations are dropped with that probability (Vaswani et al. 2017's
+    residual dropout); the exported model is unchanged by it (inference runs without)."""
     cfg = model.config
     dtype = model.tokenizer.mask_token.dtype
     W = cfg["attention_lookback_s"]
@@ -400,6 +403,10 @@ def forward_batched(model, batch, dense=False):
     assert all(layer.norm_first for layer in model.encoder.layers)  # the layer math below is pre-norm
     x = embed(model, batch)
     B, T, d = x.shape
+    drop = (lambda u: F.dropout(u, dropout, training=True)) if dropout > 0 else (lambda u: u)
+
+    def ffn(layer, u):
+        return drop(layer.linear2(drop(layer.activation(layer.linear1(layer.norm2(u))))))
     gather = lambda u: torch.gather(u, 1, batch.order if u.dim() == 2 else batch.order[..., None].expand(-1, -1, u.shape[2]))
     x = gather(x)
     t = gather(batch.time)
@@ -408,8 +415,8 @@ def forward_batched(model, batch, dense=False):
     if dense or batch.back is None:
         mask = ~alive[:, None, :] | (t[:, None, :] > t[:, :, None]) | ((t[:, :, None] - t[:, None, :]) > W)
         for layer in model.encoder.layers:
-            x = x + attend_batched(layer.self_attn, layer.norm1(x), mask)
-            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
+            x = x + drop(attend_batched(layer.self_attn, layer.norm1(x), mask))
+            x = x + ffn(layer, x)
     else:
         S, back = BLOCK, batch.back
         nb = -(-T // S)
@@ -425,8 +432,8 @@ def forward_batched(model, batch, dense=False):
         qkeep = (~mask.all(dim=-1, keepdim=True)).to(x.dtype)[:, None]
         x = x.reshape(B, nb, S, d)
         for layer in model.encoder.layers:
-            x = x + local_attend(layer.self_attn, layer.norm1(x), bias, qkeep, back)
-            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
+            x = x + drop(local_attend(layer.self_attn, layer.norm1(x), bias, qkeep, back))
+            x = x + ffn(layer, x)
         x = x.reshape(B, nb * S, d)
     if cfg.get("final_norm"):
         x = model.encoder.norm(x)

@@ -306,6 +306,9 @@ def main():
                          "trained as it will be read: an augmented record resampled below HZ is read at HZ "
                          "(Keys' cubic interpolation, afmodel.upsample), its RR and beat streams taken at its own "
                          "rate; the augmentation's draws are those of the same run without it. 0: none")
+    ap.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                    help="residual and feed-forward dropout in training (afmodel.forward_batched); the exported "
+                         "model is the same kind of file. 0: none (every model trained before 2026-12-06)")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -460,7 +463,7 @@ def main():
         total, seen = 0.0, 0
         for idx in batches(items, rng, True):
             b = A.Batch([items[i] for i in idx], index_time=args.variant == "index-time")
-            logits = A.forward_batched(model, b)
+            logits = A.forward_batched(model, b, dropout=args.dropout)
             loss = F.cross_entropy(logits, b.label, weight=class_weight)
             if soft is not None:
                 T, a = args.distill_temperature, args.distill_weight
@@ -503,7 +506,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
