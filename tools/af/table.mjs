@@ -43,7 +43,7 @@ const END = '<!-- af-ablations: end -->';
 const MODELS = {
   'pair-lb10-beats-fold0': ['the pair: main 10 s (40 epochs) and the beat-stream model, their mean probability (the shipped model)', 'pair'],
   'pair-lb10-beats-native-rate-fold0': ['the pair, a 130 Hz ECG read at 130 Hz (the shipped file until 2026-12-06, before it declared "upsample_hz": 300)'],
-  'pair-up300-fold0': ['the pair trained as it is read: both members trained with --upsample-hz 300 (the candidate of "Still to come")', 'candidate'],
+  'pair-up300-fold0': ['the pair trained as it is read: both members trained with --upsample-hz 300 (candidate (E): did not qualify)', 'candidate'],
   'lb10-e60-fold0': ['main, 10 s look-back, 60 epochs (shipped before)', '60 epochs'],
   'lb10-fold0': ['main, 10 s look-back, 40 epochs (shipped before)', 'main 10 s'],
   'main-fold0': ['main, 5 s look-back (shipped before)', 'main 5 s'],
