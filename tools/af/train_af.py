@@ -348,6 +348,7 @@ def main():
     assert args.variant != "nan-rr" or args.rr_gaps == "missing", "--variant nan-rr: its RR intervals across a gap are missing events"
     assert 0.0 <= args.strap_aug <= 1.0 and not (args.strap_aug and args.variant == "zero-fill"), \
         "--strap-aug: a probability, and not with zero-fill (a strap's losses are missing samples)"
+    assert 0.0 <= args.dropout < 1.0, "--dropout: a probability below 1"
     if args.patience is None:
         args.patience = 10 if args.schedule == "v1" else 0
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
