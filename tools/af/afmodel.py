@@ -404,9 +404,6 @@ def forward_batched(model, batch, dense=False, dropout=0.0):
     x = embed(model, batch)
     B, T, d = x.shape
     drop = (lambda u: F.dropout(u, dropout, training=True)) if dropout > 0 else (lambda u: u)
-
-    def ffn(layer, u):
-        return drop(layer.linear2(drop(layer.activation(layer.linear1(layer.norm2(u))))))
     gather = lambda u: torch.gather(u, 1, batch.order if u.dim() == 2 else batch.order[..., None].expand(-1, -1, u.shape[2]))
     x = gather(x)
     t = gather(batch.time)
@@ -414,9 +411,7 @@ def forward_batched(model, batch, dense=False, dropout=0.0):
     keep = gather(batch.keep)
     if dense or batch.back is None:
         mask = ~alive[:, None, :] | (t[:, None, :] > t[:, :, None]) | ((t[:, :, None] - t[:, None, :]) > W)
-        for layer in model.encoder.layers:
-            x = x + drop(attend_batched(layer.self_attn, layer.norm1(x), mask))
-            x = x + ffn(layer, x)
+        attend = lambda attn, u: attend_batched(attn, u, mask)
     else:
         S, back = BLOCK, batch.back
         nb = -(-T // S)
@@ -431,10 +426,11 @@ def forward_batched(model, batch, dense=False, dropout=0.0):
         bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask, HIDDEN)[:, None]  # once for the 4 layers
         qkeep = (~mask.all(dim=-1, keepdim=True)).to(x.dtype)[:, None]
         x = x.reshape(B, nb, S, d)
-        for layer in model.encoder.layers:
-            x = x + drop(local_attend(layer.self_attn, layer.norm1(x), bias, qkeep, back))
-            x = x + ffn(layer, x)
-        x = x.reshape(B, nb * S, d)
+        attend = lambda attn, u: local_attend(attn, u, bias, qkeep, back)
+    for layer in model.encoder.layers:
+        x = x + drop(attend(layer.self_attn, layer.norm1(x)))
+        x = x + drop(layer.linear2(drop(layer.activation(layer.linear1(layer.norm2(x))))))
+    x = x.reshape(B, -1, d)  # the local path's blocks back to one sequence (padding included)
     if cfg.get("final_norm"):
         x = model.encoder.norm(x)
     w = keep.to(dtype)[..., None]
