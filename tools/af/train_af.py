@@ -309,6 +309,10 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.0, metavar="P",
                     help="residual and feed-forward dropout in training (afmodel.forward_batched); the exported "
                          "model is the same kind of file. 0: none (every model trained before 2026-12-06)")
+    ap.add_argument("--time-scale", type=float, default=1.0, metavar="S",
+                    help="the time encoding's inverse frequencies times S (exported as the file's "
+                         "time_encoding.inv_freq): S = 20 makes its periods 0.31 s to 254 s instead of 6.3 s to "
+                         "5,083 s (max_period 1000), fine enough to place a beat. 1: as every model before 2026-12-06")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -349,6 +353,7 @@ def main():
     assert 0.0 <= args.strap_aug <= 1.0 and not (args.strap_aug and args.variant == "zero-fill"), \
         "--strap-aug: a probability, and not with zero-fill (a strap's losses are missing samples)"
     assert 0.0 <= args.dropout < 1.0, "--dropout: a probability below 1"
+    assert 0.0 < args.time_scale <= 1e3, "--time-scale: in (0, 1000]"
     if args.patience is None:
         args.patience = 10 if args.schedule == "v1" else 0
     assert not args.publish or (args.variant == "main" and args.fold == 0 and not args.limit), "--publish: main, fold 0, no --limit"
@@ -410,6 +415,7 @@ def main():
             emb.weight.normal_(0.0, 0.02)
         model.tokenizer.rate_embedding.weight.zero_()  # a rate bucket never trained adds nothing
         model.tokenizer.mask_token.normal_(0.0, 0.02)
+        model.time_encoding.inv_freq.mul_(args.time_scale)  # a buffer: saved, resumed and exported with the weights
     log(f"parameters {sum(p.numel() for p in model.parameters())}")
     worst, bands, backs = check_twin(model, val_items, args.variant)
     local = [b for b in backs if b is not None]
@@ -507,7 +513,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
