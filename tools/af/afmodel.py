@@ -311,12 +311,15 @@ class Batch:
         self.back = bands_of(torch.gather(self.time, 1, self.order), config["attention_lookback_s"])
 
 
-def attend_batched(mha, x, mask):
-    """sensorformer_ref.attend over a batch: x (B, T, d), mask (B, T, T) True = hidden."""
+def attend_batched(mha, x, mask, rot=None):
+    """sensorformer_ref.attend over a batch: x (B, T, d), mask (B, T, T) True = hidden; rot: see
+    rotate (a research probe only; None for every model the runtime runs)."""
     B, T, d = x.shape
     H = mha.num_heads
     dh = d // H
     q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    if rot is not None:
+        q, k = rotate(q, rot, H), rotate(k, rot, H)
     q, k, v = (u.reshape(B, T, H, dh).transpose(1, 2) for u in (q, k, v))
     scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
     m = mask[:, None]
@@ -353,7 +356,26 @@ def band(u, back, fill):
 HIDDEN = -1e30  # local_attend's bias for a key a query does not see
 
 
-def local_attend(mha, x, bias, qkeep, back):
+def rotation(t, omega, dtype):
+    """Rotary time (a research probe, train_af.py --rope-time; the runtime has no such thing): per
+    token the angles t * omega (float64, t (B, T) seconds, padding at 1e18 taken as 0) as (cos,
+    sin), each (B, T, 1, len(omega)). Rotating queries and keys by them makes each head's scores
+    depend on the tokens' time difference (Su et al. 2021, "RoFormer", with real times)."""
+    rel = torch.where(t < 1e17, t - t[:, :1], torch.zeros_like(t))
+    angle = rel[..., None, None] * omega.to(torch.float64)
+    return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+def rotate(u, rot, H):
+    """u (B, T, H * dh) with each head's halves rotated pairwise by rot = rotation(...)."""
+    c, s = rot
+    B, T, d = u.shape
+    u = u.reshape(B, T, H, d // H)
+    a, b = u.chunk(2, dim=-1)
+    return torch.cat([a * c - b * s, a * s + b * c], dim=-1).reshape(B, T, d)
+
+
+def local_attend(mha, x, bias, qkeep, back, rot=None):
     """attend_batched restricted to bands: x (B, nb, BLOCK, d) in time order; bias (B, 1, nb,
     BLOCK, K) 0 for a key the query sees and HIDDEN otherwise (an exp that underflows to exactly
     0, so no -inf and no NaN in the gradient); qkeep (B, 1, nb, BLOCK, 1) 0 for a query that sees
@@ -362,6 +384,8 @@ def local_attend(mha, x, bias, qkeep, back):
     H = mha.num_heads
     dh = d // H
     q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    if rot is not None:
+        q, k = (rotate(u.reshape(B, nb * S, d), rot, H).reshape(B, nb, S, d) for u in (q, k))
     q = q.reshape(B, nb, S, H, dh).permute(0, 3, 1, 2, 4)                               # (B, H, nb, S, dh)
     kb, vb = (band(u.reshape(B, nb * S, d), back, 0.0) for u in (k, v))                # (B, nb, d, K)
     K = kb.shape[-1]
@@ -409,9 +433,11 @@ def forward_batched(model, batch, dense=False, dropout=0.0):
     t = gather(batch.time)
     alive = gather(batch.present & batch.valid)
     keep = gather(batch.keep)
+    omega = getattr(model, "rope_omega", None)  # train_af.py --rope-time (a probe)
     if dense or batch.back is None:
         mask = ~alive[:, None, :] | (t[:, None, :] > t[:, :, None]) | ((t[:, :, None] - t[:, None, :]) > W)
-        attend = lambda attn, u: attend_batched(attn, u, mask)
+        rot = None if omega is None else rotation(t, omega, x.dtype)
+        attend = lambda attn, u: attend_batched(attn, u, mask, rot)
     else:
         S, back = BLOCK, batch.back
         nb = -(-T // S)
@@ -426,7 +452,8 @@ def forward_batched(model, batch, dense=False, dropout=0.0):
         bias = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask, HIDDEN)[:, None]  # once for the 4 layers
         qkeep = (~mask.all(dim=-1, keepdim=True)).to(x.dtype)[:, None]
         x = x.reshape(B, nb, S, d)
-        attend = lambda attn, u: local_attend(attn, u, bias, qkeep, back)
+        rot = None if omega is None else rotation(t, omega, x.dtype)
+        attend = lambda attn, u: local_attend(attn, u, bias, qkeep, back, rot)
     for layer in model.encoder.layers:
         x = x + drop(attend(layer.self_attn, layer.norm1(x)))
         x = x + drop(layer.linear2(drop(layer.activation(layer.linear1(layer.norm2(x))))))

@@ -58,6 +58,7 @@ import os
 import shlex
 import shutil
 import json
+import math
 import pathlib
 import random
 import sys
@@ -237,6 +238,12 @@ def score(logits, items):
             "records": len(items)}
 
 
+def rope_omega(config):
+    """--rope-time's angular frequencies (rad/s): dh / 2 of them, periods 0.25 s to 20 s."""
+    half = config["d_model"] // config["n_heads"] // 2
+    return 2 * math.pi / torch.logspace(math.log10(0.25), math.log10(20.0), half, dtype=torch.float64)
+
+
 def check_twin(model, items, variant, count=12):
     """max |logit difference| of the batched twin against the reference module (the first `count`
     items) and of its local attention against its dense attention (every item), float64. The
@@ -253,6 +260,8 @@ def check_twin(model, items, variant, count=12):
         if variant == "index-time":
             dense = predict(m, items[:count], "main", dtype=torch.float64, dense=True)
         worst = 0.0
+        if getattr(m, "rope_omega", None) is not None:
+            return worst, bands, backs  # the reference module has no rotary time: local vs dense only
         for it, zd in zip(items[:count], dense):
             w = A.window_of(it)
             w["referenceTime"] = it["ref"]
@@ -313,6 +322,10 @@ def main():
                     help="the time encoding's inverse frequencies times S (exported as the file's "
                          "time_encoding.inv_freq): S = 20 makes its periods 0.31 s to 254 s instead of 6.3 s to "
                          "5,083 s (max_period 1000), fine enough to place a beat. 1: as every model before 2026-12-06")
+    ap.add_argument("--rope-time", action="store_true",
+                    help="a research probe: queries and keys rotated by their tokens' times (afmodel.rotation; "
+                         "per head dh / 2 periods from 0.25 s to 20 s, geometric) on top of the additive encoding. "
+                         "The runtime cannot run such a model: its exported file is scored here only")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -416,10 +429,13 @@ def main():
         model.tokenizer.rate_embedding.weight.zero_()  # a rate bucket never trained adds nothing
         model.tokenizer.mask_token.normal_(0.0, 0.02)
         model.time_encoding.inv_freq.mul_(args.time_scale)  # a buffer: saved, resumed and exported with the weights
+    if args.rope_time:
+        model.rope_omega = rope_omega(A.CONFIG)
     log(f"parameters {sum(p.numel() for p in model.parameters())}")
     worst, bands, backs = check_twin(model, val_items, args.variant)
     local = [b for b in backs if b is not None]
-    log(f"batched twin vs reference module (float64, {min(12, len(val_items))} validation records): max |logit diff| {worst:.3g}; "
+    versus = "not checked (the reference module has no rotary time)" if args.rope_time else f"max |logit diff| {worst:.3g}"
+    log(f"batched twin vs reference module (float64, {min(12, len(val_items))} validation records): {versus}; "
         f"local vs dense attention ({len(val_items)} records): {bands:.3g}; "
         f"{len(local)} of {len(backs)} batches in bands of {A.BLOCK}-token blocks, {min(local, default=0)}-{max(local, default=0)} back")
     assert worst < 1e-9 and bands < 1e-9 and local, (worst, bands, backs)
@@ -507,13 +523,15 @@ def main():
     export_safetensors(model, declare_rr_gaps(A.CONFIG, args.rr_gaps), path, dtype="F16")
     _, exported = load_safetensors(path)
     exported = exported.double()
+    if args.rope_time:
+        exported.rope_omega = model.rope_omega
     val_logits = predict(exported, val_items, args.variant, torch.float64)
     val = score(val_logits, val_items)
     test_logits = predict(exported, test_items, args.variant, torch.float64)
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), **({"rope_time_periods_s": (2 * math.pi / model.rope_omega).tolist()} if args.rope_time else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
