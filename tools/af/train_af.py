@@ -405,6 +405,13 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / "checkpoint.pt"
     resume = args.resume and checkpoint.exists()
+    # A rotary-time run's weights mean nothing without the rotation: a marker in its folder makes
+    # --resume and --export-only of it refuse to go on without --rope-time (and the reverse).
+    marker = out / "rope_time"
+    if (args.resume or args.export_only) and marker.exists() != args.rope_time:
+        sys.exit(f"train_af.py: {out} was trained {'with' if marker.exists() else 'without'} --rope-time; give the same option again")
+    if args.rope_time:
+        marker.write_text("trained with train_af.py --rope-time\n")
     log_file = open(out / "log.txt", "a" if args.export_only or resume else "w")
 
     def log(msg):
@@ -536,6 +543,8 @@ def main():
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    if args.rope_time:  # the runtime would run the file without the rotation: keep only best.pt and the scores
+        path.unlink()
     (out / "test_logits.json").write_text(json.dumps(
         {it["record"]: z for it, z in zip(test_items, test_logits)}) + "\n")
     # The validation part's too: what combining runs (an ensemble, offsets) may be chosen on.
@@ -552,7 +561,8 @@ def main():
         (models / "af-test-logits.json").write_text(json.dumps(
             {it["record"]: [round(v, 6) for v in z] for it, z in zip(test_items, test_logits)}) + "\n")
     log(f"exported {path} ({metrics['bytes']} bytes): validation F1 {val['f1']:.4f}, test F1 {test['f1']:.4f} "
-        f"({' '.join(f'{k} {v:.3f}' for k, v in test['per_class_f1'].items())}); trained {train_seconds / 60:.1f} min")
+        f"({' '.join(f'{k} {v:.3f}' for k, v in test['per_class_f1'].items())}); trained {train_seconds / 60:.1f} min"
+        + ("; the file removed again (the runtime has no rotary time)" if args.rope_time else ""))
 
 
 if __name__ == "__main__":
