@@ -5,8 +5,10 @@ run's logits), on the validation part (where an ensemble may be chosen) and on t
 
 RUN: a folder train_af.py wrote, with validation_logits.json and test_logits.json (the exported
 file's logits; a run exported before these files existed writes them again with the same command
-and `--export-only`). Every RUN must have been trained on the same fold (the same parts). Labels
-come from prepare.mjs's index. Prints, per part, each run alone and then the ensemble: challenge
+and `--export-only`). A folder with only model.safetensors and metrics.json (a shipped ensemble's
+member, as unpack_ensemble.py writes it) gets the two files computed from its model first (float64,
+as train_af.py computes them; --data names prepare.mjs's output). Every RUN must have been trained
+on the same fold (the same parts). Labels come from prepare.mjs's index. Prints, per part, each run alone and then the ensemble: challenge
 F1 (mean of N, A, O) and the per-class F1.
 
     --export FILE          also writes the RUNs as one ensemble weights file (the package's
@@ -31,6 +33,10 @@ sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from st_io import read_safetensors, write_safetensors  # noqa: E402
+import torch  # noqa: E402
+import train_af as T  # noqa: E402
+from export import load_safetensors  # noqa: E402
+from make_split import folds_of, validation_of  # noqa: E402
 from train_af import declare_rr_gaps, rr_gaps_of, score  # noqa: E402
 
 
@@ -55,8 +61,32 @@ def line(name, s):
     return f"  {name}: F1 {s['f1']:.4f} (" + " ".join(f"{k} {v:.3f}" for k, v in s["per_class_f1"].items()) + ")"
 
 
-def read_logits(run, part):
+def write_logits(run, data_folder):
+    """run/validation_logits.json and run/test_logits.json from run/model.safetensors: each record
+    fed as the run was trained (its variant, its rule for RR across a gap, its modalities)."""
+    done = json.loads((run / "metrics.json").read_text())
+    _, model = load_safetensors(run / "model.safetensors")
+    data = T.Data(data_folder)
+    labels = {r["record"]: r["label"] for r in data.index["records"]}
+    folds = folds_of(labels)
+    _, val_names = validation_of(done["fold"], folds, labels)
+    modalities = A.CONFIG["modalities"]
+    A.CONFIG["modalities"] = model.config["modalities"]  # make_item builds a beat stream only when the config has it
+    try:
+        for part, names in (("validation", val_names), ("test", folds[done["fold"]])):
+            items = [T.make_item(data, data.records[n], None, done["variant"], False, rr_gaps_of(done["variant"], done.get("rr_gaps")))
+                     for n in names]
+            logits = T.predict(model.double(), items, done["variant"], torch.float64)
+            (run / f"{part}_logits.json").write_text(json.dumps({it["record"]: z for it, z in zip(items, logits)}) + "\n")
+    finally:
+        A.CONFIG["modalities"] = modalities
+    print(f"wrote {run}/validation_logits.json and test_logits.json from its model.safetensors")
+
+
+def read_logits(run, part, data_folder):
     path = run / f"{part}_logits.json"
+    if not path.exists() and (run / "model.safetensors").exists() and not (run / "best.pt").exists():
+        write_logits(run, data_folder)
     if not path.exists():
         sys.exit(f"ensemble.py: {path} is missing; write it with the run's train_af.py command and --export-only")
     return json.loads(path.read_text())
@@ -66,6 +96,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=pathlib.Path)
     ap.add_argument("--index", type=pathlib.Path, default=ROOT / "build" / "af" / "index.json")
+    ap.add_argument("--data", type=pathlib.Path, default=ROOT / "build" / "af",
+                    help="prepare.mjs's output folder (for a RUN whose logits are computed here)")
     ap.add_argument("--export", type=pathlib.Path, default=None, metavar="FILE")
     ap.add_argument("--test-logits", type=pathlib.Path, default=None, metavar="FILE")
     ap.add_argument("--metrics", type=pathlib.Path, default=None, metavar="FILE")
@@ -76,7 +108,7 @@ def main():
     if len(folds) != 1:
         sys.exit(f"ensemble.py: the runs test on different folds ({sorted(folds)}); an ensemble needs one")
     for part in ("validation", "test"):
-        runs = [read_logits(run, part) for run in args.runs]
+        runs = [read_logits(run, part, args.data) for run in args.runs]
         names = sorted(runs[0])
         if any(sorted(r) != names for r in runs):
             sys.exit(f"ensemble.py: the runs' {part} records differ")
