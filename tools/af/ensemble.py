@@ -127,12 +127,14 @@ def main():
         print(f"wrote {args.export} ({args.export.stat().st_size} bytes)")
     if args.metrics:
         done = [json.loads((run / "metrics.json").read_text()) for run in args.runs]
-        keep = ("variant", "seed", "schedule", "rr_gaps", "rate_aug", "upsample_hz", "strap_aug", "config", "best_epoch", "epochs_run",
+        keep = ("variant", "seed", "schedule", "rr_gaps", "rate_aug", "upsample_hz", "strap_aug", "dropout", "time_scale",
+                "rope_time_periods_s", "config", "best_epoch", "epochs_run",
                 "train_seconds", "bytes", "parameters")
         args.metrics.write_text(json.dumps({
             "variant": "ensemble", "combine": "mean_probability", "fold": folds.pop(),
             "members": [{"run": run.name, **{k: m[k] for k in keep if k in m}} for run, m in zip(args.runs, done)],
-            "train_seconds": sum(m["train_seconds"] for m in done), "parameters": sum(m["parameters"] for m in done),
+            # an unpacked shipped member's metrics.json has neither: the sum is then unknown (null)
+            **{k: sum(m[k] for m in done) if all(k in m for m in done) else None for k in ("train_seconds", "parameters")},
             **({"bytes": args.export.stat().st_size} if args.export else {}),
             "validation": scores["validation"], "test": scores["test"],
             "command": "/usr/bin/python3 tools/af/ensemble.py " + shlex.join(sys.argv[1:]),

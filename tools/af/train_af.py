@@ -238,10 +238,16 @@ def score(logits, items):
             "records": len(items)}
 
 
-def rope_omega(config):
-    """--rope-time's angular frequencies (rad/s): dh / 2 of them, periods 0.25 s to 20 s."""
+def rope_omega(config, pairs=None):
+    """--rope-time's angular frequencies (rad/s), one per pair of a head's dimensions (dh / 2): the
+    first `pairs` (default all) with periods 0.25 s to 20 s, geometric; the rest 0, a pair left
+    unrotated (--rope-pairs: part of each head for content alone)."""
     half = config["d_model"] // config["n_heads"] // 2
-    return 2 * math.pi / torch.logspace(math.log10(0.25), math.log10(20.0), half, dtype=torch.float64)
+    pairs = half if pairs is None else pairs
+    assert 1 <= pairs <= half, f"--rope-pairs: 1 to {half} (d_model / n_heads / 2)"
+    omega = torch.zeros(half, dtype=torch.float64)
+    omega[:pairs] = 2 * math.pi / torch.logspace(math.log10(0.25), math.log10(20.0), pairs, dtype=torch.float64)
+    return omega
 
 
 def check_twin(model, items, variant, count=12):
@@ -326,6 +332,9 @@ def main():
                     help="a research probe: queries and keys rotated by their tokens' times (afmodel.rotation; "
                          "per head dh / 2 periods from 0.25 s to 20 s, geometric) on top of the additive encoding. "
                          "The runtime cannot run such a model: its exported file is scored here only")
+    ap.add_argument("--rope-pairs", type=int, default=None, metavar="K",
+                    help="with --rope-time: rotate only the first K of each head's dh / 2 dimension pairs (periods 0.25 s "
+                         "to 20 s over those K), the rest left for content; default all")
     ap.add_argument("--fold", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=40)
@@ -408,10 +417,13 @@ def main():
     # A rotary-time run's weights mean nothing without the rotation: a marker in its folder makes
     # --resume and --export-only of it refuse to go on without --rope-time (and the reverse).
     marker = out / "rope_time"
-    if (args.resume or args.export_only) and marker.exists() != args.rope_time:
-        sys.exit(f"train_af.py: {out} was trained {'with' if marker.exists() else 'without'} --rope-time; give the same option again")
+    assert args.rope_pairs is None or args.rope_time, "--rope-pairs: with --rope-time"
+    said = "trained with train_af.py --rope-time" + (f" --rope-pairs {args.rope_pairs}" if args.rope_pairs else "") + "\n"
+    if (args.resume or args.export_only) and (marker.exists() != args.rope_time or (args.rope_time and marker.read_text() != said)):
+        was = marker.read_text().strip() if marker.exists() else "trained without --rope-time"
+        sys.exit(f"train_af.py: {out} was {was}; give the same options again")
     if args.rope_time:
-        marker.write_text("trained with train_af.py --rope-time\n")
+        marker.write_text(said)
     log_file = open(out / "log.txt", "a" if args.export_only or resume else "w")
 
     def log(msg):
@@ -437,7 +449,7 @@ def main():
         model.tokenizer.mask_token.normal_(0.0, 0.02)
         model.time_encoding.inv_freq.mul_(args.time_scale)  # a buffer: saved, resumed and exported with the weights
     if args.rope_time:
-        model.rope_omega = rope_omega(A.CONFIG)
+        model.rope_omega = rope_omega(A.CONFIG, args.rope_pairs)
     log(f"parameters {sum(p.numel() for p in model.parameters())}")
     worst, bands, backs = check_twin(model, val_items, args.variant)
     local = [b for b in backs if b is not None]
@@ -538,7 +550,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), **({"rope_time_periods_s": (2 * math.pi / model.rope_omega).tolist()} if args.rope_time else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), **({"rope_time_periods_s": [2 * math.pi / w if w else None for w in model.rope_omega.tolist()]} if args.rope_time else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
