@@ -128,7 +128,7 @@ def main():
     if args.metrics:
         done = [json.loads((run / "metrics.json").read_text()) for run in args.runs]
         keep = ("variant", "seed", "schedule", "rr_gaps", "rate_aug", "upsample_hz", "strap_aug", "dropout", "time_scale",
-                "rope_time_periods_s", "config", "best_epoch", "epochs_run",
+                "rope_time_periods_s", "ema", "config", "best_epoch", "epochs_run",
                 "train_seconds", "bytes", "parameters")
         args.metrics.write_text(json.dumps({
             "variant": "ensemble", "combine": "mean_probability", "fold": folds.pop(),

@@ -321,6 +321,10 @@ def main():
                          "trained as it will be read: an augmented record resampled below HZ is read at HZ "
                          "(Keys' cubic interpolation, afmodel.upsample), its RR and beat streams taken at its own "
                          "rate; the augmentation's draws are those of the same run without it. 0: none")
+    ap.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
+                    help="keep an exponential moving average of the weights (decay per step, warmed up as "
+                         "min(DECAY, (1 + step) / (10 + step))); validation, early stopping and the export use the "
+                         "average (Polyak and Juditsky 1992). 0: none (every model shipped so far)")
     ap.add_argument("--dropout", type=float, default=0.0, metavar="P",
                     help="residual and feed-forward dropout in training (afmodel.forward_batched); the exported "
                          "model is the same kind of file. 0: none (every model trained before 2026-12-06)")
@@ -375,6 +379,7 @@ def main():
     assert 0.0 <= args.strap_aug <= 1.0 and not (args.strap_aug and args.variant == "zero-fill"), \
         "--strap-aug: a probability, and not with zero-fill (a strap's losses are missing samples)"
     assert 0.0 <= args.dropout < 1.0, "--dropout: a probability below 1"
+    assert 0.0 <= args.ema < 1.0, "--ema: a decay below 1"
     assert 0.0 < args.time_scale <= 1e3, "--time-scale: in (0, 1000]"
     if args.patience is None:
         args.patience = 10 if args.schedule == "v1" else 0
@@ -485,6 +490,8 @@ def main():
         done = json.loads((out / "metrics.json").read_text())
         best_epoch, epoch = done["best_epoch"], done["epochs_run"] - 1
         started -= done["train_seconds"]
+    # --ema: the average's own copy of the model (rope_omega and the float64 time table included)
+    ema = copy.deepcopy(model) if args.ema else None
     step, first = 0, 0
     if resume:
         state = torch.load(checkpoint)
@@ -495,6 +502,8 @@ def main():
         random.setstate(state["python"])
         torch.set_rng_state(state["torch"])
         step, first, best, best_epoch = state["step"], state["epoch"], state["best"], state["best_epoch"]
+        if ema is not None:
+            ema.load_state_dict(state["ema"])
         started, epoch = time.time() - state["train_seconds"], first - 1
         log(f"resumed after epoch {first} (best validation F1 {best:.4f} at epoch {best_epoch})")
     for epoch in range(first, args.epochs):
@@ -518,22 +527,29 @@ def main():
             opt.step()
             if step < steps - 1:
                 sched.step()
+            if ema is not None:
+                decay = min(args.ema, (1 + step) / (10 + step))
+                with torch.no_grad():
+                    for a, w in zip(ema.parameters(), model.parameters()):
+                        a.mul_(decay).add_(w, alpha=1.0 - decay)
             step += 1
             total += loss.item() * len(idx)
             seen += len(idx)
-        val = score(predict(model, val_items, args.variant), val_items)
+        scored = model if ema is None else ema  # predict() sets eval mode; the loop sets train mode again
+        val = score(predict(scored, val_items, args.variant), val_items)
         log(f"epoch {epoch + 1}: loss {total / seen:.4f} validation F1 {val['f1']:.4f} "
             f"({' '.join(f'{k} {v:.3f}' for k, v in val['per_class_f1'].items())}) "
             f"[{time.time() - t0:.0f} s, data {prep:.0f} s]")
         if val["f1"] > best:
             best, best_epoch = val["f1"], epoch + 1
-            torch.save(model.state_dict(), out / "best.pt")
+            torch.save(scored.state_dict(), out / "best.pt")
         elif args.patience and epoch + 1 - best_epoch >= args.patience and epoch + 1 < args.epochs:
             log(f"early stop: no better validation F1 for {args.patience} epochs")
             break
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
                     "numpy": rng.bit_generator.state, "python": random.getstate(), "torch": torch.get_rng_state(),
                     "step": step, "epoch": epoch + 1, "best": best, "best_epoch": best_epoch,
+                    **({"ema": ema.state_dict()} if ema is not None else {}),
                     "train_seconds": time.time() - started}, checkpoint.with_suffix(".tmp"))
         checkpoint.with_suffix(".tmp").replace(checkpoint)  # a run killed while saving keeps the last whole one
     train_seconds = time.time() - started
@@ -550,7 +566,7 @@ def main():
     test = score(test_logits, test_items)
     metrics = {"variant": args.variant, "fold": args.fold, "seed": args.seed, "best_epoch": best_epoch,
                "epochs_run": epoch + 1, "train_seconds": round(train_seconds), "threads": args.threads, "schedule": args.schedule,
-               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), **({"rope_time_periods_s": [2 * math.pi / w if w else None for w in model.rope_omega.tolist()]} if args.rope_time else {}), "train_records": len(train_names), "config": overrides,
+               "rr_gaps": args.rr_gaps, **({"rate_aug": False} if args.no_rate_aug else {}), **({"upsample_hz": args.upsample_hz} if args.upsample_hz else {}), **({"strap_aug": args.strap_aug} if args.strap_aug else {}), **({"dropout": args.dropout} if args.dropout else {}), **({"ema": args.ema} if args.ema else {}), **({"time_scale": args.time_scale} if args.time_scale != 1.0 else {}), **({"rope_time_periods_s": [2 * math.pi / w if w else None for w in model.rope_omega.tolist()]} if args.rope_time else {}), "train_records": len(train_names), "config": overrides,
                **({"distill": {"teachers": [pathlib.Path(t).name for t in args.teacher], "weight": args.distill_weight,
                                "temperature": args.distill_temperature}} if args.teacher else {}), "validation": val, "test": test,
                "bytes": path.stat().st_size, "parameters": sum(p.numel() for p in model.parameters())}
