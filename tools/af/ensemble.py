@@ -8,8 +8,8 @@ file's logits; a run exported before these files existed writes them again with 
 and `--export-only`). A folder with only model.safetensors and metrics.json (a shipped ensemble's
 member, as unpack_ensemble.py writes it) gets the two files computed from its model first (float64,
 as train_af.py computes them; --data names prepare.mjs's output). Every RUN must have been trained
-on the same fold (the same parts). Labels come from prepare.mjs's index. Prints, per part, each run alone and then the ensemble: challenge
-F1 (mean of N, A, O) and the per-class F1.
+on the same fold (the same parts). Labels come from prepare.mjs's index. Prints, per part, each run
+alone and then the ensemble: challenge F1 (mean of N, A, O) and the per-class F1.
 
     --export FILE          also writes the RUNs as one ensemble weights file (the package's
                            loadModel runs it: web/src/ensemble.js; docs/model.md "Ensembles"):
