@@ -502,6 +502,8 @@ def main():
         random.setstate(state["python"])
         torch.set_rng_state(state["torch"])
         step, first, best, best_epoch = state["step"], state["epoch"], state["best"], state["best_epoch"]
+        if ("ema" in state) != (ema is not None):
+            sys.exit(f"train_af.py: {checkpoint} was written {'with' if 'ema' in state else 'without'} --ema; give the same option again")
         if ema is not None:
             ema.load_state_dict(state["ema"])
         started, epoch = time.time() - state["train_seconds"], first - 1
