@@ -33,9 +33,7 @@ sys.path.insert(0, str(ROOT / "tools" / "reference"))
 sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from st_io import read_safetensors, write_safetensors  # noqa: E402
-import torch  # noqa: E402
 import train_af as T  # noqa: E402
-from export import load_safetensors  # noqa: E402
 from make_split import folds_of, validation_of  # noqa: E402
 from train_af import declare_rr_gaps, rr_gaps_of, score  # noqa: E402
 
@@ -62,24 +60,13 @@ def line(name, s):
 
 
 def write_logits(run, data_folder):
-    """run/validation_logits.json and run/test_logits.json from run/model.safetensors: each record
-    fed as the run was trained (its variant, its rule for RR across a gap, its modalities)."""
-    done = json.loads((run / "metrics.json").read_text())
-    _, model = load_safetensors(run / "model.safetensors")
+    """run/validation_logits.json and run/test_logits.json from run/model.safetensors (train_af.run_logits)."""
+    fold = json.loads((run / "metrics.json").read_text())["fold"]
     data = T.Data(data_folder)
     labels = {r["record"]: r["label"] for r in data.index["records"]}
     folds = folds_of(labels)
-    _, val_names = validation_of(done["fold"], folds, labels)
-    modalities = A.CONFIG["modalities"]
-    A.CONFIG["modalities"] = model.config["modalities"]  # make_item builds a beat stream only when the config has it
-    try:
-        for part, names in (("validation", val_names), ("test", folds[done["fold"]])):
-            items = [T.make_item(data, data.records[n], None, done["variant"], False, rr_gaps_of(done["variant"], done.get("rr_gaps")))
-                     for n in names]
-            logits = T.predict(model.double(), items, done["variant"], torch.float64)
-            (run / f"{part}_logits.json").write_text(json.dumps({it["record"]: z for it, z in zip(items, logits)}) + "\n")
-    finally:
-        A.CONFIG["modalities"] = modalities
+    for part, names in (("validation", validation_of(fold, folds, labels)[1]), ("test", folds[fold])):
+        (run / f"{part}_logits.json").write_text(json.dumps(T.run_logits(run, data, names)) + "\n")
     print(f"wrote {run}/validation_logits.json and test_logits.json from its model.safetensors")
 
 

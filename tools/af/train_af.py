@@ -276,6 +276,21 @@ def check_twin(model, items, variant, count=12):
     return worst, bands, backs
 
 
+def run_logits(run, data, names):
+    """{name: float64 logits} of a finished run's exported file (run/model.safetensors) on the
+    named records as they are, each fed as the run was trained (its variant, its rule for RR across
+    a gap, its modalities: make_item builds a beat stream only when the config has that modality)."""
+    done = json.loads((run / "metrics.json").read_text())
+    _, model = load_safetensors(run / "model.safetensors")
+    modalities = A.CONFIG["modalities"]
+    A.CONFIG["modalities"] = model.config["modalities"]
+    try:
+        items = [make_item(data, data.records[n], None, done["variant"], False, done.get("rr_gaps")) for n in names]
+    finally:
+        A.CONFIG["modalities"] = modalities
+    return dict(zip(names, predict(model.double(), items, done["variant"], torch.float64)))
+
+
 def teacher_targets(args, data, names, out, log):
     """record -> the teachers' mean softmax(z / T) (float32 tensor (4,)), from their exported
     files' logits on the records as they are; cached in out/teacher_logits.json."""
@@ -284,16 +299,10 @@ def teacher_targets(args, data, names, out, log):
     stored = json.loads(cache.read_text()) if cache.exists() else {}
     if stored.get("teachers") != [str(t) for t in teachers] or set(stored.get("logits", {})) != set(names):
         logits = {n: [] for n in names}
-        modalities = A.CONFIG["modalities"]
         for t in teachers:
             done = json.loads((t / "metrics.json").read_text())
             assert done["fold"] == args.fold, f"--teacher {t}: trained on fold {done['fold']}, not {args.fold}"
-            _, teacher = load_safetensors(t / "model.safetensors")
-            # make_item builds a beat stream only when the config has that modality
-            A.CONFIG["modalities"] = teacher.config["modalities"]
-            items = [make_item(data, data.records[n], None, done["variant"], False, done.get("rr_gaps")) for n in names]
-            A.CONFIG["modalities"] = modalities
-            for n, z in zip(names, predict(teacher.double(), items, done["variant"], torch.float64)):
+            for n, z in run_logits(t, data, names).items():
                 logits[n].append(z)
             log(f"teacher {t.name} ({done['variant']}): logits of {len(names)} training records")
         stored = {"teachers": [str(t) for t in teachers], "logits": logits}
