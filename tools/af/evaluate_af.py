@@ -4,7 +4,7 @@
         [--out tools/af/results/NAME.json]
 
 RUN: a folder train_af.py wrote (model.safetensors + metrics.json, which names the variant and
-fold). Conditions (each record perturbed with its own seeded generator, the same for every model):
+fold; a --rope-time run: best.pt, exported again with its rotation, train_af.load_run). Conditions (each record perturbed with its own seeded generator, the same for every model):
   clean          the recording as it is (300 Hz)
   r130           resampled to 130 Hz (a Polar H10's ECG rate; scipy's polyphase resampler)
   drop5, drop20  Bluetooth-like dropouts: whole notifications (73 samples at 130 Hz = 0.56 s) lost,
@@ -60,7 +60,6 @@ sys.path.insert(0, str(HERE))
 import afmodel as A  # noqa: E402
 from conditions import FS, losses_key, parse_condition  # noqa: E402
 import train_af as T  # noqa: E402
-from export import load_safetensors  # noqa: E402
 
 assert FS == A.FS, "conditions.FS is the challenge's rate, afmodel.FS"
 
@@ -190,8 +189,7 @@ def main():
                 condition_items(data, names, condition, workdir, variant, False, False)  # writes the detector's output
                 rr_coverage(data, names, condition, workdir)
             continue
-        _, model = load_safetensors(run / "model.safetensors")
-        model = model.double()
+        model = T.load_run(run).double()  # a --rope-time run: its best.pt with the rotation
         # afmodel's functions take A.CONFIG as their default: this model's modalities
         A.CONFIG["modalities"] = model.config["modalities"]
         with_beats = any(m["name"] == "beat" for m in model.config["modalities"])

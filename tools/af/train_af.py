@@ -58,6 +58,7 @@ import os
 import shlex
 import shutil
 import json
+import tempfile
 import math
 import pathlib
 import random
@@ -276,12 +277,54 @@ def check_twin(model, items, variant, count=12):
     return worst, bands, backs
 
 
+BASE_CONFIG = copy.deepcopy(A.CONFIG)  # afmodel's configuration before a run's options change it
+
+
+def config_of(variant, overrides, upsample_hz=0.0):
+    """The model configuration a run trains: afmodel's, with --config's overrides, the beat stream
+    (variant beats) and the ECG's upsample_hz (--upsample-hz)."""
+    config = copy.deepcopy(BASE_CONFIG)
+    config.update(overrides)
+    if variant == "beats":
+        config["modalities"] = config["modalities"] + [A.BEAT_MODALITY]
+    if upsample_hz:
+        config["modalities"] = [dict(m, upsample_hz=upsample_hz) if m["name"] == "ecg" else m for m in config["modalities"]]
+    return config
+
+
+def load_run(run):
+    """A finished run's exported model (float32 SensorformerRef): its model.safetensors; for a
+    --rope-time run, whose file main() removes (the runtime has no rotation), its best.pt exported
+    again the same way (F16, the same config) with the run's rotation (model.rope_omega) set, as
+    main() scored it."""
+    path = run / "model.safetensors"
+    if path.exists():
+        return load_safetensors(path)[1]
+    done = json.loads((run / "metrics.json").read_text())
+    periods = done.get("rope_time_periods_s")
+    if periods is None or not (run / "best.pt").exists():
+        sys.exit(f"train_af.py: {run} has no model.safetensors" + ("" if periods is None else " and no best.pt"))
+    config = config_of(done["variant"], done["config"], done.get("upsample_hz", 0.0))
+    model = SensorformerRef(config)
+    model.load_state_dict(torch.load(run / "best.pt"))
+    with tempfile.TemporaryDirectory() as tmp:
+        export_safetensors(model, declare_rr_gaps(config, done["rr_gaps"]), pathlib.Path(tmp) / "m.safetensors", dtype="F16")
+        _, exported = load_safetensors(pathlib.Path(tmp) / "m.safetensors")
+    # the rotation as trained: rope_omega of as many rotated pairs as the run recorded periods
+    exported.rope_omega = rope_omega(config, sum(p is not None for p in periods))
+    recorded = [2 * math.pi / p if p else 0.0 for p in periods]
+    assert len(recorded) == len(exported.rope_omega) and all(
+        abs(a - b) <= 1e-12 * max(1.0, b) for a, b in zip(recorded, exported.rope_omega.tolist())), \
+        f"{run}: its rope_time_periods_s are not those of rope_omega"
+    return exported
+
+
 def run_logits(run, data, names):
     """{name: float64 logits} of a finished run's exported file (run/model.safetensors) on the
     named records as they are, each fed as the run was trained (its variant, its rule for RR across
     a gap, its modalities: make_item builds a beat stream only when the config has that modality)."""
     done = json.loads((run / "metrics.json").read_text())
-    _, model = load_safetensors(run / "model.safetensors")
+    model = load_run(run)
     modalities = A.CONFIG["modalities"]
     A.CONFIG["modalities"] = model.config["modalities"]
     try:
@@ -402,12 +445,8 @@ def main():
     settable = {"d_model", "n_heads", "n_layers", "dim_feedforward", "attention_lookback_s"}
     unknown = sorted(set(overrides) - settable)
     assert not unknown, f"--config: only {', '.join(sorted(settable))} can change, not {unknown}"
-    A.CONFIG.update(overrides)  # in place: afmodel's functions take this dict as their default
-    if args.variant == "beats":
-        A.CONFIG["modalities"] = A.CONFIG["modalities"] + [A.BEAT_MODALITY]
-    if args.upsample_hz:
-        assert args.upsample_hz >= A.FS, "--upsample-hz: at least the set's rate"
-        A.CONFIG["modalities"] = [dict(m, upsample_hz=args.upsample_hz) if m["name"] == "ecg" else m for m in A.CONFIG["modalities"]]
+    assert not args.upsample_hz or args.upsample_hz >= A.FS, "--upsample-hz: at least the set's rate"
+    A.CONFIG.update(config_of(args.variant, overrides, args.upsample_hz))  # in place: afmodel's functions take this dict as their default
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
