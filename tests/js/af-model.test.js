@@ -117,7 +117,8 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   // logits train_af.py wrote: two routes to the same number, so they must agree to 1e-6
   const members = { 'pair-lb10-beats': ['lb10', 'beats-lb10'], 'triple-lb10-e60-beats': ['lb10', 'lb10-e60', 'beats-lb10'],
     'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'],
-    'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'], 'pair-up300': ['up300-lb10', 'up300-beats-lb10'] };
+    'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'], 'pair-up300': ['up300-lb10', 'up300-beats-lb10'],
+    'pair-rope4-rope4': ['lb10-rope4', 'beats-lb10-rope4'] };
   assert.deepEqual(CANDIDATES.map(([name]) => name), Object.keys(members));
   const byKey = scores();
   for (const [name, runs] of Object.entries(members)) {
@@ -159,6 +160,13 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(decide(e, [0.796, 0.796, 0.796, 0.796, 0.796], [0.786, 0.786, 0.786, 0.786, 0.786]), '');  // clean under 0.797
   assert.equal(decide('pair-strap50-beats', [0.80, 0.80, 0.80, 0.80, 0.80], [0.79, 0.79, 0.79, 0.79, 0.765]), '(ii)');
   assert.equal(screening(candidate(e, byKey)), 'passes');
+  // (F)'s own rule (rotary time; mean clean >= 0.807, within 0.03 on 4 folds), at its edges and
+  // where the common rule's (i) (3 folds within) would decide otherwise
+  const r = 'pair-rope4-rope4';
+  assert.equal(decide(r, [0.808, 0.808, 0.808, 0.808, 0.808], [0.79, 0.79, 0.79, 0.79, 0.76]), '(F)');
+  assert.equal(decide(r, [0.806, 0.806, 0.806, 0.806, 0.806], [0.80, 0.80, 0.80, 0.80, 0.80]), '');  // clean under 0.807
+  assert.equal(decide(r, [0.82, 0.82, 0.82, 0.82, 0.82], [0.80, 0.80, 0.80, 0.78, 0.78]), '');  // 3 folds within
+  assert.equal(qualifies([0.82, 0.82, 0.82, 0.82, 0.82], [0.80, 0.80, 0.80, 0.78, 0.78]), '(i)');  // the common rule would take it
   assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-candidates markers: run `node tools/af/table.mjs --write`');
 });
 
