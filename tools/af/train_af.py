@@ -320,9 +320,10 @@ def load_run(run):
 
 
 def run_logits(run, data, names):
-    """{name: float64 logits} of a finished run's exported file (run/model.safetensors) on the
-    named records as they are, each fed as the run was trained (its variant, its rule for RR across
-    a gap, its modalities: make_item builds a beat stream only when the config has that modality)."""
+    """{name: float64 logits} of a finished run's exported model (load_run: its model.safetensors,
+    or a --rope-time run's best.pt with its rotation) on the named records as they are, each fed
+    as the run was trained (its variant, its rule for RR across a gap, its modalities: make_item
+    builds a beat stream only when the config has that modality)."""
     done = json.loads((run / "metrics.json").read_text())
     model = load_run(run)
     modalities = A.CONFIG["modalities"]
