@@ -254,7 +254,8 @@ export function cvTable(list = folds(), configuration = SHIPPED) {
   }
   const values = list.map((m) => m.test.f1);
   const per = (k) => f(list.reduce((a, m) => a + m.test.per_class_f1[k], 0) / list.length);
-  lines.push(`| **mean of ${values.length} fold${values.length === 1 ? '' : 's'}**${values.length < 5 ? ` (of 5; ${5 - values.length} to come)` : ''} | | ${per('N')} | ${per('A')} | ${per('O')} | ${per('~')} | **${f(mean(values))}**${values.length > 1 ? ` ± ${f(sd(values))} (sd), range ${f(Math.min(...values))}-${f(Math.max(...values))}` : ''} | | |`);
+  const rest = STOPPED[configuration] ? 'the rest not trained' : `${5 - values.length} to come`;
+  lines.push(`| **mean of ${values.length} fold${values.length === 1 ? '' : 's'}**${values.length < 5 ? ` (of 5; ${rest})` : ''} | | ${per('N')} | ${per('A')} | ${per('O')} | ${per('~')} | **${f(mean(values))}**${values.length > 1 ? ` ± ${f(sd(values))} (sd), range ${f(Math.min(...values))}-${f(Math.max(...values))}` : ''} | | |`);
   return lines.join('\n');
 }
 
