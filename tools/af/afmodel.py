@@ -123,15 +123,16 @@ def known_rr(times, values):
     return times[known], values[known]
 
 
-def beat_waveforms(x, rate, beats):
-    """(len(beats), BEAT_L): the ECG x (NaN missing) around each beat (sample index) on the beat
+def beat_waveforms(x, rate, beats, points=BEAT_L, first=BEAT_FIRST, step_s=BEAT_STEP_S):
+    """(len(beats), points): the ECG x (NaN missing) around each beat (sample index) on the beat
     grid, linearly interpolated between the two samples around each grid point (NaN when either
-    is missing or outside x), minus the mean of the beat's present points."""
+    is missing or outside x), minus the mean of the beat's present points. points, first, step_s:
+    the grid (the runtime's: BEAT_L, BEAT_FIRST, BEAT_STEP_S; others only in the beats-fine probe)."""
     x = np.asarray(x, dtype=np.float64)
     b = np.asarray(beats, dtype=np.int64)
     if not len(b):
-        return np.zeros((0, BEAT_L))
-    off = (np.arange(BEAT_L) + BEAT_FIRST) * BEAT_STEP_S * rate          # samples, float64
+        return np.zeros((0, points))
+    off = (np.arange(points) + first) * step_s * rate          # samples, float64
     u = b[:, None] + off[None, :]
     i0 = np.floor(u).astype(np.int64)
     frac = u - i0
@@ -145,13 +146,47 @@ def beat_waveforms(x, rate, beats):
     return w - mean[:, None]
 
 
-def beat_stream(x, rate, beats, start=0.0):
+def beat_rr_context(x, rate, beats, count):
+    """(len(beats), count): the RR intervals before each beat, newest first (column j: from beat
+    i-j-1 to beat i-j), each as RR_CONTEXT_SCALE * (RR - 0.8 s) so that the beat stream's own
+    normalisation (mean 0, std 0.25) reads it as the rr stream's does ((RR - 0.8) / 0.3); NaN before
+    the record's first beats and across a missing sample (NaN in x) between the two beats, as
+    rr_stream. A research probe (train_af.py --variant beats-rr); the runtime's beat stream has no
+    such points."""
+    beats = np.asarray(beats, dtype=np.int64)
+    out = np.full((len(beats), count), np.nan)
+    if len(beats) < 2:
+        return out
+    _, ok = rr_events(beats, np.isnan(np.asarray(x, dtype=np.float64)))
+    rr = np.where(ok, np.diff(beats) / rate, np.nan)           # rr[k]: beat k to beat k + 1
+    for j in range(count):
+        k = np.arange(len(beats)) - 1 - j
+        out[:, j] = np.where(k >= 0, rr[np.clip(k, 0, len(rr) - 1)], np.nan)
+    return RR_CONTEXT_SCALE * (out - 0.8)
+
+
+# rr (seconds) to the beat stream's units: (RR - 0.8) / 0.3 after dividing by the beat std 0.25
+RR_CONTEXT_SCALE = 0.25 / 0.3
+
+
+def beat_modality(config):
+    """The config's beat modality (a dict), or None."""
+    return next((m for m in config["modalities"] if m["name"] == "beat"), None)
+
+
+def beat_stream(x, rate, beats, start=0.0, modality=BEAT_MODALITY):
     """The beat stream's (timestamps, values): BEAT_L events per beat, all at the beat's time
     start + index / rate, valued its waveform (beat_waveforms); one token per beat (patch_len
-    BEAT_L)."""
-    w = beat_waveforms(x, rate, beats)
+    BEAT_L). Probes (train_af.py --variant beats-rr, beats-fine) set in the modality: "rr_context"
+    > 0, each beat's token then ends with that many intervals before it (beat_rr_context);
+    "grid_first" and "grid_step_s", another grid of patch_len - rr_context points."""
+    rr_context = modality.get("rr_context", 0)
+    w = beat_waveforms(x, rate, beats, modality["patch_len"] - rr_context,
+                       modality.get("grid_first", BEAT_FIRST), modality.get("grid_step_s", BEAT_STEP_S))
+    if rr_context:
+        w = np.concatenate([w, beat_rr_context(x, rate, beats, rr_context)], axis=1)
     times = start + np.asarray(beats, dtype=np.int64) / rate
-    return np.repeat(times, BEAT_L), w.reshape(-1)
+    return np.repeat(times, w.shape[1]), w.reshape(-1)
 
 
 def drop_notifications(n, fs, fraction, rng):

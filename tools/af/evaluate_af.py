@@ -90,11 +90,12 @@ def strap_rr(rec, condition):
     return {"timestamps": t.tolist(), "samples": v.tolist()}
 
 
-def condition_items(data, names, condition, workdir, variant, leave_out, with_beats, upsample_hz=0.0):
+def condition_items(data, names, condition, workdir, variant, leave_out, beat_modality, upsample_hz=0.0):
     """The test records under a condition as the model's items. upsample_hz: the model's ECG
     modality's "upsample_hz" (0: none): an ECG slower than that is read at that rate, as the
     runtime reads it (A.upsample, the tokenizer's rule); the RR and beat streams come from the ECG
-    at its own rate, as the package's detector finds them on a strap's samples."""
+    at its own rate, as the package's detector finds them on a strap's samples. beat_modality: the
+    model's beat modality (afmodel.beat_stream), None without one."""
     workdir.mkdir(parents=True, exist_ok=True)
     signals, listing, offset = [], [], 0
     for n in names:
@@ -122,7 +123,7 @@ def condition_items(data, names, condition, workdir, variant, leave_out, with_be
             rr_v = np.asarray([np.nan if v is None else v for v in rr[n]["samples"]], dtype=np.float64)
             if c["known"] or leave_out:  # intervals across a gap left out, not sent as missing
                 rr_t, rr_v = A.known_rr(rr_t, rr_v)
-        beat = A.beat_stream(x, rate, detected[n]["indices"], start) if with_beats else None
+        beat = A.beat_stream(x, rate, detected[n]["indices"], start, beat_modality) if beat_modality else None
         x, rate = A.read_ecg(x, rate, upsample_hz)
         tokens = A.tokens_of(x, rate, rr_t, rr_v, start=start, beat=beat)
         items.append({"tokens": tokens, "rate": rate, "placement": 0, "ref": A.default_ref(tokens),
@@ -192,13 +193,13 @@ def main():
         model = T.load_run(run).double()  # a --rope-time run: its best.pt with the rotation
         # afmodel's functions take A.CONFIG as their default: this model's modalities
         A.CONFIG["modalities"] = model.config["modalities"]
-        with_beats = any(m["name"] == "beat" for m in model.config["modalities"])
+        beat_modality = A.beat_modality(model.config)
         leave_out = T.rr_gaps_of(variant, metrics.get("rr_gaps")) == "leave-out"  # as the run was trained
         upsample_hz = A.ecg_read_hz(model.config)
         for condition in args.conditions.split(","):
-            key = (fold, condition, variant == "ecg-only", leave_out, with_beats, upsample_hz)
+            key = (fold, condition, variant == "ecg-only", leave_out, json.dumps(beat_modality, sort_keys=True), upsample_hz)
             if key not in cache:
-                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, leave_out, with_beats, upsample_hz)
+                cache[key] = condition_items(data, names, condition, ROOT / "build" / "af" / "conditions" / f"fold{fold}", variant, leave_out, beat_modality, upsample_hz)
             items = cache[key]
             logits = T.predict(model, items, variant, torch.float64)
             if args.ensemble:

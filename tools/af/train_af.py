@@ -20,6 +20,9 @@ Variants (the ablations of docs/models.md; each a model trained the same way but
                (masks still use real time: only the encoding changes)
   beats        nan-rr plus a third stream: each detected beat's ECG on a fixed grid around it
                (afmodel.beat_stream; one token per beat), the beats' morphology aligned
+  beats-rr     beats with each beat's token also holding the two RR intervals before it
+               (afmodel.beat_rr_context): a probe, its rhythm and morphology in one token
+  beats-fine   beats-rr with the beat grid twice as fine (80 points 8 ms apart, the same span)
   zero-fill    the dropout augmentation fills lost samples with 0 mV, present (what a pipeline
                without a notion of missing samples does); scored on the "-zeros" test conditions
 The ablations were trained in nan-rr's configuration (v1 schedule, 40 epochs); since 2026-12-05
@@ -187,7 +190,8 @@ def make_item(data, rec, rng, variant, augment, rr_gaps=None, strap_aug=0.0, rat
         rr_t, rr_v = A.rr_stream(beats, rate, missing, start)
         if rr_gaps_of(variant, rr_gaps) == "leave-out":  # an interval across a gap is left out, not sent as missing
             rr_t, rr_v = A.known_rr(rr_t, rr_v)
-    beat = A.beat_stream(x, rate, beats, start) if any(m["name"] == "beat" for m in A.CONFIG["modalities"]) else None
+    bm = A.beat_modality(A.CONFIG)
+    beat = A.beat_stream(x, rate, beats, start, bm) if bm else None
     # a model that declares "upsample_hz" (--upsample-hz) reads a slower ECG as the runtime does,
     # after the RR and beat streams were taken at the ECG's own rate (evaluate_af.py's rule)
     x, rate = A.read_ecg(x, rate, A.ecg_read_hz(A.CONFIG))
@@ -287,6 +291,11 @@ def config_of(variant, overrides, upsample_hz=0.0):
     config.update(overrides)
     if variant == "beats":
         config["modalities"] = config["modalities"] + [A.BEAT_MODALITY]
+    if variant == "beats-rr":  # a probe: each beat token also holds the two RR intervals before it
+        config["modalities"] = config["modalities"] + [dict(A.BEAT_MODALITY, patch_len=A.BEAT_L + 2, rr_context=2)]
+    if variant == "beats-fine":  # a probe: beats-rr on a grid twice as fine (8 ms, the same span)
+        config["modalities"] = config["modalities"] + [dict(A.BEAT_MODALITY, patch_len=2 * A.BEAT_L + 2, rr_context=2,
+                                                            grid_first=2 * A.BEAT_FIRST, grid_step_s=A.BEAT_STEP_S / 2)]
     if upsample_hz:
         config["modalities"] = [dict(m, upsample_hz=upsample_hz) if m["name"] == "ecg" else m for m in config["modalities"]]
     return config
@@ -357,7 +366,7 @@ def teacher_targets(args, data, names, out, log):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
-    ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats"])
+    ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats", "beats-rr", "beats-fine"])
     ap.add_argument("--rr-gaps", default=None, choices=["leave-out", "missing"],
                     help="an RR interval across a dropout: left out of the RR stream or a missing (NaN) event. "
                          "Default: leave-out for main, missing for the other variants (as their runs were trained); "
