@@ -118,7 +118,8 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   const members = { 'pair-lb10-beats': ['lb10', 'beats-lb10'], 'triple-lb10-e60-beats': ['lb10', 'lb10-e60', 'beats-lb10'],
     'pair-strap50-beats': ['strap50', 'beats-lb10'], 'triple-strap50-lb10-beats': ['strap50', 'lb10', 'beats-lb10'],
     'pair-strap50-beats-strap50': ['strap50', 'beats-strap50'], 'pair-up300': ['up300-lb10', 'up300-beats-lb10'],
-    'pair-rope4-rope4': ['lb10-rope4', 'beats-lb10-rope4'] };
+    'pair-rope4-rope4': ['lb10-rope4', 'beats-lb10-rope4'],
+    'triple-lb10-beatsrr-beatsfine': ['lb10', 'beats-rr-lb10', 'beats-fine-lb10'] };
   assert.deepEqual(CANDIDATES.map(([name]) => name), Object.keys(members));
   const byKey = scores();
   for (const [name, runs] of Object.entries(members)) {
