@@ -148,8 +148,9 @@ def beat_waveforms(x, rate, beats, points=BEAT_L, first=BEAT_FIRST, step_s=BEAT_
 
 def beat_rr_context(x, rate, beats, count):
     """(len(beats), count): the RR intervals before each beat, newest first (column j: from beat
-    i-j-1 to beat i-j), each as RR_CONTEXT_SCALE * (RR - 0.8 s) so that the beat stream's own
-    normalisation (mean 0, std 0.25) reads it as the rr stream's does ((RR - 0.8) / 0.3); NaN before
+    i-j-1 to beat i-j), each scaled by the beat stream's std over the rr stream's and shifted by the
+    rr stream's mean, so that the beat stream's own normalisation (mean 0, std 0.25) reads it as the
+    rr stream's does ((RR - 0.8) / 0.3); NaN before
     the record's first beats and across a missing sample (NaN in x) between the two beats, as
     rr_stream. A research probe (train_af.py --variant beats-rr); the runtime's beat stream has no
     such points."""
@@ -162,11 +163,8 @@ def beat_rr_context(x, rate, beats, count):
     for j in range(count):
         k = np.arange(len(beats)) - 1 - j
         out[:, j] = np.where(k >= 0, rr[np.clip(k, 0, len(rr) - 1)], np.nan)
-    return RR_CONTEXT_SCALE * (out - 0.8)
-
-
-# rr (seconds) to the beat stream's units: (RR - 0.8) / 0.3 after dividing by the beat std 0.25
-RR_CONTEXT_SCALE = 0.25 / 0.3
+    rr_mod = next(m for m in CONFIG["modalities"] if m["name"] == "rr")
+    return BEAT_MODALITY["std"] / rr_mod["std"] * (out - rr_mod["mean"])
 
 
 def beat_modality(config):

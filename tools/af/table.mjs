@@ -373,10 +373,11 @@ export const SCREENS = {
 // only if its mean clean F1 is at least 0.807 and it is within 0.03 on 4 folds of 5; until then
 // nothing ships (PROBES). (G), a beat's token with its RR intervals (written on 2026-12-07 before its
 // folds 1-4 trained): the same rule as (F), and qualifying earns the runtime's beat stream those points.
+const fourFoldsAnd = (least, label) => (clean, strap) => (mean(clean) >= least && foldsWithin(clean, strap) >= 4 ? label : '');
 const RULES = {
-  'pair-up300': (clean, strap) => (mean(clean) >= 0.797 && foldsWithin(clean, strap) >= 4 ? '(E)' : ''),
-  'pair-rope4-rope4': (clean, strap) => (mean(clean) >= 0.807 && foldsWithin(clean, strap) >= 4 ? '(F)' : ''),
-  'triple-lb10-beatsrr-beatsfine': (clean, strap) => (mean(clean) >= 0.807 && foldsWithin(clean, strap) >= 4 ? '(G)' : ''),
+  'pair-up300': fourFoldsAnd(0.797, '(E)'),
+  'pair-rope4-rope4': fourFoldsAnd(0.807, '(F)'),
+  'triple-lb10-beatsrr-beatsfine': fourFoldsAnd(0.807, '(G)'),
 };
 // Candidates the runtime cannot run yet: qualifying earns them the runtime work named, not the package.
 const PROBES = {

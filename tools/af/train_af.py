@@ -284,18 +284,24 @@ def check_twin(model, items, variant, count=12):
 BASE_CONFIG = copy.deepcopy(A.CONFIG)  # afmodel's configuration before a run's options change it
 
 
+# The variants with a beat stream, and its modality (afmodel.beat_stream). beats-rr, a probe: each beat's
+# token also holds the two RR intervals before it; beats-fine, a probe: beats-rr on a grid twice as
+# fine (8 ms, the same span).
+BEAT_VARIANTS = {
+    "beats": A.BEAT_MODALITY,
+    "beats-rr": dict(A.BEAT_MODALITY, patch_len=A.BEAT_L + 2, rr_context=2),
+    "beats-fine": dict(A.BEAT_MODALITY, patch_len=2 * A.BEAT_L + 2, rr_context=2,
+                       grid_first=2 * A.BEAT_FIRST, grid_step_s=A.BEAT_STEP_S / 2),
+}
+
+
 def config_of(variant, overrides, upsample_hz=0.0):
     """The model configuration a run trains: afmodel's, with --config's overrides, the beat stream
     (variant beats) and the ECG's upsample_hz (--upsample-hz)."""
     config = copy.deepcopy(BASE_CONFIG)
     config.update(overrides)
-    if variant == "beats":
-        config["modalities"] = config["modalities"] + [A.BEAT_MODALITY]
-    if variant == "beats-rr":  # a probe: each beat token also holds the two RR intervals before it
-        config["modalities"] = config["modalities"] + [dict(A.BEAT_MODALITY, patch_len=A.BEAT_L + 2, rr_context=2)]
-    if variant == "beats-fine":  # a probe: beats-rr on a grid twice as fine (8 ms, the same span)
-        config["modalities"] = config["modalities"] + [dict(A.BEAT_MODALITY, patch_len=2 * A.BEAT_L + 2, rr_context=2,
-                                                            grid_first=2 * A.BEAT_FIRST, grid_step_s=A.BEAT_STEP_S / 2)]
+    if variant in BEAT_VARIANTS:
+        config["modalities"] = config["modalities"] + [BEAT_VARIANTS[variant]]
     if upsample_hz:
         config["modalities"] = [dict(m, upsample_hz=upsample_hz) if m["name"] == "ecg" else m for m in config["modalities"]]
     return config
@@ -366,7 +372,7 @@ def teacher_targets(args, data, names, out, log):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT / "build" / "af"), help="prepare.mjs's output folder")
-    ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", "beats", "beats-rr", "beats-fine"])
+    ap.add_argument("--variant", default="main", choices=["main", "nan-rr", "ecg-only", "no-rate-aug", "index-time", "zero-fill", *BEAT_VARIANTS])
     ap.add_argument("--rr-gaps", default=None, choices=["leave-out", "missing"],
                     help="an RR interval across a dropout: left out of the RR stream or a missing (NaN) event. "
                          "Default: leave-out for main, missing for the other variants (as their runs were trained); "
