@@ -207,25 +207,52 @@ export interface RrStream {
  */
 export function rrFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats | null, options?: { gaps?: 'leave-out' | 'missing' }): RrStream;
 
-/** Points per beat of the beat stream: a beat's ECG from 0.24 s before its R peak to 0.384 s after, 16 ms apart. */
+/** Points per beat of the default beat grid: a beat's ECG from 0.24 s before its R peak to 0.384 s after, 16 ms apart. */
 export const BEAT_POINTS: 40;
 
-/** The beat event stream beatsFromEcg makes: BEAT_POINTS events per beat, so a patch of BEAT_POINTS is one beat. */
+/** A beat modality's grid, as beatModalities reads it from a model's config. */
+export interface BeatGrid {
+  /** The modality's name: "beat" or "beat_..." (the stream's modality). */
+  readonly modality: string;
+  /** Values per beat: `points` of the ECG, then `rrContext` RR intervals. */
+  readonly patchLen: number;
+  readonly points: number;
+  /** Grid point k lies (k + first) * stepS seconds from the beat. */
+  readonly first: number;
+  readonly stepS: number;
+  /** RR intervals before the beat, newest first, each written as rrScale * (RR - rrMean). */
+  readonly rrContext: number;
+  readonly rrMean: number;
+  readonly rrScale: number;
+}
+
+/**
+ * The beat streams a model takes (its modalities named "beat" or "beat_..."), each with its grid:
+ * the modality's `patch_len`, `rr_context` (default 0), `grid_first` (default -15) and
+ * `grid_step_s` (default 0.016). BAD_FORMAT, naming the modality and key, for a grid a model may
+ * not ask (loadModel checks every model so).
+ */
+export function beatModalities(config: ModelConfig): BeatGrid[];
+
+/** The beat event stream beatsFromEcg makes: patchLen events per beat (BEAT_POINTS on the default grid), so a patch is one beat. */
 export interface BeatStream {
   sensor: number;
-  modality: 'beat';
+  /** The grid's modality ("beat" by default). */
+  modality: string;
   placement: string;
-  /** Each beat's time, BEAT_POINTS times over, seconds. */
+  /** Each beat's time, patchLen times over, seconds. */
   timestamps: Float64Array;
-  /** Each beat's ECG on the grid (linear interpolation, the beat's mean removed), in the ECG's unit; NaN where a sample is missing or outside the recording. */
+  /** Each beat's ECG on the grid (linear interpolation, the beat's mean removed), in the ECG's unit; NaN where a sample is missing or outside the recording; then the grid's RR intervals (NaN when unknown: before the first beat, or with a missing sample between the two beats). */
   samples: Float64Array;
 }
 
 /**
  * The beat event stream of an ECG stream, from detectBeats (or the `detected` beats of the same
- * samples): for a model with a `beat` modality. INVALID_ARGUMENT when `ecg` is not a regular stream.
+ * samples): for a model with a beat modality, on its grid (one of beatModalities(model.config);
+ * default: modality "beat" on the 40-point grid). INVALID_ARGUMENT when `ecg` is not a regular
+ * stream or `grid` is not one of beatModalities'.
  */
-export function beatsFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats): BeatStream;
+export function beatsFromEcg(ecg: { sensor: number; placement: string; rateHz: number; startTime?: number; samples: ArrayLike<number | null> }, detected?: DetectedBeats | null, grid?: BeatGrid): BeatStream;
 
 /** Options of BeatTracker. Other keys are INVALID_ARGUMENT. */
 export interface BeatTrackerOptions {
@@ -237,6 +264,8 @@ export interface BeatTrackerOptions {
   seconds?: number;
   /** How far behind the newest sample a beat becomes final, 0.5 s to a quarter of `seconds` (default 2.5). */
   hold?: number;
+  /** The beat modality's grid (one of beatModalities(model.config); default: the 40-point "beat" grid). */
+  grid?: BeatGrid | null;
 }
 
 /** A chunk of the beat stream for a streaming session: this push's final beats and the stream's watermark. */

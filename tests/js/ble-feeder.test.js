@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
-import { BEAT_POINTS, beatsFromEcg, loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
+import { BEAT_POINTS, beatModalities, beatsFromEcg, loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { matchBeats } from './beats.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';
@@ -343,6 +343,51 @@ test('a beat stream derived from the ECG (spec.from): the beats of the ECG the s
   }
 });
 
+test('a model with two beat modalities (an ensemble\'s grids): one stream derived per modality from the same ECG, each the offline tokens on its grid', async () => {
+  // The grids of an ensemble whose members read beats differently (tools/af/ensemble.py names
+  // them apart): the default one, and 80 points 8 ms apart with the 2 RR intervals before each
+  // beat. Reference: beatsFromEcg on the session's own view of the ECG (as above) with each grid.
+  // Compared where the beat and the two before it are the offline ones to the sample (then the
+  // same waveform and the same intervals): within the chunks' float32 rounding (2^-24 of the value,
+  // here 2^-23) and 1e-6 for the float64 positions (a sample index within the tracker's window vs
+  // within the recording); an interval across the outage must be unknown (NaN) in the stream.
+  const rr = { name: 'rr', patch_len: 4, mean: 0.8, std: 0.3 };
+  const fine = { name: 'beat_80x8ms_rr2', patch_len: 82, mean: 0, std: 0.25, rr_context: 2, grid_first: -30, grid_step_s: 0.008 };
+  const config = { modalities: [{ name: 'ecg', patch_len: 40 }, rr, { name: 'beat', patch_len: 40, mean: 0, std: 0.25 }, fine], placements: ['chest'], n_sensors: 1 };
+  const grids = beatModalities(config);
+  const { chunks, stats } = await simulatedFeed({ seed: 3, seconds: 120, outage: { at: 60, duration: 8 }, config, streams: { ecg: DEFAULT_STREAMS.ecg }, devices: ['strap'] });
+  const [ecg, ...derived] = concatenate(chunks);
+  assert.deepEqual(derived.map((d) => d.modality), ['beat', fine.name]);
+  assert.deepEqual(Object.keys(stats).filter((id) => stats[id].kind === 'derived'), ['ecg:beat', `ecg:${fine.name}`]);
+  const x = ecg.samples.map((v, i, a) => (Number.isNaN(v) && i > 0 && Number.isFinite(a[i - 1]) && Number.isFinite(a[i + 1]) ? (a[i - 1] + a[i + 1]) / 2 : v));
+  const outage = [60, 68].map((t) => T0 + t);
+  const beatTimes = [];
+  derived.forEach((d, g) => {
+    const { patchLen, points, rrContext } = grids[g];
+    const offline = beatsFromEcg({ sensor: 0, placement: 'chest', rateHz: ecg.rateHz, startTime: ecg.startTime, samples: x }, null, grids[g]);
+    const at = new Map();
+    for (let j = 0; j < offline.timestamps.length; j += patchLen) at.set(offline.timestamps[j], j / patchLen);
+    const times = [];
+    for (let j = 0; j < d.timestamps.length; j += patchLen) times.push(d.timestamps[j]);
+    beatTimes.push(times);
+    let compared = 0, acrossOutage = 0;
+    times.forEach((t, j) => {
+      const k = at.get(t), token = d.samples.slice(j * patchLen, (j + 1) * patchLen);
+      for (let c = 0; c < rrContext && j - c >= 1; c++) {
+        if (times[j - c - 1] < outage[1] && times[j - c] > outage[0]) assert.ok(Number.isNaN(token[points + c]), `${d.modality}: the interval before the beat at ${times[j - c]} spans the outage`), acrossOutage++;
+      }
+      if (k === undefined || j < 2 || at.get(times[j - 1]) !== k - 1 || at.get(times[j - 2]) !== k - 2) return;
+      const want = offline.samples.subarray(k * patchLen, (k + 1) * patchLen);
+      want.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(token[i]) : Math.abs(token[i] - v) <= Math.abs(v) * 2 ** -23 + 1e-6, `${d.modality}: beat at ${t} point ${i}: ${token[i]} vs ${v}`));
+      compared++;
+    });
+    assert.ok(compared >= 0.95 * times.length, `${d.modality}: ${compared} of ${times.length} beats compared`);
+    if (rrContext) assert.ok(acrossOutage >= rrContext, `${d.modality}: ${acrossOutage} intervals across the outage`);
+    assert.equal(stats[`ecg:${d.modality}`].beats, times.length);
+  });
+  assert.deepEqual(beatTimes[1], beatTimes[0], 'one detection: the same beats on both grids');
+});
+
 test('a derived stream: from must name a regular stream added before it; it takes no samples of its own', () => {
   const bad = (fn, pattern) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message));
   const f = new SessionFeeder({ streams: { ecg: DEFAULT_STREAMS.ecg, rr: DEFAULT_STREAMS.rr } });
@@ -462,7 +507,7 @@ test('end to end through a Worker session (async pushes): the same final tokens 
 });
 
 test('a model with a beat modality: the feeder derives "<ecg id>:beat" from an ECG stream by itself, once, declared with it', () => {
-  const config = { modalities: [{ name: 'ecg' }, { name: 'rr' }, { name: 'beat' }], placements: ['chest'], n_sensors: 1 };
+  const config = { modalities: [{ name: 'ecg' }, { name: 'rr' }, { name: 'beat', patch_len: 40 }], placements: ['chest'], n_sensors: 1 };
   const f = new SessionFeeder({ config, streams: { ecg: { ...DEFAULT_STREAMS.ecg, rateHz: 100 } } });
   const times = Array.from({ length: 1000 }, (_, i) => 10 + i / 100);
   f.push('ecg', times, times.map((t) => Math.sin(t)));

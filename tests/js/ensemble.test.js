@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { beatsFromEcg, detectBeats, loadModel, rrFromEcg } from '../../web/src/index.js';
+import { beatModalities, beatsFromEcg, detectBeats, loadModel, rrFromEcg } from '../../web/src/index.js';
 import { ensembleMembers } from '../../web/src/ensemble.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
 import { fixturePath } from './safetensors.js';
@@ -30,16 +30,22 @@ function parse(bytes) {
   return { header: JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n))), data: bytes.subarray(8 + n) };
 }
 
+// A safetensors file from its header and its data's parts, in order.
+function write(header, parts) {
+  const text = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + text.length + parts.reduce((n, p) => n + p.length, 0));
+  new DataView(out.buffer).setBigUint64(0, BigInt(text.length), true);
+  out.set(text, 8);
+  let at = 8 + text.length;
+  for (const p of parts) out.set(p, at), (at += p.length);
+  return out;
+}
+
 // A file with its header replaced (the data kept): for the malformed-ensemble cases.
 function withHeader(bytes, edit) {
   const { header, data } = parse(bytes);
   edit(header);
-  const text = new TextEncoder().encode(JSON.stringify(header));
-  const out = new Uint8Array(8 + text.length + data.length);
-  new DataView(out.buffer).setBigUint64(0, BigInt(text.length), true);
-  out.set(text, 8);
-  out.set(data, 8 + text.length);
-  return out;
+  return write(header, [data]);
 }
 
 // 30 s of a synthetic ECG at 130 Hz (a strap's rate): a QRS-like bump every 0.8 s with a 0.5 s
@@ -198,6 +204,66 @@ test('a malformed ensemble file is BAD_FORMAT naming what is wrong; members with
     h[name].shape = [h[name].shape[0] + 1, h[name].shape[1]];
   });
   await assert.rejects(loadModel(broken), (e) => /ensemble member 1: /.test(e.message));
+});
+
+// An ensemble file from member files (safetensors each), as tools/af/ensemble.py export writes
+// one: member k's tensors prefixed "member<k>.", its metadata kept.
+function pack(files) {
+  const tensors = {}, parts = [];
+  let offset = 0;
+  const members = files.map((file, k) => {
+    const { header, data } = parse(file);
+    for (const [name, t] of Object.entries(header)) {
+      if (name === '__metadata__') continue;
+      const bytes = data.subarray(...t.data_offsets);
+      tensors[`member${k}.${name}`] = { ...t, data_offsets: [offset, offset + bytes.length] };
+      parts.push(bytes);
+      offset += bytes.length;
+    }
+    return { prefix: `member${k}.`, metadata: header.__metadata__ };
+  });
+  return write({ __metadata__: { ensemble: JSON.stringify({ combine: 'mean_probability', members }) }, ...tensors }, parts);
+}
+
+// The AF pair's beat member with its beat modality on another grid (8 ms apart, not 16), under
+// `name` (its value projection renamed with it, as ensemble.py renames it).
+function otherGrid(file, name) {
+  return withHeader(file, (h) => {
+    const config = JSON.parse(h.__metadata__.config);
+    config.modalities = config.modalities.map((m) => (m.name === 'beat' ? { ...m, name, grid_step_s: 0.008 } : m));
+    h.__metadata__.config = JSON.stringify(config);
+    for (const key of Object.keys(h)) {
+      if (!key.startsWith('tokenizer.value_proj.beat.')) continue;
+      h[key.replace('.beat.', `.${name}.`)] = h[key];
+      if (name !== 'beat') delete h[key];
+    }
+  });
+}
+
+test('ensemble members with different beat grids: each member gets the beat stream of its own modality; one name with two grids is BAD_FORMAT', async () => {
+  const [f0, f1] = ensembleMembers(pairBytes());
+  const f2 = otherGrid(f1, 'beat_40x8ms');
+  const triple = await loadModel(pack([f0, f1, f2]));
+  const [m0, m1, m2] = await Promise.all([f0, f1, f2].map((b) => loadModel(b)));
+  try {
+    assert.deepEqual(triple.config.modalities.map((m) => m.name), ['ecg', 'rr', 'beat', 'beat_40x8ms']);
+    const grids = beatModalities(triple.config);
+    assert.deepEqual(grids.map((g) => [g.modality, g.stepS]), [['beat', 0.016], ['beat_40x8ms', 0.008]]);
+    const { ecg, rr } = strapWindow();
+    const beats = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime });
+    const [b1, b2] = grids.map((g) => beatsFromEcg(ecg, beats, g));
+    assert.notDeepEqual(b1.samples, b2.samples);
+    const out = triple.forward({ streams: [ecg, rr, b2, b1] });
+    const heads = [m0.forward({ streams: [ecg, rr] }).head, m1.forward({ streams: [ecg, rr, b1] }).head, m2.forward({ streams: [ecg, rr, b2] }).head];
+    close(out.head, meanProbabilityHead(heads), 1e-6, 'head');
+    // the member fed the other grid's stream under its own name would read something else
+    const wrong = m2.forward({ streams: [ecg, rr, { ...b1, modality: 'beat_40x8ms' }] }).head;
+    assert.ok(Math.max(...wrong.map((v, i) => Math.abs(v - heads[2][i]))) > 1e-3, 'the two grids give the member different heads');
+  } finally {
+    for (const m of [triple, m0, m1, m2]) m.dispose();
+  }
+  await assert.rejects(loadModel(pack([f0, f1, otherGrid(f1, 'beat')])),
+    (e) => e.code === 'BAD_FORMAT' && /ensemble member 2: beat modality "beat" has another grid than member 1's/.test(e.message));
 });
 
 test('an ensemble session: the first member\'s tokens, the members\' pooled heads combined, as the members\' own sessions give them', async () => {

@@ -14,8 +14,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { beatsFromEcg, BEAT_POINTS, BeatTracker, detectBeats, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
-import { beatWaveforms } from '../../web/src/qrs.js';
+import { beatModalities, beatsFromEcg, BEAT_POINTS, BeatTracker, detectBeats, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
+import { beatWaveforms, DEFAULT_BEAT_GRID } from '../../web/src/qrs.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
 import { matchBeats } from './beats.js';
 
@@ -115,6 +115,65 @@ test('beatWaveforms matches the training\'s definition (tools/af/afmodel.py beat
   }
 });
 
+test('beatsFromEcg with each beat modality train_af.py trains matches afmodel.beat_stream on its fixture: the 40-point grid, with the RR intervals before each beat, twice as fine', () => {
+  // The same fixture's "streams" (tools/af/make_beat_fixture.py): afmodel.beat_stream with each of
+  // train_af.BEAT_VARIANTS' modalities, read here through beatModalities from the same modality
+  // entries as a model file holds them. Waveform points: 1e-12 mV as above (the mean's summation
+  // order). RR points: the same integer index difference / rate, scaled by the same two float64
+  // operations, so also within 1e-12; which intervals are unknown (NaN: before the first beat,
+  // across a gap) must agree exactly.
+  const fixture = JSON.parse(readFileSync(new URL('../fixtures/beat_waveforms.json', import.meta.url), 'utf8'));
+  assert.deepEqual(Object.keys(fixture.modalities), ['beats', 'beats-rr', 'beats-fine']);
+  for (const [variant, modalities] of Object.entries(fixture.modalities)) {
+    const [grid] = beatModalities({ modalities });
+    let unknownRr = 0, knownRr = 0;
+    for (const c of fixture.cases) {
+      const ecg = { sensor: 0, placement: 'chest', rateHz: c.rateHz, samples: c.samples };
+      const times = c.indices.map((i) => i / c.rateHz);
+      const got = beatsFromEcg(ecg, { indices: c.indices, times }, grid);
+      const want = c.streams[variant];
+      const what = `${variant}, ${c.rateHz} Hz`;
+      assert.equal(got.modality, modalities[0].name);
+      assert.equal(got.samples.length, want.length, what);
+      assert.equal(got.samples.length, c.indices.length * modalities[0].patch_len, what);
+      times.forEach((t, j) => assert.ok(got.timestamps.subarray(j * grid.patchLen, (j + 1) * grid.patchLen).every((u) => u === t), `${what}: beat ${j}'s events at its time`));
+      want.forEach((v, i) => {
+        const rrPoint = i % grid.patchLen >= grid.points;
+        if (v === null) assert.ok(Number.isNaN(got.samples[i]), `${what} point ${i}: missing in the fixture, ${got.samples[i]} here`);
+        else assert.ok(Math.abs(got.samples[i] - v) <= 1e-12, `${what} point ${i}: ${got.samples[i]} vs ${v}`);
+        if (rrPoint) v === null ? unknownRr++ : knownRr++;
+      });
+    }
+    if (grid.rrContext) assert.ok(unknownRr > 0 && knownRr > unknownRr, `${variant}: the fixture exercises known and unknown intervals (${knownRr}, ${unknownRr})`);
+  }
+  // the shipped grid: the default one, and beatsFromEcg's output without a grid
+  const [plain] = beatModalities({ modalities: fixture.modalities.beats });
+  assert.deepEqual({ ...plain }, { ...DEFAULT_BEAT_GRID });
+});
+
+test('beatModalities: a model\'s beat streams and their grids; what a model file may not ask is BAD_FORMAT naming the modality and key', () => {
+  const rr = { name: 'rr', patch_len: 4, mean: 0.8, std: 0.3 };
+  const config = (...beats) => ({ modalities: [{ name: 'ecg', patch_len: 25 }, rr, ...beats] });
+  assert.deepEqual(beatModalities(config()), []);
+  assert.deepEqual(beatModalities(config({ name: 'heartbeat', patch_len: 40 }, { name: 'beats', patch_len: 40 })), [], 'only "beat" and "beat_..." are beat streams');
+  const [a, b] = beatModalities(config({ name: 'beat', patch_len: 40, std: 0.25 }, { name: 'beat_80x8ms_rr2', patch_len: 82, std: 0.25, rr_context: 2, grid_first: -30, grid_step_s: 0.008 }));
+  assert.deepEqual({ ...a }, { ...DEFAULT_BEAT_GRID });
+  // hand-computed: 80 points 8 ms apart from -0.24 s; RR written as 0.25 / 0.3 * (RR - 0.8)
+  assert.deepEqual({ ...b }, { modality: 'beat_80x8ms_rr2', patchLen: 82, points: 80, first: -30, stepS: 0.008, rrContext: 2, rrMean: 0.8, rrScale: 0.25 / 0.3 });
+  const bad = (beat, pattern, modalities = config(beat).modalities) => assert.throws(() => beatModalities({ modalities }),
+    (e) => e instanceof SensorformerError && e.code === 'BAD_FORMAT' && e.message.startsWith(`beat modality "${beat.name}": `) && pattern.test(e.message));
+  bad({ name: 'beat', patch_len: 42, rr_context: 2 }, /needs the model's "rr" modality/, [{ name: 'ecg' }, { name: 'beat', patch_len: 42, rr_context: 2 }]);
+  for (const r of [-1, 1.5, 17, '2']) bad({ name: 'beat', patch_len: 42, rr_context: r }, /"rr_context" must be an integer from 0 to 16/);
+  for (const p of [2, 1, undefined, 40.5]) bad({ name: 'beat_x', patch_len: p, rr_context: 2 }, /"patch_len" .* must be an integer above "rr_context"/);
+  for (const f of [1.5, 20000, '-15']) bad({ name: 'beat', patch_len: 40, grid_first: f }, /"grid_first" must be an integer/);
+  for (const g of [0, -0.01, 2, NaN, '0.016']) bad({ name: 'beat', patch_len: 40, grid_step_s: g }, /"grid_step_s" must be a number of seconds/);
+  // a grid that is not one of beatModalities' is refused where one is taken
+  const ecg = { sensor: 0, placement: 'chest', rateHz: 300, samples: new Float64Array(900) };
+  for (const g of [{ patchLen: 42 }, { ...b, patchLen: 81 }, 'beat'])
+    assert.throws(() => beatsFromEcg(ecg, null, g), (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /grid must be one of beatModalities/.test(e.message));
+  assert.throws(() => new BeatTracker({ rateHz: 300, grid: { patchLen: 3 } }), (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /grid must be one of beatModalities/.test(e.message));
+});
+
 test('beatsFromEcg: BEAT_POINTS events per detected beat at its time; the window around each R peak', () => {
   const { x } = synthetic(5, 300, 60);
   const start = 1764460800.25;
@@ -152,6 +211,7 @@ test('beatsFromEcg: BEAT_POINTS events per detected beat at its time; the window
 // `hold` behind the newest sample. Returns the beats' times and waveforms.
 function track(x, fs, sizes, start = 0, options = {}) {
   const tracker = new BeatTracker({ rateHz: fs, startTime: start, ...options });
+  const size = options.grid?.patchLen ?? BEAT_POINTS;
   const times = [], waves = [];
   let until = -Infinity, at = 0, c = 0;
   while (at < x.length) {
@@ -159,10 +219,10 @@ function track(x, fs, sizes, start = 0, options = {}) {
     const chunk = tracker.push(x.subarray(at, at + n));
     at += n;
     assert.equal(chunk.samples.length, chunk.timestamps.length);
-    for (let j = 0; j < chunk.timestamps.length; j += BEAT_POINTS) {
+    for (let j = 0; j < chunk.timestamps.length; j += size) {
       assert.ok(chunk.timestamps[j] >= until, `a beat at ${chunk.timestamps[j]} before the watermark ${until}`);
       times.push(chunk.timestamps[j]);
-      waves.push(chunk.samples.subarray(j, j + BEAT_POINTS));
+      waves.push(chunk.samples.subarray(j, j + size));
     }
     assert.ok(chunk.until >= until && chunk.until <= Math.max(start, start + Math.min(at, x.length) / fs - (options.hold ?? 2.5)) + 1e-9);
     until = chunk.until;
@@ -195,6 +255,61 @@ test('BeatTracker: the beats of a live ECG, chunk by chunk: the offline detectio
           want.forEach((v, k) => assert.ok(Math.abs(waves[j][k] - v) <= 1e-9, `${what}: beat ${j} point ${k}`));
         });
         assert.equal(tracker.late, 0, what);
+      }
+    }
+  }
+});
+
+test('BeatTracker with a grid that holds the RR intervals before each beat: the offline tokens (beatsFromEcg), intervals across gaps unknown', () => {
+  const fixture = JSON.parse(readFileSync(new URL('../fixtures/beat_waveforms.json', import.meta.url), 'utf8'));
+  for (const variant of ['beats-rr', 'beats-fine']) {
+    const [grid] = beatModalities({ modalities: fixture.modalities[variant] });
+    for (const [fs, restart] of [[130, 'beats'], [300, 'beats'], [130, 'flat'], [300, 'flat']]) {
+      const { x } = synthetic(4, fs, 120);
+      // 3 s of missing samples at 40 s (NaN in the chunks) and 30 s lost at 70 s (a later
+      // startTime: longer than the tracker's window); offline, both are NaN samples. After the
+      // long gap the ECG starts again with beats (the tracker's first 2 s then hold beats it drops
+      // as late) or flat for 3 s (no beat until the detector has learnt its thresholds).
+      const gapped = Float64Array.from(x);
+      gapped.fill(NaN, 40 * fs, 43 * fs);
+      gapped.fill(NaN, 70 * fs, 100 * fs);
+      if (restart === 'flat') gapped.fill(0, 100 * fs, 103 * fs);
+      const offline = beatsFromEcg({ sensor: 0, placement: 'chest', rateHz: fs, samples: gapped }, null, grid);
+      for (const sizes of [[73], [1, 500, 17, 2999]]) {
+        const tracker = new BeatTracker({ rateHz: fs, grid });
+        const times = [], tokens = [];
+        const take = (c) => {
+          for (let j = 0; j < c.timestamps.length; j += grid.patchLen) times.push(c.timestamps[j]), tokens.push(c.samples.slice(j, j + grid.patchLen));
+        };
+        for (let at = 0, c = 0; at < 70 * fs; c++) {
+          const n = Math.min(sizes[c % sizes.length], 70 * fs - at);
+          take(tracker.push(gapped.subarray(at, at + n)));
+          at += n;
+        }
+        take(tracker.push(gapped.subarray(100 * fs), 100));
+        take(tracker.end());
+        const what = `${variant}, ${fs} Hz, chunks ${sizes}, restart ${restart}`;
+        // Beats and their neighbours found at the same samples as offline: the same token (its
+        // waveform within 1e-9 mV as above; its intervals the same index differences, exactly).
+        const at = new Map(Array.from({ length: offline.timestamps.length / grid.patchLen }, (_, j) => [offline.timestamps[j * grid.patchLen], j]));
+        let compared = 0, unknown = 0;
+        times.forEach((t, j) => {
+          const k = at.get(t);
+          if (k === undefined || j < grid.rrContext || at.get(times[j - 1]) !== k - 1 || at.get(times[j - 2]) !== k - 2) return;
+          const want = offline.samples.subarray(k * grid.patchLen, (k + 1) * grid.patchLen);
+          want.forEach((v, i) => assert.ok(Number.isNaN(v) ? Number.isNaN(tokens[j][i]) : Math.abs(tokens[j][i] - v) <= 1e-9, `${what}: beat at ${t} point ${i}: ${tokens[j][i]} vs ${v}`));
+          compared++;
+        });
+        assert.ok(compared >= 0.9 * times.length, `${what}: ${compared} of ${times.length} beats compared`);
+        // every interval that spans a gap is unknown
+        times.forEach((t, j) => {
+          for (let c = 0; c < grid.rrContext && j - c >= 1; c++) {
+            const a = times[j - c - 1], b = times[j - c];
+            if ((a < 43 && b > 40) || (a < 100 && b > 70)) assert.ok(Number.isNaN(tokens[j][grid.points + c]), `${what}: the interval ${a}-${b} spans a gap`), unknown++;
+          }
+        });
+        assert.ok(unknown >= 2 * grid.rrContext, `${what}: ${unknown} intervals across the gaps`);
+        assert.ok(tokens.slice(0, 1).every((tok) => tok.subarray(grid.points).every(Number.isNaN)), `${what}: the first beat has no interval before it`);
       }
     }
   }

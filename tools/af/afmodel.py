@@ -167,9 +167,28 @@ def beat_rr_context(x, rate, beats, count):
     return BEAT_MODALITY["std"] / rr_mod["std"] * (out - rr_mod["mean"])
 
 
+def is_beat_modality(name):
+    """A beat stream's modality: "beat", or "beat_..." (web/src/qrs.js isBeatModality: an ensemble
+    file names a second grid so, beat_modality_name)."""
+    return name == "beat" or name.startswith("beat_")
+
+
 def beat_modality(config):
-    """The config's beat modality (a dict), or None."""
-    return next((m for m in config["modalities"] if m["name"] == "beat"), None)
+    """The config's beat modality (a dict), or None (a run's model has at most one)."""
+    return next((m for m in config["modalities"] if is_beat_modality(m["name"])), None)
+
+
+def beat_modality_name(modality):
+    """The name an ensemble file gives a beat modality whose grid differs from another member's
+    (ensemble.py export: the runtime sends a stream to every member that knows its modality's
+    name): "beat" for the default grid, else "beat_<points>x<step in ms>ms", with "_rr<k>" when each
+    token ends with k RR intervals (e.g. beat_80x8ms_rr2); grids that differ only in where they
+    start share a name (export refuses them)."""
+    rr = modality.get("rr_context", 0)
+    first, step = modality.get("grid_first", BEAT_FIRST), modality.get("grid_step_s", BEAT_STEP_S)
+    if modality["patch_len"] == BEAT_L and not rr and first == BEAT_FIRST and step == BEAT_STEP_S:
+        return "beat"
+    return f"beat_{modality['patch_len'] - rr}x{step * 1000:g}ms" + (f"_rr{rr}" if rr else "")
 
 
 def beat_stream(x, rate, beats, start=0.0, modality=BEAT_MODALITY):
@@ -260,7 +279,7 @@ def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0, beat=Non
     given = {"ecg": (np.asarray(ecg, dtype=np.float64), None),
              "rr": (np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))}
     if beat is not None:
-        given["beat"] = (np.asarray(beat[1], dtype=np.float64), np.asarray(beat[0], dtype=np.float64))
+        given[beat_modality(config)["name"]] = (np.asarray(beat[1], dtype=np.float64), np.asarray(beat[0], dtype=np.float64))
     out = {}
     for m in config["modalities"]:
         name = m["name"]
@@ -509,7 +528,7 @@ def window_of(item, config=CONFIG):
                         "timestamps": [float(t) for t in item["rr_times"]],
                         "samples": [None if math.isnan(v) else float(v) for v in item["rr_values"]]})
     if item.get("beat") is not None and len(item["beat"][0]):
-        streams.append({"sensor": 0, "modality": "beat", "placement": place,
+        streams.append({"sensor": 0, "modality": beat_modality(config)["name"], "placement": place,
                         "timestamps": [float(t) for t in item["beat"][0]],
                         "samples": [None if math.isnan(v) else float(v) for v in item["beat"][1]]})
     w = {"streams": streams}

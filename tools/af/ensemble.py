@@ -41,12 +41,30 @@ from train_af import declare_rr_gaps, rr_gaps_of, score  # noqa: E402
 def export(runs, path):
     """The runs' model.safetensors as one ensemble file (web/src/ensemble.js reads it). Each member's
     config says how its run was trained on RR intervals across a gap (train_af.declare_rr_gaps; runs
-    exported before the key existed lack it), so the runtime feeds each member as it was trained."""
+    exported before the key existed lack it), so the runtime feeds each member as it was trained;
+    members whose beat streams differ (train_af.BEAT_VARIANTS) name them apart, so that each gets
+    its own (afmodel.beat_modality_name; the runtime sends a stream to every member that knows its
+    modality's name)."""
     tensors, members = [], []
+    configs = [json.loads(read_safetensors(run / "model.safetensors")[0]["config"]) for run in runs]
+    grids = {json.dumps(dict(m, name=None), sort_keys=True): m for c in configs if (m := A.beat_modality(c))}
+    names = {key: A.beat_modality_name(m) for key, m in grids.items()} if len(grids) > 1 else {}
+    assert len(set(names.values())) == len(names), f"two beat grids share the name {sorted(names.values())}"
     for k, run in enumerate(runs):
         meta, arrays, dtypes = read_safetensors(run / "model.safetensors", with_dtypes=True)
         done = json.loads((run / "metrics.json").read_text())
         config = declare_rr_gaps(json.loads(meta["config"]), rr_gaps_of(done["variant"], done.get("rr_gaps")))
+        # Members whose beat grids differ take them under different names (afmodel.beat_modality_name):
+        # the modality and its value projection (tokenizer.value_proj.<modality>.*, the one tensor
+        # named by a modality).
+        beat = A.beat_modality(config)
+        new = beat and names.get(json.dumps(dict(beat, name=None), sort_keys=True))
+        if new:
+            old_prefix, new_prefix = f"tokenizer.value_proj.{beat['name']}.", f"tokenizer.value_proj.{new}."
+            config["modalities"] = [dict(m, name=new) if m is beat else m for m in config["modalities"]]
+            rename = {n: new_prefix + n[len(old_prefix):] for n in arrays if n.startswith(old_prefix)}
+            arrays = {rename.get(n, n): v for n, v in arrays.items()}
+            dtypes = {rename.get(n, n): v for n, v in dtypes.items()}
         meta = {**meta, "config": json.dumps(config)}
         assert all(d != "BF16" for d in dtypes.values()), "BF16 members are not written back bit for bit"
         prefix = f"member{k}."

@@ -1,6 +1,6 @@
 // The AF model's score on the test part, in WebAssembly through the package's own path
 // (docs/models.md): each record of tools/af/split/test.txt read by readWfdb, its RR stream from
-// rrFromEcg (detectBeats) and, for a model with a beat modality, its beat stream (beatsFromEcg), one forward of models/af.safetensors, the arg-max of the head. Prints
+// rrFromEcg (detectBeats) and, for a model with a beat modality, its beat streams (beatsFromEcg on each beat modality's grid), one forward of models/af.safetensors, the arg-max of the head. Prints
 // per-class F1, the confusion matrix, and as its last line the challenge's metric (the mean of the
 // F1 of N, A and O):  F1 0.xxx
 //
@@ -20,7 +20,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { beatsFromEcg, detectBeats, loadModel, readWfdb, rrFromEcg } from '../../web/src/index.js';
+import { beatModalities, beatsFromEcg, detectBeats, loadModel, readWfdb, rrFromEcg } from '../../web/src/index.js';
 
 const CODES = ['N', 'A', 'O', '~'];
 const here = new URL('.', import.meta.url).pathname;
@@ -41,7 +41,7 @@ export async function evaluate({ data, model: modelPath = join(root, 'models', '
     .map((l) => l.trim().split(',')).filter((r) => CODES.includes(r[1])));
   const model = await loadModel(modelPath);
   const labels = model.config.labels;
-  const withBeats = model.config.modalities.some((m) => m.name === 'beat');
+  const grids = beatModalities(model.config);  // the beat streams, one per grid (an ensemble's members may differ)
   const confusion = CODES.map(() => CODES.map(() => 0));
   const logits = {};
   const started = performance.now();
@@ -53,7 +53,7 @@ export async function evaluate({ data, model: modelPath = join(root, 'models', '
       const ecg = window.streams[0];
       const beats = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime });
       window.streams.push(rrFromEcg(ecg, beats));
-      if (withBeats) window.streams.push(beatsFromEcg(ecg, beats));
+      for (const grid of grids) window.streams.push(beatsFromEcg(ecg, beats, grid));
       const out = model.forward(window);
       logits[record] = Array.from(out.head);
       const t = CODES.indexOf(truth.get(record));

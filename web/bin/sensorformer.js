@@ -23,7 +23,7 @@ import { csvColumns, readCsv } from '../src/csv.js';
 import { readWfdb } from '../src/wfdb.js';
 import { readPolarLogger } from '../src/polar-logger.js';
 import { sliceWindow } from '../src/window.js';
-import { beatsFromEcg, detectBeats, rrFromEcg } from '../src/qrs.js';
+import { beatModalities, beatsFromEcg, detectBeats, rrFromEcg } from '../src/qrs.js';
 import { shortestFloat32 } from '../src/float32.js';
 import { RECORDING_FORMAT } from '../src/ble/recording.js';
 import { MAX_WINDOWS, recordingWindows, replayIntoSession, replayPolarLoggerIntoSession } from '../src/ble/session.js';
@@ -284,28 +284,30 @@ function streamFilter(config) {
   };
 }
 
-// A WFDB record (an ECG recording: no RR of its own) run by a model with an `rr` or a `beat`
+// A WFDB record (an ECG recording: no RR of its own) run by a model with an `rr` or a beat
 // modality: those event streams from the package's QRS detector, as the AF model was trained
-// (rrFromEcg, beatsFromEcg; one detection). Said on stderr; nothing is added when the ECG's rate is
-// outside the detector's 50-100000 Hz or it has fewer than two beats (one for `beat`). Only for
-// WFDB records: a CSV or JSON input says itself what it holds.
+// (rrFromEcg, beatsFromEcg on each beat modality's grid; one detection). Said on stderr; nothing is
+// added when the ECG's rate is outside the detector's 50-100000 Hz or it has fewer than two beats
+// (one for a beat stream). Only for WFDB records: a CSV or JSON input says itself what it holds.
 function addBeatStreams(window, config) {
-  const wanted = ['rr', 'beat'].filter((m) => config.modalities.some((c) => c.name === m) && !window.streams.some((s) => s.modality === m));
-  if (!wanted.length) return window;
+  const given = (m) => window.streams.some((s) => s.modality === m);
+  const grids = beatModalities(config).filter((g) => !given(g.modality));
+  const wantRr = config.modalities.some((c) => c.name === 'rr') && !given('rr');
+  if (!wantRr && !grids.length) return window;
   const ecg = window.streams.find((s) => s.modality === 'ecg' && s.rateHz >= 50 && s.rateHz <= 1e5);
   if (!ecg) return window;
   const detected = detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
   const streams = [...window.streams];
-  if (wanted.includes('rr')) {
+  if (wantRr) {
     const rr = rrFromEcg(ecg, detected);
     if (rr.timestamps.length) {
       note(`rr: the model takes RR intervals and the input has none: ${rr.timestamps.length} from the beats detected in the ECG (rrFromEcg)`);
       streams.push(rr);
     }
   }
-  if (wanted.includes('beat') && detected.times.length) {
-    note(`beat: the model takes beat waveforms and the input has none: ${detected.times.length} from the beats detected in the ECG (beatsFromEcg)`);
-    streams.push(beatsFromEcg(ecg, detected));
+  for (const grid of detected.times.length ? grids : []) {
+    note(`${grid.modality}: the model takes beat waveforms and the input has none: ${detected.times.length} from the beats detected in the ECG (beatsFromEcg)`);
+    streams.push(beatsFromEcg(ecg, detected, grid));
   }
   return { ...window, streams };
 }

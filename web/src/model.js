@@ -6,6 +6,7 @@ import { warmUp } from './warmup.js';
 import { describe, normalizeWindow } from './window.js';
 import { checkOptions } from './options.js';
 import { prediction } from './prediction.js';
+import { beatModalities } from './qrs.js';
 import { endSessions, openSession, streamOptions } from './stream.js';
 import { combineHeads, ensembleMembers, renumber, routeStreams } from './ensemble.js';
 
@@ -236,6 +237,23 @@ export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {})
       for (const h of handles) h.delete();
       throw new SensorformerError('BAD_FORMAT', `${prefix}an ensemble's members need the same head labels (a classifier's), got ${labels.join(' and ')}`);
     }
+  }
+  // Each member's beat streams (qrs.js beatModalities) are checked here, so that a file asking for
+  // an impossible grid fails at load; members that share a beat modality's name share its grid
+  // (a stream goes to every member that knows its modality's name).
+  try {
+    const grids = new Map();
+    for (const [k, handle] of handles.entries()) {
+      for (const grid of beatModalities(JSON.parse(handle.configJson()))) {
+        const earlier = grids.get(grid.modality);
+        if (earlier && JSON.stringify(earlier.grid) !== JSON.stringify(grid))
+          throw new SensorformerError('BAD_FORMAT', `ensemble member ${k}: beat modality "${grid.modality}" has another grid than member ${earlier.member}'s (an ensemble names each grid differently)`);
+        grids.set(grid.modality, { grid, member: k });
+      }
+    }
+  } catch (e) {
+    for (const h of handles) h.delete();
+    throw new SensorformerError(e.code, `${prefix}${e.message}`);
   }
   const model = new Model(handles, wasm);
   try {

@@ -218,58 +218,146 @@ export function rrFromEcg(ecg, detected, options) {
   return { sensor: ecg.sensor, modality: 'rr', placement: ecg.placement, timestamps, samples };
 }
 
-// The beat stream's grid (tools/af/afmodel.py BEAT_L, BEAT_FIRST, BEAT_STEP_S: the training's
-// definition of the same): point k of a beat at (k + BEAT_FIRST) * BEAT_STEP_S seconds from it,
-// -0.24 .. +0.384 s (the P wave, the QRS and most of the T wave).
+// The beat stream's default grid (tools/af/afmodel.py BEAT_L, BEAT_FIRST, BEAT_STEP_S: the
+// training's definition of the same): point k of a beat at (k + BEAT_FIRST) * BEAT_STEP_S seconds
+// from it, -0.24 .. +0.384 s (the P wave, the QRS and most of the T wave). A model's beat modality
+// may name another grid (beatModalities).
 export const BEAT_POINTS = 40;
 const BEAT_FIRST = -15;
 const BEAT_STEP_S = 0.016;
+// The most RR intervals a beat's token may carry (a bound on what a model file may ask).
+const MAX_RR_CONTEXT = 16;
+
+// The default grid as beatModalities gives it (a model's "beat" modality without grid keys).
+export const DEFAULT_BEAT_GRID = Object.freeze({ modality: 'beat', patchLen: BEAT_POINTS, points: BEAT_POINTS, first: BEAT_FIRST, stepS: BEAT_STEP_S, rrContext: 0, rrMean: 0, rrScale: 0 });
+
+/** A modality that is a beat stream: "beat", or a name starting "beat_" (a second grid beside it). */
+export const isBeatModality = (name) => name === 'beat' || (typeof name === 'string' && name.startsWith('beat_'));
 
 /**
- * Each beat's ECG on the beat grid (BEAT_POINTS values per beat, beat after beat): linear
- * interpolation between the two samples around each grid point (NaN when either is missing or
- * outside the samples), minus the mean of the beat's present points. Whatever the rate, a beat
- * reads the same 0.624 s around its R peak, aligned on it.
+ * The beat streams a model takes, one per beat modality of its config (isBeatModality), each with
+ * its grid read from the modality (tools/af/afmodel.py beat_stream is the training's definition):
+ * a token of `patch_len` values per beat, the ECG at `patch_len - rr_context` points
+ * `grid_step_s` apart from `grid_first` steps before the beat (default: 40 points, 0.016 s,
+ * -15), then the `rr_context` RR intervals before the beat, newest first (default 0), each written
+ * as `beat std / rr std * (RR - rr mean)` with the config's `rr` and this modality's mean and
+ * std, so that the token's normalisation reads them as the `rr` stream's. A modality that asks for
+ * something impossible is BAD_FORMAT naming it (loadModel checks every model this way).
+ * @returns {Array<{ modality: string, patchLen: number, points: number, first: number, stepS: number, rrContext: number, rrMean: number, rrScale: number }>}
+ */
+export function beatModalities(config) {
+  const grids = [];
+  for (const m of config?.modalities ?? []) {
+    if (!isBeatModality(m?.name)) continue;
+    const fail = (what) => { throw new SensorformerError('BAD_FORMAT', `beat modality "${m.name}": ${what}`); };
+    const rrContext = m.rr_context ?? 0, first = m.grid_first ?? BEAT_FIRST, stepS = m.grid_step_s ?? BEAT_STEP_S;
+    if (!(Number.isInteger(rrContext) && rrContext >= 0 && rrContext <= MAX_RR_CONTEXT)) fail(`"rr_context" must be an integer from 0 to ${MAX_RR_CONTEXT}, got ${JSON.stringify(m.rr_context)}`);
+    if (!(Number.isInteger(m.patch_len) && m.patch_len > rrContext)) fail(`"patch_len" (${JSON.stringify(m.patch_len)}) must be an integer above "rr_context" (${rrContext}): a token holds at least one point of the ECG`);
+    if (!(Number.isInteger(first) && Math.abs(first) <= 10000)) fail(`"grid_first" must be an integer from -10000 to 10000 (grid steps from the beat), got ${JSON.stringify(m.grid_first)}`);
+    if (!(typeof stepS === 'number' && stepS > 0 && stepS <= 1)) fail(`"grid_step_s" must be a number of seconds above 0, at most 1, got ${JSON.stringify(m.grid_step_s)}`);
+    let rrMean = 0, rrScale = 0;
+    if (rrContext) {
+      const rr = config.modalities.find((r) => r?.name === 'rr');
+      if (!rr) fail('"rr_context" needs the model\'s "rr" modality (its mean and std scale the intervals)');
+      rrMean = rr.mean ?? 0;
+      rrScale = (m.std ?? 1) / (rr.std ?? 1);
+    }
+    grids.push(Object.freeze({ modality: m.name, patchLen: m.patch_len, points: m.patch_len - rrContext, first, stepS, rrContext, rrMean, rrScale }));
+  }
+  return grids;
+}
+
+// The grid a caller gave (one of beatModalities' entries), or the default one.
+function gridOf(grid, where) {
+  if (grid == null) return DEFAULT_BEAT_GRID;
+  if (typeof grid !== 'object' || !Number.isInteger(grid.patchLen) || !Number.isInteger(grid.points) || !Number.isInteger(grid.rrContext) || grid.patchLen !== grid.points + grid.rrContext)
+    throw new SensorformerError('INVALID_ARGUMENT', `${where}: grid must be one of beatModalities(model.config)'s entries`);
+  return grid;
+}
+
+/**
+ * Each beat's ECG on the beat grid (grid.points values per beat, beat after beat; default 40,
+ * BEAT_POINTS): linear interpolation between the two samples around each grid point (NaN when
+ * either is missing or outside the samples), minus the mean of the beat's present points.
+ * Whatever the rate, a beat reads the same span around its R peak, aligned on it.
  * @param {ArrayLike<number|null>} samples the ECG (null or NaN missing)
  * @param {number} rateHz
  * @param {ArrayLike<number>} indices the beats' sample indices (detectBeats)
+ * @param {object} [grid] one of beatModalities(config)'s entries (default: the 40-point grid)
  */
-export function beatWaveforms(samples, rateHz, indices) {
+export function beatWaveforms(samples, rateHz, indices, grid) {
+  const { points, first, stepS } = gridOf(grid, 'beatWaveforms');
   const n = samples.length;
   const value = (i) => (samples[i] == null ? NaN : Number(samples[i]));
-  const out = new Float64Array(indices.length * BEAT_POINTS);
+  const out = new Float64Array(indices.length * points);
   for (let j = 0; j < indices.length; j++) {
     let sum = 0, count = 0;
-    const row = out.subarray(j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
-    for (let k = 0; k < BEAT_POINTS; k++) {
-      const u = indices[j] + (k + BEAT_FIRST) * BEAT_STEP_S * rateHz;
+    const row = out.subarray(j * points, (j + 1) * points);
+    for (let k = 0; k < points; k++) {
+      const u = indices[j] + (k + first) * stepS * rateHz;
       const i0 = Math.floor(u), frac = u - i0;
       const v = i0 >= 0 && i0 + 1 < n ? value(i0) * (1 - frac) + value(i0 + 1) * frac : NaN;
       row[k] = v;
       if (!Number.isNaN(v)) sum += v, count++;
     }
     const mean = count ? sum / count : 0;
-    for (let k = 0; k < BEAT_POINTS; k++) row[k] -= mean;
+    for (let k = 0; k < points; k++) row[k] -= mean;
+  }
+  return out;
+}
+
+// The tokens of n beats (grid.patchLen values each): beat j's waveform (waves, grid.points per
+// beat), then the grid.rrContext intervals before it, newest first: intervals[j - c] for column c,
+// where intervals[i] is the RR interval (seconds) ending at beat i, NaN when unknown; a column
+// before the first interval given (j - c < 0) is NaN too. `prior`: the intervals ending at the
+// beats before beat 0, oldest first (a live tracker's).
+function beatTokens(waves, intervals, grid, prior = []) {
+  const { points, patchLen, rrContext, rrMean, rrScale } = grid;
+  const n = intervals.length;
+  const out = new Float64Array(n * patchLen);
+  const interval = (i) => (i >= 0 ? intervals[i] : i + prior.length >= 0 ? prior[i + prior.length] : NaN);
+  for (let j = 0; j < n; j++) {
+    out.set(waves.subarray(j * points, (j + 1) * points), j * patchLen);
+    for (let c = 0; c < rrContext; c++) out[j * patchLen + points + c] = rrScale * (interval(j - c) - rrMean);
   }
   return out;
 }
 
 /**
- * The beat event stream of an ECG stream, for a model with a `beat` modality: detectBeats on the
- * ECG (or the `detected` beats of the same samples), then BEAT_POINTS events per beat, all at the
- * beat's time, valued its waveform (beatWaveforms), so that a patch of BEAT_POINTS events is one
- * beat: its morphology aligned on the R peak, at any rate.
+ * The beat event stream of an ECG stream, for a model with a beat modality: detectBeats on the
+ * ECG (or the `detected` beats of the same samples), then grid.patchLen events per beat, all at
+ * the beat's time, valued its token (beatWaveforms, then the RR intervals before it when the grid
+ * has them: an interval with a missing sample between its beats, or before the first beat, is
+ * NaN), so that a patch of grid.patchLen events is one beat: its morphology aligned on the R peak,
+ * at any rate.
  * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
  * @param {{ indices: ArrayLike<number>, times: ArrayLike<number> }} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
- * @returns {{ sensor: number, modality: 'beat', placement: string, timestamps: Float64Array, samples: Float64Array }}
+ * @param {object} [grid] one of beatModalities(model.config)'s entries: the stream is its
+ *   modality's (default: modality "beat", 40 points, no RR)
+ * @returns {{ sensor: number, modality: string, placement: string, timestamps: Float64Array, samples: Float64Array }}
  */
-export function beatsFromEcg(ecg, detected) {
+export function beatsFromEcg(ecg, detected, grid) {
   if (ecg == null || typeof ecg !== 'object') throw bad('beatsFromEcg(ecg): ecg must be a stream object');
   if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('beatsFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
+  const g = gridOf(grid, 'beatsFromEcg(ecg, detected, grid)');
   const { indices, times } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
-  const timestamps = new Float64Array(times.length * BEAT_POINTS);
-  for (let j = 0; j < times.length; j++) timestamps.fill(times[j], j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
-  return { sensor: ecg.sensor, modality: 'beat', placement: ecg.placement, timestamps, samples: beatWaveforms(ecg.samples, ecg.rateHz, indices) };
+  const timestamps = new Float64Array(times.length * g.patchLen);
+  for (let j = 0; j < times.length; j++) timestamps.fill(times[j], j * g.patchLen, (j + 1) * g.patchLen);
+  const waves = beatWaveforms(ecg.samples, ecg.rateHz, indices, g);
+  const samples = g.rrContext ? beatTokens(waves, intervalsOf(ecg.samples, ecg.rateHz, indices), g) : waves;
+  return { sensor: ecg.sensor, modality: g.modality, placement: ecg.placement, timestamps, samples };
+}
+
+// intervals[i]: the RR interval ending at beat i (index difference / rate), NaN for the first beat
+// and when a missing sample lies strictly between beats i - 1 and i (detectBeats' rr rule).
+function intervalsOf(samples, rateHz, indices) {
+  const out = new Float64Array(indices.length).fill(NaN);
+  let missing = -1, at = 0;  // the last missing sample found so far, scanning up to `at`
+  for (let i = 1; i < indices.length; i++) {
+    for (; at < indices[i]; at++) if (samples[at] == null || Number.isNaN(Number(samples[at]))) missing = at;
+    if (!(missing > indices[i - 1])) out[i] = (indices[i] - indices[i - 1]) / rateHz;
+  }
+  return out;
 }
 
 /**
@@ -287,22 +375,33 @@ export function beatsFromEcg(ecg, detected) {
  * thresholds start again from each window's first 2 s, so a few beats can differ from an offline
  * detection (measured in docs/models.md). A beat first found after an earlier push's watermark
  * passed it (and more than 200 ms after the last beat given) is dropped and counted (`late`).
+ *
+ * With a `grid` (one of beatModalities(model.config)'s entries) the chunk is that modality's:
+ * its points per beat, and the RR intervals before each beat when the grid has them, as
+ * beatsFromEcg gives them offline; an interval is unknown (NaN) before the first beat given, when a
+ * missing sample lies between its two beats, and when a dropped late beat lies between them (the
+ * interval would hold two).
  */
 export class BeatTracker {
-  #rate; #start; #span; #hold; #buf; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
+  #rate; #start; #span; #hold; #buf; #grid; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
+  // The newest absolute index, before the buffer's first sample or at a dropped late beat, where
+  // the rhythm is not known (a missing sample, a long gap, a late beat): an interval across it is
+  // NaN. And the intervals ending at the last beats given (oldest first), for the next tokens.
+  #broken = -Infinity; #intervals = [];
   late = 0;
 
   /**
-   * @param {{ rateHz: number, startTime?: number, seconds?: number, hold?: number }} options
+   * @param {{ rateHz: number, startTime?: number, seconds?: number, hold?: number, grid?: object }} options
    *   the ECG's rate and first sample's time; the detection window (default 20 s, at least 8) and the hold
-   *   (default 2.5 s, at most a quarter of the window)
+   *   (default 2.5 s, at most a quarter of the window); the beat modality's grid (default the 40-point one)
    */
   constructor(options) {
-    const { rateHz, startTime, seconds, hold } = checkOptions(options, 'new BeatTracker(options)', {
+    const { rateHz, startTime, seconds, hold, grid } = checkOptions(options, 'new BeatTracker(options)', {
       rateHz: { fallback: undefined, valid: (v) => Number.isFinite(v) && v >= 50 && v <= 1e5, expected: 'a number of Hz from 50 to 100000' },
       startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
       seconds: { fallback: 20, valid: (v) => Number.isFinite(v) && v >= 8 && v <= 600, expected: 'seconds from 8 to 600' },
       hold: { fallback: 2.5, valid: (v) => Number.isFinite(v) && v >= 0.5 && v <= 10, expected: 'seconds from 0.5 to 10' },
+      grid: { fallback: null, valid: () => true, expected: '' },  // checked by gridOf
     });
     if (rateHz === undefined) throw new SensorformerError('INVALID_ARGUMENT', 'new BeatTracker(options): options.rateHz is required (the ECG\'s rate)');
     if (hold > seconds / 4) throw new SensorformerError('INVALID_ARGUMENT', `new BeatTracker(options): hold (${hold} s) must be at most a quarter of seconds (${seconds} s)`);
@@ -312,6 +411,7 @@ export class BeatTracker {
     this.#hold = Math.ceil(hold * rateHz);
     this.#buf = new Float64Array(this.#span);
     this.#until = startTime;
+    this.#grid = gridOf(grid, 'new BeatTracker(options): options');
   }
 
   /** The watermark given so far: every beat before it has been given. */
@@ -336,6 +436,7 @@ export class BeatTracker {
       if (slot - expected > this.#span) {  // a long gap: nothing before it is needed any more
         parts.push(this.#step(new Float64Array(0)));  // what the samples so far make final
         this.#first = slot, this.#count = 0;
+        this.#broken = slot - 1;
         this.#next = Math.max(this.#next, slot);
       } else {
         for (let k = expected; k < slot; k += this.#span >> 3) parts.push(this.#step(new Float64Array(Math.min(this.#span >> 3, slot - k)).fill(NaN)));
@@ -365,6 +466,7 @@ export class BeatTracker {
   #step(samples, final = false) {
     for (let i = 0; i < samples.length; i++) {
       if (this.#count === this.#span) {  // keep the newest three quarters of the window
+        for (let k = (this.#span >> 2) - 1; k >= 0; k--) if (Number.isNaN(this.#buf[k])) { this.#broken = Math.max(this.#broken, this.#first + k); break; }
         this.#buf.copyWithin(0, this.#span >> 2);
         this.#count -= this.#span >> 2;
         this.#first += this.#span >> 2;
@@ -386,21 +488,35 @@ export class BeatTracker {
       const at = this.#first + i;
       if (at >= cut) break;
       if (at < this.#next || i < from) {  // given already, or found after its watermark
-        if (at >= this.#given + refractory && at > this.#counted + refractory) this.late++, this.#counted = at;
+        if (at >= this.#given + refractory && at > this.#counted + refractory) this.late++, this.#counted = at, this.#broken = Math.max(this.#broken, at);
         continue;
       }
       keep.push(i);
     }
     const beats = Int32Array.from(keep);
-    const waves = beatWaveforms(window, this.#rate, beats);
-    const timestamps = new Float64Array(beats.length * BEAT_POINTS);
+    const grid = this.#grid, size = grid.patchLen;
+    let tokens = beatWaveforms(window, this.#rate, beats, grid);
+    if (grid.rrContext) {
+      const intervals = new Float64Array(beats.length);
+      let prev = this.#given;
+      for (let j = 0; j < beats.length; j++) {
+        const at = this.#first + beats[j];
+        let known = prev > this.#broken;
+        for (let i = Math.max(prev + 1 - this.#first, 0); known && i < beats[j]; i++) known = !Number.isNaN(window[i]);
+        intervals[j] = known ? (at - prev) / this.#rate : NaN;
+        prev = at;
+      }
+      tokens = beatTokens(tokens, intervals, grid, this.#intervals);
+      this.#intervals = [...this.#intervals, ...intervals].slice(-grid.rrContext);
+    }
+    const timestamps = new Float64Array(beats.length * size);
     for (let j = 0; j < beats.length; j++)
-      timestamps.fill(this.#start + (this.#first + beats[j]) / this.#rate, j * BEAT_POINTS, (j + 1) * BEAT_POINTS);
+      timestamps.fill(this.#start + (this.#first + beats[j]) / this.#rate, j * size, (j + 1) * size);
     // The next beat is at least a refractory period (200 ms) after the last one given, and never
     // before the watermark.
     if (beats.length) this.#given = this.#first + beats[beats.length - 1];
     this.#next = Math.max(cut, this.#given + refractory);
     this.#until = this.#start + cut / this.#rate;
-    return { timestamps, samples: waves };
+    return { timestamps, samples: tokens };
   }
 }

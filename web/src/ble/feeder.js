@@ -64,7 +64,7 @@
 //   stream's `missing` counts the slots no sample came for (given as NaN samples, gaps or `until`).
 import { SensorformerError } from '../errors.js';
 import { StreamBuffer } from './assembler.js';
-import { BEAT_POINTS, BeatTracker } from '../qrs.js';
+import { BeatTracker, DEFAULT_BEAT_GRID, beatModalities, isBeatModality } from '../qrs.js';
 
 const bad = (message) => new SensorformerError('INVALID_ARGUMENT', message);
 
@@ -140,7 +140,7 @@ class RegularTrack {
     this.rate = 0;            // the session's rate
     this.n = 0;               // slots given (samples and missing)
     this.gaps = [];           // marked [t0, t1), merged, sorted
-    this.given = null;        // a SlotLog when a derived stream (BeatTrack) reads this one
+    this.logs = [];           // a SlotLog per derived stream (BeatTrack) that reads this one
     this.stats = {
       kind: 'regular', declaredRateHz: spec.rateHz, measuredRateHz: null, rateHz: null, startTime: null,
       received: 0, given: 0, missing: 0, pending: 0, beforeFrontier: 0, reanchors: 0, maxLag: 0, maxLead: 0,
@@ -261,7 +261,7 @@ class RegularTrack {
       }
       if (p.samples.length === 0) p.startTime = this.slot(this.n);
       p.samples.push(v);
-      this.given?.push(this.n, v);
+      for (const log of this.logs) log.push(this.n, v);
       const e = m - this.slot(this.n);
       if (e > this.stats.maxLag) this.stats.maxLag = e;
       if (-e > this.stats.maxLead) this.stats.maxLead = -e;
@@ -381,14 +381,17 @@ class SlotLog {
 
 // A beat stream derived from a regular ECG track (spec.from, its id): the beats BeatTracker finds
 // in the samples the ECG track gives, as they become final (web/src/qrs.js), for a model with a
-// `beat` modality fed by a source that sends no beat times (a strap). Declared with its ECG track;
-// its watermark is the tracker's (hold seconds behind the ECG given).
+// beat modality fed by a source that sends no beat times (a strap); `grid` is that modality's
+// (beatModalities). Declared with its ECG track; its watermark is the tracker's (hold seconds
+// behind the ECG given).
 class BeatTrack {
-  constructor(id, spec, source) {
+  constructor(id, spec, source, grid) {
     this.id = id;
     this.spec = spec;
     this.source = source;
-    source.given = new SlotLog();
+    this.grid = grid;
+    this.log = new SlotLog();
+    source.logs.push(this.log);
     this.tracker = null;
     this.fed = 0;             // slots of the source given to the tracker
     this.lastValue = NaN;     // the last of them
@@ -416,9 +419,9 @@ class BeatTrack {
   flush(builder, now, final) {
     const src = this.source;
     if (!src.ready) return;
-    this.tracker ??= new BeatTracker({ rateHz: src.rate, startTime: src.start });
+    this.tracker ??= new BeatTracker({ rateHz: src.rate, startTime: src.start, grid: this.grid });
     const chunks = [];
-    for (const run of src.given.take()) {
+    for (const run of this.log.take()) {
       let { slot, values } = run;
       // One slot skipped between two samples is the grid's margin (rateMargin: a slot no sample
       // was measured in), not a loss: the detector would drop the beat next to a missing sample,
@@ -439,14 +442,14 @@ class BeatTrack {
     for (const c of chunks) {
       for (let i = 0; i < c.timestamps.length; i++) {
         if (c.timestamps[i] < this.watermark) {  // before the session's frontier when it joined
-          if (i % BEAT_POINTS === 0) this.stats.beforeFrontier++;
+          if (i % this.grid.patchLen === 0) this.stats.beforeFrontier++;
           continue;
         }
         const p = builder.open(this.index);
         p.timestamps.push(c.timestamps[i]);
         p.samples.push(c.samples[i]);
         this.last = Math.max(this.last, c.timestamps[i]);
-        if (i % BEAT_POINTS === 0) this.stats.beats++;
+        if (i % this.grid.patchLen === 0) this.stats.beats++;
         if (Number.isNaN(c.samples[i])) this.stats.missing++;
         else this.stats.given++;
       }
@@ -476,6 +479,7 @@ export class SessionFeeder {
   #firstArrival = null;
   #lastNow = -Infinity;
   #config;
+  #beatGrids;  // the config's beat modalities (web/src/qrs.js beatModalities)
   #ignored = new Map();  // id -> { spec, received }: streams the model (config) has no use for
 
   /**
@@ -491,6 +495,7 @@ export class SessionFeeder {
     if (config !== null && !(Array.isArray(config?.modalities) && Array.isArray(config?.placements) && Number.isInteger(config?.n_sensors)))
       throw bad('SessionFeeder: config must be a model config (model.config: modalities, placements, n_sensors) or null');
     this.#config = config;
+    this.#beatGrids = beatModalities(config);
     this.#options = {
       lateness: number(lateness, 'lateness', { inclusive: true }),
       measureSeconds: number(measureSeconds, 'measureSeconds', { inclusive: true }),
@@ -526,14 +531,20 @@ export class SessionFeeder {
     const options = { ...this.#options, lateness: this.#options.streamLateness[id] ?? this.#options.lateness };
     if (spec.from !== undefined) {
       const source = this.#tracks.get(spec.from);
-      if (clean.modality !== 'beat' || !(source instanceof RegularTrack) || source.given)
-        throw bad(`SessionFeeder.add: stream ${JSON.stringify(id)}: from names the regular stream a beat stream is derived from (modality "beat"; one per stream, added after it), got from ${JSON.stringify(spec.from)} with modality ${JSON.stringify(clean.modality)}`);
-      this.#tracks.set(id, new BeatTrack(id, { ...clean, from: spec.from }, source));
+      const grid = isBeatModality(clean.modality) && (this.#beatGrids.find((g) => g.modality === clean.modality) ?? (clean.modality === 'beat' && !c ? DEFAULT_BEAT_GRID : null));
+      if (!grid || !(source instanceof RegularTrack) || this.#derivedFrom(source, clean.modality))
+        throw bad(`SessionFeeder.add: stream ${JSON.stringify(id)}: from names the regular stream a beat stream is derived from (a beat modality of the model, "beat" without one; one per stream and modality, added after it), got from ${JSON.stringify(spec.from)} with modality ${JSON.stringify(clean.modality)}`);
+      this.#tracks.set(id, new BeatTrack(id, { ...clean, from: spec.from }, source, grid));
       return this;
     }
     const track = clean.rateHz === null ? new EventTrack(id, clean, options) : new RegularTrack(id, clean, options);
     this.#tracks.set(id, track);
     return this;
+  }
+
+  // Whether a beat stream of this modality is derived from the regular track already.
+  #derivedFrom(source, modality) {
+    return [...this.#tracks.values()].some((t) => t instanceof BeatTrack && t.source === source && t.spec.modality === modality);
   }
 
   get ids() { return [...this.#tracks.keys(), ...this.#ignored.keys()]; }
@@ -619,12 +630,12 @@ export class SessionFeeder {
     number(now, 'flush: now', { min: -Infinity });
     if (now < this.#lastNow) throw bad(`SessionFeeder.flush: now (${now}) is earlier than the previous flush (${this.#lastNow})`);
     this.#lastNow = now;
-    // A model with a `beat` modality fed an ECG with no beat stream derived from it: one is
-    // derived (id "<ecg id>:beat"), as a user of such a model expects of a strap that sends none.
-    if (this.#config?.modalities.some((m) => m.name === 'beat')) {
+    // A model with a beat modality fed an ECG with no such beat stream derived from it: one is
+    // derived (id "<ecg id>:<modality>"), as a user of such a model expects of a strap that sends none.
+    for (const { modality } of this.#beatGrids) {
       for (const [id, t] of [...this.#tracks]) {
-        if (t instanceof RegularTrack && t.spec.modality === 'ecg' && !t.given && t.index < 0 && !this.#tracks.has(`${id}:beat`))
-          this.add(`${id}:beat`, { sensor: t.spec.sensor, modality: 'beat', placement: t.spec.placement, rateHz: null, from: id });
+        if (t instanceof RegularTrack && t.spec.modality === 'ecg' && t.index < 0 && !this.#derivedFrom(t, modality) && !this.#tracks.has(`${id}:${modality}`))
+          this.add(`${id}:${modality}`, { sensor: t.spec.sensor, modality, placement: t.spec.placement, rateHz: null, from: id });
       }
     }
     const tracks = [...this.#tracks.values()];
