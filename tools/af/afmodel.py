@@ -152,8 +152,8 @@ def beat_rr_context(x, rate, beats, count):
     rr stream's mean, so that the beat stream's own normalisation (mean 0, std 0.25) reads it as the
     rr stream's does ((RR - 0.8) / 0.3); NaN before
     the record's first beats and across a missing sample (NaN in x) between the two beats, as
-    rr_stream. A research probe (train_af.py --variant beats-rr); the runtime's beat stream has no
-    such points."""
+    rr_stream (train_af.py --variant beats-rr, beats-fine; web/src/qrs.js beatsFromEcg builds the
+    same from a model's "rr_context")."""
     beats = np.asarray(beats, dtype=np.int64)
     out = np.full((len(beats), count), np.nan)
     if len(beats) < 2:
