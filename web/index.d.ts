@@ -286,7 +286,7 @@ export class BeatTracker {
   readonly until: number;
   /** Beats found only after their watermark had passed (dropped, counted). */
   late: number;
-  /** The ECG's next samples (null / NaN missing), or from `startTime` (a gap before it). */
+  /** The ECG's next samples (null / NaN missing), or from `startTime` (a gap before it: the beats before the gap are given, up to 150 ms before it, however long the gap). */
   push(samples: ArrayLike<number | null>, startTime?: number): BeatChunk;
   /** Nothing more will come: the beats not given yet, and the watermark at the newest sample. */
   end(): BeatChunk;

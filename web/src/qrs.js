@@ -427,24 +427,26 @@ export class BeatTracker {
   push(samples, startTime) {
     if (samples == null || typeof samples !== 'object' || typeof samples.length !== 'number')
       throw new SensorformerError('INVALID_ARGUMENT', 'BeatTracker.push(samples): samples must be an array or a typed array');
-    const parts = [];
+    // In pieces of an eighth of the window: a detection sees every sample at least 3/8 of the
+    // window after the window's start (past its 2 s of learning thresholds) before it leaves.
+    const parts = [], piece = this.#span >> 3;
     if (startTime !== undefined) {
       const expected = this.#first + this.#count;
       const slot = Math.round((startTime - this.#start) * this.#rate);
       if (!Number.isFinite(startTime) || slot < expected)
         throw new SensorformerError('INVALID_ARGUMENT', `BeatTracker.push(samples, startTime): startTime must be at or after the next sample's time ${this.#start + expected / this.#rate}, got ${startTime}`);
-      if (slot - expected > this.#span) {  // a long gap: nothing before it is needed any more
-        parts.push(this.#step(new Float64Array(0)));  // what the samples so far make final
+      if (slot - expected > this.#span) {
+        // A long gap: its first `hold` slots missing, as a shorter gap gives them, make the beats
+        // before it final (up to 150 ms before it, as detectBeats reports beats next to a missing
+        // sample); then nothing before the gap is needed any more.
+        for (let k = 0; k < this.#hold; k += piece) parts.push(this.#step(new Float64Array(Math.min(piece, this.#hold - k)).fill(NaN)));
         this.#first = slot, this.#count = 0;
         this.#broken = slot - 1;
         this.#next = Math.max(this.#next, slot);
       } else {
-        for (let k = expected; k < slot; k += this.#span >> 3) parts.push(this.#step(new Float64Array(Math.min(this.#span >> 3, slot - k)).fill(NaN)));
+        for (let k = expected; k < slot; k += piece) parts.push(this.#step(new Float64Array(Math.min(piece, slot - k)).fill(NaN)));
       }
     }
-    // In pieces of an eighth of the window: a detection sees every sample at least 3/8 of the
-    // window after the window's start (past its 2 s of learning thresholds) before it leaves.
-    const piece = this.#span >> 3;
     for (let k = 0; k < samples.length || k === 0; k += piece) parts.push(this.#step(Array.prototype.slice.call(samples, k, k + piece)));
     const n = parts.reduce((a, p) => a + p.timestamps.length, 0);
     const timestamps = new Float64Array(n), values = new Float64Array(n);
