@@ -225,12 +225,12 @@ function pack(files) {
   return write({ __metadata__: { ensemble: JSON.stringify({ combine: 'mean_probability', members }) }, ...tensors }, parts);
 }
 
-// The AF pair's beat member with its beat modality on another grid (8 ms apart, not 16), under
-// `name` (its value projection renamed with it, as ensemble.py renames it).
-function otherGrid(file, name) {
+// The AF pair's beat member with its beat modality on another grid (8 ms apart, not 16, or the
+// step given), under `name` (its value projection renamed with it, as ensemble.py renames it).
+function otherGrid(file, name, step = 0.008) {
   return withHeader(file, (h) => {
     const config = JSON.parse(h.__metadata__.config);
-    config.modalities = config.modalities.map((m) => (m.name === 'beat' ? { ...m, name, grid_step_s: 0.008 } : m));
+    config.modalities = config.modalities.map((m) => (m.name === 'beat' ? { ...m, name, grid_step_s: step } : m));
     h.__metadata__.config = JSON.stringify(config);
     for (const key of Object.keys(h)) {
       if (!key.startsWith('tokenizer.value_proj.beat.')) continue;
@@ -264,6 +264,9 @@ test('ensemble members with different beat grids: each member gets the beat stre
   }
   await assert.rejects(loadModel(pack([f0, f1, otherGrid(f1, 'beat')])),
     (e) => e.code === 'BAD_FORMAT' && /ensemble member 2: beat modality "beat" has another grid than member 1's/.test(e.message));
+  // a grid a file may not ask for: refused at load, in a single model's file and in a member's
+  await assert.rejects(loadModel(otherGrid(f1, 'beat', 0)), (e) => e.code === 'BAD_FORMAT' && /^beat modality "beat": "grid_step_s" must be/.test(e.message));
+  await assert.rejects(loadModel(pack([f0, otherGrid(f1, 'beat_x', 2)])), (e) => e.code === 'BAD_FORMAT' && /^ensemble member 1: beat modality "beat_x": "grid_step_s" must be/.test(e.message));
 });
 
 test('an ensemble session: the first member\'s tokens, the members\' pooled heads combined, as the members\' own sessions give them', async () => {
