@@ -279,7 +279,7 @@ def tokens_of(ecg, rate, rr_times, rr_values, config=CONFIG, start=0.0, beat=Non
     given = {"ecg": (np.asarray(ecg, dtype=np.float64), None),
              "rr": (np.asarray(rr_values, dtype=np.float64), np.asarray(rr_times, dtype=np.float64))}
     if beat is not None:
-        given[beat_modality(config)["name"]] = (np.asarray(beat[1], dtype=np.float64), np.asarray(beat[0], dtype=np.float64))
+        given[(beat_modality(config) or BEAT_MODALITY)["name"]] = (np.asarray(beat[1], dtype=np.float64), np.asarray(beat[0], dtype=np.float64))
     out = {}
     for m in config["modalities"]:
         name = m["name"]
@@ -528,7 +528,7 @@ def window_of(item, config=CONFIG):
                         "timestamps": [float(t) for t in item["rr_times"]],
                         "samples": [None if math.isnan(v) else float(v) for v in item["rr_values"]]})
     if item.get("beat") is not None and len(item["beat"][0]):
-        streams.append({"sensor": 0, "modality": beat_modality(config)["name"], "placement": place,
+        streams.append({"sensor": 0, "modality": (beat_modality(config) or BEAT_MODALITY)["name"], "placement": place,
                         "timestamps": [float(t) for t in item["beat"][0]],
                         "samples": [None if math.isnan(v) else float(v) for v in item["beat"][1]]})
     w = {"streams": streams}
