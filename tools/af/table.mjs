@@ -388,6 +388,7 @@ const PROBES = {
 const STOPPED = {
   'pair-rope4-rope4': 'stopped after fold 1: 0.807 would need folds 2-4 to average 0.810, above every configuration measured there (best 0.798)',
   'main-v1': 'replaced after fold 1 by the annealed schedule',
+  'triple-lb10-beatsrr-beatsfine': 'stopped after fold 1: 0.807 would need folds 2-4 to average 0.805, above every configuration measured there (best 0.7975)',
 };
 
 /** A candidate's fold-0 screening: null (none, or fold 0 not scored), 'passes' or 'fails'. */
