@@ -46,12 +46,12 @@ def export(runs, path):
     its own (afmodel.beat_modality_name; the runtime sends a stream to every member that knows its
     modality's name)."""
     tensors, members = [], []
-    configs = [json.loads(read_safetensors(run / "model.safetensors")[0]["config"]) for run in runs]
+    files = [read_safetensors(run / "model.safetensors", with_dtypes=True) for run in runs]
+    configs = [json.loads(meta["config"]) for meta, _, _ in files]
     grids = {json.dumps(dict(m, name=None), sort_keys=True): m for c in configs if (m := A.beat_modality(c))}
     names = {key: A.beat_modality_name(m) for key, m in grids.items()} if len(grids) > 1 else {}
     assert len(set(names.values())) == len(names), f"two beat grids share the name {sorted(names.values())}"
-    for k, run in enumerate(runs):
-        meta, arrays, dtypes = read_safetensors(run / "model.safetensors", with_dtypes=True)
+    for k, (run, (meta, arrays, dtypes)) in enumerate(zip(runs, files)):
         done = json.loads((run / "metrics.json").read_text())
         config = declare_rr_gaps(json.loads(meta["config"]), rr_gaps_of(done["variant"], done.get("rr_gaps")))
         # Members whose beat grids differ take them under different names (afmodel.beat_modality_name):

@@ -72,12 +72,11 @@ export function detectBeats(samples, rateHz, options = null) {
   if (!(Number.isFinite(rateHz) && rateHz >= 50 && rateHz <= 1e5)) throw bad(`rateHz must be a number of Hz from 50 to 100000, got ${rateHz}`);
   const n = samples.length, fs = rateHz;
   const empty = { indices: new Int32Array(0), times: new Float64Array(0), rr: new Float64Array(0) };
-  const x = new Float64Array(n), missing = new Uint8Array(n);
+  const x = new Float64Array(n);
   let last = NaN;
   for (let i = 0; i < n; i++) {
     const v = samples[i] == null ? NaN : Number(samples[i]);
     if (Number.isFinite(v)) last = v;
-    else missing[i] = 1;
     x[i] = last;
   }
   const first = x.findIndex((v) => Number.isFinite(v));
@@ -159,8 +158,7 @@ export function detectBeats(samples, rateHz, options = null) {
   // Each beat at the largest |band-passed value| within the window around its integrated peak.
   // A beat within one integration window of a missing sample is dropped: the held value's step
   // where the data resumes looks like a QRS to the band-pass.
-  const missingBefore = new Int32Array(n + 1);
-  for (let i = 0; i < n; i++) missingBefore[i + 1] = missingBefore[i] + missing[i];
+  const missingBefore = missingCounts(samples);
   const nearMissing = (i) => missingBefore[Math.min(n, i + win + 1)] - missingBefore[Math.max(0, i - win)] > 0;
   const indices = [];
   for (const p of beats) {
@@ -175,9 +173,19 @@ export function detectBeats(samples, rateHz, options = null) {
   // seen): NaN, a missing value, rather than a long interval that would look like a pause.
   const rr = new Float64Array(Math.max(0, times.length - 1));
   for (let i = 1; i < times.length; i++)
-    rr[i - 1] = missingBefore[idx[i]] - missingBefore[idx[i - 1] + 1] > 0 ? NaN : times[i] - times[i - 1];
+    rr[i - 1] = unknownBetween(missingBefore, idx[i - 1], idx[i]) ? NaN : times[i] - times[i - 1];
   return { indices: idx, times, rr };
 }
+
+// missingBefore[i]: how many of samples[0..i) are missing (null or not finite, the samples
+// detectBeats holds). The interval between beats a < b is unknown when one of them lies strictly
+// between the two (unknownBetween): the one rule of detectBeats' rr and of a beat token's intervals.
+function missingCounts(samples) {
+  const out = new Int32Array(samples.length + 1);
+  for (let i = 0; i < samples.length; i++) out[i + 1] = out[i] + (Number.isFinite(samples[i] == null ? NaN : Number(samples[i])) ? 0 : 1);
+  return out;
+}
+const unknownBetween = (missingBefore, a, b) => missingBefore[b] - missingBefore[a + 1] > 0;
 
 /**
  * The RR event stream of an ECG stream, for a model with an `rr` modality when the source sends
@@ -351,12 +359,10 @@ export function beatsFromEcg(ecg, detected, grid) {
 // intervals[i]: the RR interval ending at beat i (index difference / rate), NaN for the first beat
 // and when a missing sample lies strictly between beats i - 1 and i (detectBeats' rr rule).
 function intervalsOf(samples, rateHz, indices) {
+  const missingBefore = missingCounts(samples);
   const out = new Float64Array(indices.length).fill(NaN);
-  let missing = -1, at = 0;  // the last missing sample found so far, scanning up to `at`
-  for (let i = 1; i < indices.length; i++) {
-    for (; at < indices[i]; at++) if (samples[at] == null || Number.isNaN(Number(samples[at]))) missing = at;
-    if (!(missing > indices[i - 1])) out[i] = (indices[i] - indices[i - 1]) / rateHz;
-  }
+  for (let i = 1; i < indices.length; i++)
+    if (!unknownBetween(missingBefore, indices[i - 1], indices[i])) out[i] = (indices[i] - indices[i - 1]) / rateHz;
   return out;
 }
 
