@@ -230,7 +230,8 @@ export interface BeatGrid {
  * The beat streams a model takes (its modalities named "beat" or "beat_..."), each with its grid:
  * the modality's `patch_len`, `rr_context` (default 0), `grid_first` (default -15) and
  * `grid_step_s` (default 0.016). BAD_FORMAT, naming the modality and key, for a grid a model may
- * not ask (loadModel checks every model so).
+ * not ask (loadModel checks every model so). For an ensemble's config (with `ensemble.members`),
+ * each member's grids from its own config (RR intervals scaled by that member's `rr`).
  */
 export function beatModalities(config: ModelConfig): BeatGrid[];
 

@@ -174,6 +174,29 @@ test('beatModalities: a model\'s beat streams and their grids; what a model file
   assert.throws(() => new BeatTracker({ rateHz: 300, grid: { patchLen: 3 } }), (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && /grid must be one of beatModalities/.test(e.message));
 });
 
+test('beatModalities of an ensemble\'s config: each grid scaled by its own member\'s rr; one name with two grids, or a member\'s bad grid, is BAD_FORMAT naming the member', () => {
+  // Two members with different rr normalisations (0.8 / 0.3 and 0.9 / 0.2): model.config's
+  // merged modalities keep the first member's "rr", but each grid must read its own member's.
+  const member = (rr, ...beats) => ({ modalities: [{ name: 'ecg', patch_len: 40 }, { name: 'rr', patch_len: 4, ...rr }, ...beats] });
+  const a = member({ mean: 0.8, std: 0.3 }, { name: 'beat_40x16ms_rr2', patch_len: 42, std: 0.25, rr_context: 2 });
+  const b = member({ mean: 0.9, std: 0.2 }, { name: 'beat_80x8ms_rr2', patch_len: 82, std: 0.5, rr_context: 2, grid_first: -30, grid_step_s: 0.008 });
+  const merged = { modalities: [...a.modalities, b.modalities[2]], ensemble: { combine: 'mean_probability', members: [a, b] } };
+  const grids = beatModalities(merged);
+  assert.deepEqual(grids.map((g) => [g.modality, g.rrMean, g.rrScale]), [
+    ['beat_40x16ms_rr2', 0.8, 0.25 / 0.3],  // hand-computed: beat std / rr std of member 0
+    ['beat_80x8ms_rr2', 0.9, 0.5 / 0.2],    // of member 1 (the merged config's "rr" would give 0.8, 0.5 / 0.3)
+  ]);
+  // the same grid in two members is given once
+  assert.deepEqual(beatModalities({ ...merged, ensemble: { members: [a, b, a] } }).map((g) => g.modality), ['beat_40x16ms_rr2', 'beat_80x8ms_rr2']);
+  const refused = (members, pattern) => assert.throws(() => beatModalities({ modalities: [], ensemble: { members } }),
+    (e) => e instanceof SensorformerError && e.code === 'BAD_FORMAT' && pattern.test(e.message));
+  const sameName = member({ mean: 0.9, std: 0.2 }, { ...b.modalities[2], name: 'beat_40x16ms_rr2' });
+  refused([a, sameName], /^ensemble member 1: beat modality "beat_40x16ms_rr2" has another grid than member 0's/);
+  // one name, the same grid, but another rr normalisation: the intervals would be scaled apart
+  refused([a, member({ mean: 0.9, std: 0.2 }, a.modalities[2])], /^ensemble member 1: beat modality "beat_40x16ms_rr2" has another grid than member 0's/);
+  refused([a, member({}, { name: 'beat', patch_len: 40, grid_step_s: 0 })], /^ensemble member 1: beat modality "beat": "grid_step_s" must be a number/);
+});
+
 test('beatsFromEcg: BEAT_POINTS events per detected beat at its time; the window around each R peak', () => {
   const { x } = synthetic(5, 300, 60);
   const start = 1764460800.25;

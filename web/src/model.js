@@ -241,25 +241,12 @@ export async function modelFromBytes(wasm, bytes, name, { warmup, signal } = {})
   // Each member's beat streams (qrs.js beatModalities) are checked here, so that a file asking for
   // an impossible grid fails at load; members that share a beat modality's name share its grid
   // (a stream goes to every member that knows its modality's name).
-  const grids = new Map();
-  for (const [k, handle] of handles.entries()) {
-    const member = handles.length > 1 ? `ensemble member ${k}: ` : '';
-    const refuse = (message) => {
-      for (const h of handles) h.delete();
-      throw new SensorformerError('BAD_FORMAT', `${prefix}${member}${message}`);
-    };
-    let mine = [];
-    try {
-      mine = beatModalities(JSON.parse(handle.configJson()));
-    } catch (e) {
-      refuse(e.message);
-    }
-    for (const grid of mine) {
-      const earlier = grids.get(grid.modality);
-      if (earlier && JSON.stringify(earlier.grid) !== JSON.stringify(grid))
-        refuse(`beat modality "${grid.modality}" has another grid than member ${earlier.member}'s (an ensemble names each grid differently)`);
-      grids.set(grid.modality, { grid, member: k });
-    }
+  try {
+    const configs = handles.map((h) => JSON.parse(h.configJson()));
+    beatModalities(configs.length > 1 ? { ensemble: { members: configs } } : configs[0]);
+  } catch (e) {
+    for (const h of handles) h.delete();
+    throw new SensorformerError('BAD_FORMAT', `${prefix}${e.message}`);
   }
   const model = new Model(handles, wasm);
   try {

@@ -251,9 +251,32 @@ export const isBeatModality = (name) => name === 'beat' || (typeof name === 'str
  * as `beat std / rr std * (RR - rr mean)` with the config's `rr` and this modality's mean and
  * std, so that the token's normalisation reads them as the `rr` stream's. A modality that asks for
  * something impossible is BAD_FORMAT naming it (loadModel checks every model this way).
+ * An ensemble's config (model.config with `ensemble.members`) gives each member's grids read
+ * from that member's own config, so each grid's intervals are scaled by its own member's `rr`;
+ * members that give one name two grids are BAD_FORMAT (loadModel refuses such a file).
  * @returns {Array<{ modality: string, patchLen: number, points: number, first: number, stepS: number, rrContext: number, rrMean: number, rrScale: number }>}
  */
 export function beatModalities(config) {
+  const members = config?.ensemble?.members;
+  if (Array.isArray(members)) {
+    const byName = new Map();
+    members.forEach((member, k) => {
+      const fail = (message) => { throw new SensorformerError('BAD_FORMAT', `ensemble member ${k}: ${message}`); };
+      let mine = [];
+      try {
+        mine = beatModalities(member);
+      } catch (e) {
+        fail(e.message);
+      }
+      for (const grid of mine) {
+        const earlier = byName.get(grid.modality);
+        if (earlier && JSON.stringify(earlier.grid) !== JSON.stringify(grid))
+          fail(`beat modality "${grid.modality}" has another grid than member ${earlier.k}'s (an ensemble names each grid differently)`);
+        if (!earlier) byName.set(grid.modality, { grid, k });
+      }
+    });
+    return [...byName.values()].map((e) => e.grid);
+  }
   const grids = [];
   for (const m of config?.modalities ?? []) {
     if (!isBeatModality(m?.name)) continue;
