@@ -365,6 +365,45 @@ test('BeatTracker: a gap (startTime later than the next sample) gives no beat in
   bad(() => new BeatTracker({ rateHz: 130, window: 8 }), /unknown option "window"/);
 });
 
+test('BeatTracker: a beat found only after its watermark is dropped as late, counted, and the interval across it is unknown', () => {
+  // The ECG's amplitude falls to 15 % at 40 s (a strap slipping): thresholds learnt on the large
+  // beats miss the small ones until the window has moved past the step; the window that relearns
+  // then finds small beats the watermark has already passed. They are not given (they would come
+  // out of order) and the interval from the last beat given before them to the next one given
+  // spans them: NaN, not an RR interval many beats long.
+  const [grid] = beatModalities({ modalities: [{ name: 'rr', patch_len: 4, mean: 0.8, std: 0.3 }, { name: 'beat', patch_len: 42, std: 0.25, rr_context: 2 }] });
+  for (const fs of [130, 300]) {
+    const ph = createPhysiology({ seed: 4, activities: [{ activity: 'rest', duration: 100 }] });
+    const x = Float64Array.from({ length: 100 * fs }, (_, i) => ph.ecgAt(i / fs) * (i < 40 * fs ? 1 : 0.15));
+    const truth = Array.from(ph.beats(0, 100));
+    const tracker = new BeatTracker({ rateHz: fs, grid });
+    const times = [], rr = [];
+    const take = (c) => { for (let j = 0; j < c.timestamps.length; j += grid.patchLen) times.push(c.timestamps[j]), rr.push(c.samples.slice(j + grid.points, j + grid.patchLen)); };
+    for (let at = 0; at < x.length; at += fs / 2) take(tracker.push(x.subarray(at, at + fs / 2)));
+    take(tracker.end());
+    const what = `${fs} Hz`;
+    assert.ok(tracker.late >= 1, `${what}: late beats counted (${tracker.late})`);
+    // every beat given is a real one, in order
+    assert.ok(times.every((t, j) => (j === 0 || t > times[j - 1]) && truth.some((b) => Math.abs(b - t) <= 0.15)), `${what}: beats given are real, in order`);
+    const b = times.findIndex((t) => t > 40), a = b - 1;
+    assert.ok(a > 0 && truth.some((t) => t > times[a] + 0.15 && t < times[b] - 0.15), `${what}: beats between ${times[a]} and ${times[b]} were not given`);
+    const scaled = (dt) => grid.rrScale * (dt - grid.rrMean);
+    // Across the dropped beats: unknown; the interval before it moves back one place unchanged.
+    assert.ok(Number.isNaN(rr[b][0]), `${what}: the interval ${times[a]}-${times[b]} spans late beats: ${rr[b][0]}`);
+    assert.equal(rr[b][1], rr[a][0]);
+    assert.ok(Math.abs(rr[a][0] - scaled(times[a] - times[a - 1])) <= 1e-9, `${what}: the interval before the step`);
+    // After it: the next interval known again, the one across the late beats still unknown.
+    assert.ok(Math.abs(rr[b + 1][0] - scaled(times[b + 1] - times[b])) <= 1e-9 && Number.isNaN(rr[b + 1][1]), `${what}: after the late beats`);
+    // every other interval is the one between the beats given
+    let known = 0;
+    for (let j = 1; j < times.length; j++) {
+      if (j === b) continue;
+      assert.ok(Math.abs(rr[j][0] - scaled(times[j] - times[j - 1])) <= 1e-9, `${what}: beat ${times[j]}`), known++;
+    }
+    assert.ok(known >= 90, `${what}: ${known} intervals known`);
+  }
+});
+
 test('nothing to detect: empty, all missing, shorter than two integration windows, a flat line', () => {
   for (const x of [[], new Float32Array(300).fill(NaN), new Float32Array(80), new Float32Array(3000).fill(5)])
     assert.equal(detectBeats(x, 300).times.length, 0);
