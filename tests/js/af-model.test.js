@@ -168,6 +168,14 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(decide(r, [0.806, 0.806, 0.806, 0.806, 0.806], [0.80, 0.80, 0.80, 0.80, 0.80]), '');  // clean under 0.807
   assert.equal(decide(r, [0.82, 0.82, 0.82, 0.82, 0.82], [0.80, 0.80, 0.80, 0.78, 0.78]), '');  // 3 folds within
   assert.equal(qualifies([0.82, 0.82, 0.82, 0.82, 0.82], [0.80, 0.80, 0.80, 0.78, 0.78]), '(i)');  // the common rule would take it
+  // (G) as a strap candidate: (E)'s rule over the five folds and, on folds 2-4 alone, mean clean
+  // >= 0.792 and within 0.03 on 2 of 3; at its edges
+  const g = 'triple-lb10-beatsrr-beatsfine', G = '(G) as a strap candidate';
+  assert.equal(decide(g, [0.818, 0.802, 0.793, 0.793, 0.793], [0.790, 0.793, 0.770, 0.770, 0.760]), G);  // folds 2-4: 0.793, 2 within
+  assert.equal(decide(g, [0.818, 0.802, 0.791, 0.791, 0.791], [0.790, 0.793, 0.770, 0.770, 0.770]), '');  // folds 2-4 under 0.792 (five folds 0.797)
+  assert.equal(decide(g, [0.818, 0.802, 0.795, 0.795, 0.795], [0.790, 0.793, 0.770, 0.760, 0.760]), '');  // 1 of folds 2-4 within (3 of 5)
+  assert.equal(decide('pair-up300', [0.818, 0.802, 0.791, 0.791, 0.791], [0.790, 0.793, 0.770, 0.770, 0.770]), '(E)');  // (E)'s rule alone would take it
+  assert.equal(decide(g, [0.790, 0.790, 0.800, 0.800, 0.800], [0.770, 0.770, 0.790, 0.790, 0.790]), '');  // five folds 0.796
   assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-candidates markers: run `node tools/af/table.mjs --write`');
 });
 
