@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import fc from 'fast-check';
+
 import { loadModel, readWfdb, rrFromEcg, SensorformerError } from '../../web/src/index.js';
 import { fixturePath } from './safetensors.js';
 
@@ -156,7 +158,16 @@ test('truncated or inconsistent headers and files: BAD_FORMAT / IO naming the fi
   await rejects(read(HEA_212.replace('rec212 2', 'rec212 3')), 'BAD_FORMAT', /^rec212\.hea line 2: declares 3 signals, the header has 2 signal lines$/);
   await rejects(read(HEA_212.replace(/212 200/, '8 200').replace(/212 100/, '8 100')), 'BAD_FORMAT', /^rec212\.hea line 3: format: 8 is not supported \(supported: 16, 212/);
   await rejects(read(HEA_212.replace('212 100', '16 100')), 'BAD_FORMAT', /^rec212\.hea line 4: format: 16, but earlier signals of rec212\.dat are format 212/);
-  await rejects(read(HEA_212.replace('360', '-360')), 'BAD_FORMAT', /^rec212\.hea line 2: sampling frequency: must be a number of Hz > 0/);
+  await rejects(read(HEA_212.replace('360', '-360')), 'BAD_FORMAT', /^rec212\.hea line 2: sampling frequency: must be a finite number of Hz > 0/);
+  // Numbers that overflow: a rate past float64, counts past 2^53, physical values past float32
+  // (signal 0's first sample: (100 - 1024) / 1e-40 = -9.24e42 mV; a window refuses those).
+  await rejects(read(HEA_212.replace('360', '1e400')), 'BAD_FORMAT', /^rec212\.hea line 2: sampling frequency: must be a finite number of Hz > 0 .*, got "1e400"$/);
+  await rejects(read(HEA_212.replace('360', '1e308').replace('212 200', '212x2 200').replace('212 100', '212x2 100')), 'BAD_FORMAT', /^rec212\.hea line 3: format: 2 samples per frame at 1e\+308 Hz make a rate beyond float64$/);
+  await rejects(read(HEA_212.replace('212 200', '212x99999999999999999999 200')), 'BAD_FORMAT', /^rec212\.hea line 3: format: samples per frame must be below 2\^53, got 99999999999999999999$/);
+  await rejects(read(HEA_212.replace('212 100', '212:9007199254740993 100')), 'BAD_FORMAT', /^rec212\.hea line 4: format: skew must be below 2\^53/);
+  await rejects(read(HEA_212.replace('212 200', '212+9007199254740993 200')), 'BAD_FORMAT', /^rec212\.hea line 3: format: byte offset must be below 2\^53/);
+  await rejects(read(HEA_212.replace('200(1024)/mV', '1e-40(1024)/mV')), 'BAD_FORMAT', /^rec212\.hea line 3: gain: 1e-40 makes sample 0 of rec212\.dat \(adc 100, baseline 1024\) -9\.24\d*e\+42 mV, beyond float32$/);
+  await rejects(read(HEA_212.replace('200(1024)/mV', '1e-320(1024)/mV')), 'BAD_FORMAT', /^rec212\.hea line 3: gain: 1e-320 makes sample 0 of rec212\.dat \(adc 100, baseline 1024\) -Infinity mV, beyond float32$/);
   await rejects(read(HEA_212.replace('25/12/2020', '31/02/2020')), 'BAD_FORMAT', /^rec212\.hea line 2: base date: must be DD\/MM\/YYYY, got "31\/02\/2020"$/);
   await rejects(read(HEA_212.replace('12:00:00', '24:00:00')), 'BAD_FORMAT', /^rec212\.hea line 2: base time/);
   await rejects(read(HEA_212.replace('rec212 2', 'rec212/3 2')), 'BAD_FORMAT', /multi-segment/);
@@ -240,6 +251,58 @@ test('CLI: a bad record exits 1 with the file and field; a modality the model la
   r = await run('run', '--model', modelPath, '--input', '-', '--format', 'wfdb');
   assert.equal(r.status, 2);
   assert.match(r.stderr, /^sensorformer: a WFDB record cannot come from standard input/);
+});
+
+// Random records: header fields drawn from valid and broken values (overflowing numbers, huge
+// counts, subnormal gains, missing files), signal files of random bytes. Each either reads into a
+// window the package would run (every rate finite and > 0, every sample NaN or a finite float32
+// value, lengths whole) or is refused with a SensorformerError: never another exception, never a
+// hang. Seeded (FC_SEED explores others; a failure prints its seed and the shrunk record).
+fc.configureGlobal({ seed: Number(process.env.FC_SEED ?? 0x5eed) });
+const FLOAT32_MAX = 3.4028234663852886e38;
+const pick = (...values) => fc.constantFrom(...values);
+// Mostly a valid field, sometimes a broken one, so that both outcomes are common.
+const field = (good, bad) => fc.oneof({ arbitrary: pick(...good), weight: 20 }, { arbitrary: pick(...bad), weight: 1 });
+const signalLine = fc.tuple(
+  field(['r.dat', 's.dat'], ['r.mat', 't.dat']),
+  field(['16', '212', '16x2', '212x3', '16:2', '16+2'], ['16:99999999999999999999', '16x99999999999999999999', '16+99999999999999999999', '16+24', '80', '16x0', 'x']),
+  field(['200', '200(0)/mV', '0', '-1000(5)/uV', '1e-300(7)'], ['1e400', '1e-320', 'abc', '200(1.5)', '200(99999999999999999999999)']),
+  field(['12', '16'], ['x']),
+  field(['0', '-2048'], ['1e3', '99999999999999999999']),
+  pick('', '0 0 ECG', '17 0 Lead I', '0 0 x y'),
+).map((f) => f.filter(Boolean).join(' '));
+const record = fc.record({
+  signals: fc.array(signalLine, { minLength: 1, maxLength: 3 }),
+  nsig: field([null], ['0', '-1', 'x', '4']),  // null: the number of signal lines
+  fs: field(['', '360', '300/1(0)', '1e-9', '1e308'], ['1e400', '0', '-5', 'abc']),
+  nsamp: field(['4', '4', '4', '', '0', '7'], ['99999999999999999999', '9007199254740993', '-3']),
+  time: field(['', '12:00:00', '0:0:0.5', '12:00:00 25/12/2020'], ['25:00:00', '12:00:00 31/02/2020']),
+  // Files long enough for 4 frames of every signal, or (sometimes) absent or short.
+  files: fc.record({ 'r.dat': fc.uint8Array({ minLength: 72, maxLength: 96 }), 's.dat': field([72], [0, 5]).chain((n) => fc.uint8Array({ minLength: n, maxLength: n + 24 })), 'r.mat': fc.uint8Array({ maxLength: 96 }) }, { requiredKeys: ['r.dat', 's.dat'] }),
+});
+
+test('random records: a window the package runs, or a SensorformerError (never another exception or a non-finite value)', async () => {
+  const outcomes = { read: 0, refused: 0 };
+  await fc.assert(fc.asyncProperty(record, async ({ nsig, fs, nsamp, time, signals, files }) => {
+    const header = [['r', nsig ?? String(signals.length), fs, fs && nsamp, fs && nsamp && time].filter(Boolean).join(' '), ...signals].join('\n');
+    let w;
+    try {
+      w = await readWfdb({ header, files });
+    } catch (e) {
+      assert.ok(e instanceof SensorformerError && ['BAD_FORMAT', 'IO', 'INVALID_ARGUMENT'].includes(e.code), `not a typed error: ${e?.stack ?? e}\n${header}`);
+      outcomes.refused++;
+      return;
+    }
+    outcomes.read++;
+    for (const s of w.streams) {
+      assert.ok(Number.isFinite(s.rateHz) && s.rateHz > 0, `rate ${s.rateHz}\n${header}`);
+      assert.ok(Number.isFinite(s.startTime), `startTime ${s.startTime}\n${header}`);
+      assert.ok(Number.isSafeInteger(s.samples.length), `${s.samples.length} samples\n${header}`);
+      for (const v of s.samples) assert.ok(Number.isNaN(v) || Math.abs(v) <= FLOAT32_MAX, `sample ${v}\n${header}`);
+    }
+  }), { numRuns: 3000 });
+  // Both outcomes are exercised (the weights above make about a fifth of the records readable).
+  assert.ok(outcomes.read >= 300 && outcomes.refused >= 300, JSON.stringify(outcomes));
 });
 
 // The real PhysioNet/CinC 2017 data is not in the repository; point SF_CINC2017 at its folder.

@@ -26,7 +26,7 @@
 // - sensor: the signal's index in the header (0, 1, ...). placement: options.placement, else left
 //   out (the caller knows where the device was; the CLI gives the model's first placement).
 import { SensorformerError } from './errors.js';
-import { describe } from './window.js';
+import { describe, FLOAT32_MAX } from './window.js';
 
 const badFormat = (where, message) => new SensorformerError('BAD_FORMAT', `${where}: ${message}`);
 const invalid = (message) => new SensorformerError('INVALID_ARGUMENT', `readWfdb: ${message}`);
@@ -87,7 +87,7 @@ export function parseWfdbHeader(text, name) {
   let fs = DEFAULT_FS;
   if (rest[1] !== undefined) {
     const m = /^([^/(]+)(?:\/([^(]+))?(?:\((.+)\))?$/.exec(rest[1]);
-    if (!m || !NUMBER.test(m[1]) || !(Number(m[1]) > 0)) throw badFormat(at('sampling frequency'), `must be a number of Hz > 0 (optionally /counter frequency(base counter)), got "${rest[1]}"`);
+    if (!m || !NUMBER.test(m[1]) || !(Number(m[1]) > 0) || !Number.isFinite(Number(m[1]))) throw badFormat(at('sampling frequency'), `must be a finite number of Hz > 0 (optionally /counter frequency(base counter)), got "${rest[1]}"`);
     fs = Number(m[1]);
   }
   let nsamp = null;
@@ -117,10 +117,17 @@ export function parseWfdbHeader(text, name) {
     if (!fm) throw badFormat(where('format'), `must be format[xsamples][:skew][+offset], got ${formatText === undefined ? 'nothing' : `"${formatText}"`}`);
     const format = Number(fm[1]);
     if (!FORMATS[format]) throw badFormat(where('format'), `${format} is not supported (supported: ${Object.keys(FORMATS).join(', ')}; a .mat file is format 16+offset)`);
-    const perFrame = fm[2] === undefined ? 1 : Number(fm[2]);
+    // Counts past 2^53 are not integers any more in JavaScript (and no file holds that many bytes).
+    const count = (text, what) => {
+      const v = text === undefined ? undefined : Number(text);
+      if (v !== undefined && !Number.isSafeInteger(v)) throw badFormat(where('format'), `${what} must be below 2^53, got ${text}`);
+      return v;
+    };
+    const perFrame = count(fm[2], 'samples per frame') ?? 1;
     if (perFrame < 1) throw badFormat(where('format'), `samples per frame must be >= 1, got ${perFrame}`);
-    const skew = fm[3] === undefined ? 0 : Number(fm[3]);
-    const offset = fm[4] === undefined ? 0 : Number(fm[4]);
+    if (!Number.isFinite(fs * perFrame)) throw badFormat(where('format'), `${perFrame} samples per frame at ${fs} Hz make a rate beyond float64`);
+    const skew = count(fm[3], 'skew') ?? 0;
+    const offset = count(fm[4], 'byte offset') ?? 0;
     let gain = DEFAULT_GAIN, baseline = null, units = 'mV';
     if (gainText !== undefined) {
       const gm = /^([^(/]+)(?:\(([^)]*)\))?(?:\/(.*))?$/.exec(gainText);
@@ -181,7 +188,7 @@ function groupSignals(header, name) {
 }
 
 // One file's samples -> its signals' streams (in header order).
-function decodeGroup(bytes, group, header, placement) {
+function decodeGroup(bytes, group, header, placement, name) {
   const { file, format, offset, frameSamples } = group;
   const spec = FORMATS[format];
   if (/\.mat$/i.test(file) && offset >= MAT_HEADER) checkMat(bytes, file, group, header.nsamp);
@@ -221,6 +228,9 @@ function decodeGroup(bytes, group, header, placement) {
       const frame = Math.floor(k / s.perFrame) + s.skew;
       const v = frame < frames ? raw[frame * frameSamples + first + (k % s.perFrame)] : spec.invalid;
       samples[k] = v === spec.invalid ? NaN : (v - s.baseline) / s.gain;
+      // A window refuses values beyond float32 (NON_FINITE); here the header's gain is to blame.
+      if (Math.abs(samples[k]) > FLOAT32_MAX)
+        throw badFormat(`${name} line ${s.line}: gain`, `${s.gain} makes sample ${k} of ${file} (adc ${v}, baseline ${s.baseline}) ${samples[k]} ${s.units}, beyond float32`);
     }
     first += s.perFrame;
     const stream = { sensor: s.index, modality: modalityOf(s.description), rateHz: header.fs * s.perFrame, startTime: header.startTime, samples };
@@ -276,6 +286,6 @@ export async function readWfdb(source, options) {
   const header = parseWfdbHeader(text, name);
   if (!header.nsig) throw badFormat(name, 'the record has no signals: nothing to read');
   const streams = [];
-  for (const group of groupSignals(header, name)) streams.push(...decodeGroup(await input.file(group.file), group, header, placement));
+  for (const group of groupSignals(header, name)) streams.push(...decodeGroup(await input.file(group.file), group, header, placement, name));
   return { streams };
 }
