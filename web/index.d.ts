@@ -279,7 +279,9 @@ export interface BeatChunk {
 /**
  * The beat stream of a live ECG, push by push: detectBeats over a trailing window, each beat given
  * once, when it is `hold` seconds old, with its waveform (beatsFromEcg's); `until` is the
- * stream's watermark. Bad options are INVALID_ARGUMENT.
+ * stream's watermark. It detects again once 0.25 s of new ECG has come, so its watermark moves in
+ * steps of at least that (pushing one sample at a time costs no detection per sample). null, NaN
+ * and +-Infinity samples are missing. Bad options are INVALID_ARGUMENT.
  */
 export class BeatTracker {
   constructor(options: BeatTrackerOptions);

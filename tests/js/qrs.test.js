@@ -11,6 +11,7 @@
 // irregularity well above normal rhythm's, which is what the model's RR stream is for).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -64,6 +65,28 @@ test('missing samples: no beat inside a missing run or within 150 ms of it, the 
   const outside = beats.filter((t) => t < 20 - 0.15 || t >= 23 + 0.15);
   const m = match(outside, Array.from(times).filter((t) => t >= 0.3 && t < 59.7));
   assert.ok(m.se >= 0.99 && m.ppv >= 0.99, `Se ${m.se}, PPV ${m.ppv}`);
+});
+
+test('+-Infinity samples are read as missing, as null and NaN are: the same beats, intervals and beat tokens, offline and live', () => {
+  const { x } = synthetic(5, 300, 60);
+  const [grid] = beatModalities({ modalities: [{ name: 'rr', patch_len: 4, mean: 0.8, std: 0.3 }, { name: 'beat', patch_len: 42, std: 0.25, rr_context: 2 }] });
+  // single samples and a run, some right next to beats (a beat's waveform reaches 0.384 s after it)
+  const at = [1000, 1001, 5003, 9000, ...Array.from({ length: 150 }, (_, i) => 12000 + i), 15555];
+  const infinite = Array.from(x), missing = Array.from(x);
+  at.forEach((i, k) => { infinite[i] = k % 2 ? Infinity : -Infinity; missing[i] = NaN; });
+  const ecg = (samples) => ({ sensor: 0, placement: 'chest', rateHz: 300, samples });
+  assert.deepEqual(detectBeats(infinite, 300), detectBeats(missing, 300));
+  assert.deepEqual(rrFromEcg(ecg(infinite)), rrFromEcg(ecg(missing)));
+  const offline = beatsFromEcg(ecg(infinite), null, grid);
+  assert.deepEqual(offline, beatsFromEcg(ecg(missing), null, grid));
+  assert.ok(offline.samples.every((v) => Number.isNaN(v) || Number.isFinite(v)) && offline.samples.some(Number.isNaN), 'NaN where the waveform or an interval crosses them');
+  const live = (samples) => {
+    const tracker = new BeatTracker({ rateHz: 300, grid });
+    const chunks = [];
+    for (let i = 0; i < samples.length; i += 97) chunks.push(tracker.push(samples.slice(i, i + 97)));
+    return [...chunks, tracker.end()];
+  };
+  assert.deepEqual(live(infinite), live(missing));
 });
 
 test('rrFromEcg: an event per beat after the first, the interval before it; the one interval across a gap NaN (the default), or left out with gaps: leave-out', () => {
@@ -247,7 +270,10 @@ function track(x, fs, sizes, start = 0, options = {}) {
       times.push(chunk.timestamps[j]);
       waves.push(chunk.samples.subarray(j, j + size));
     }
-    assert.ok(chunk.until >= until && chunk.until <= Math.max(start, start + Math.min(at, x.length) / fs - (options.hold ?? 2.5)) + 1e-9);
+    const newest = start + Math.min(at, x.length) / fs, hold = options.hold ?? 2.5;
+    assert.ok(chunk.until >= until && chunk.until <= Math.max(start, newest - hold) + 1e-9);
+    // it lags the hold by less than a detection step (0.25 s of new ECG; qrs.js DETECT_EVERY_S) once there is one
+    if (newest - start > hold + 0.25) assert.ok(chunk.until > newest - hold - 0.25 - 1 / fs, `watermark ${chunk.until} with the ECG at ${newest}`);
     until = chunk.until;
   }
   return { times, waves, tracker };
@@ -260,8 +286,8 @@ test('BeatTracker: the beats of a live ECG, chunk by chunk: the offline detectio
       const start = 1764460800.5;
       const offline = beatsFromEcg({ sensor: 0, placement: 'chest', rateHz: fs, startTime: start, samples: x });
       const final = Array.from(new Set(offline.timestamps)).filter((t) => t < start + x.length / fs - 2.5);
-      // chunk sizes: a strap's ECG notification (73 at 130 Hz), one second, and uneven ones
-      for (const sizes of [[73], [fs], [1, 500, 17, 2999]]) {
+      // chunk sizes: a strap's ECG notification (73 at 130 Hz), one second, uneven ones, one sample
+      for (const sizes of [[73], [fs], [1, 500, 17, 2999], [1]]) {
         const { times, waves, tracker } = track(x, fs, sizes, start);
         const what = `seed ${seed}, ${fs} Hz, chunks ${sizes}`;
         // the simulated strap's own beats: as detectBeats' test holds them
@@ -402,6 +428,65 @@ test('BeatTracker: a beat found only after its watermark is dropped as late, cou
     }
     assert.ok(known >= 90, `${what}: ${known} intervals known`);
   }
+});
+
+// Random ECG (values, missing samples, infinities and float32 extremes; rates at and past the
+// detector's bounds; chunks of any size): every function either returns what it promises or throws
+// a SensorformerError. Seeded (FC_SEED explores others; a failure prints its seed and input).
+test('random input: beats in order inside the signal, intervals > 0 or NaN, tokens finite or NaN, a tracker\'s output in order; otherwise a SensorformerError', () => {
+  fc.configureGlobal({ seed: Number(process.env.FC_SEED ?? 0x5eed) });
+  // The samples: uniform noise in +-5 mV from a seeded generator (fast-check's doubles favour
+  // values near 0 and the extremes: a flat line, nothing to detect), a fraction of them special.
+  const SPECIAL = [NaN, null, Infinity, -Infinity, 3.4e38, -1e300, 0];
+  const samples = fc.record({ n: fc.integer({ min: 0, max: 4000 }), seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }), special: fc.constantFrom(0, 0.001, 0.02, 0.3) })
+    .map(({ n, seed, special }) => {
+      let state = seed;
+      const next = () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+      return Array.from({ length: n }, () => (next() < special ? SPECIAL[Math.floor(next() * SPECIAL.length)] : 10 * next() - 5));
+    });
+  const input = fc.record({ rate: fc.constantFrom(50, 130, 300, 1000, 49, 1e5 + 1), values: samples, sizes: fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 8 }) });
+  const [grid] = beatModalities({ modalities: [{ name: 'rr', patch_len: 4, mean: 0.8, std: 0.3 }, { name: 'beat', patch_len: 42, std: 0.25, rr_context: 2 }] });
+  const typed = (f) => {
+    try {
+      return f();
+    } catch (e) {
+      assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.stack ?? e}`);
+      return null;
+    }
+  };
+  const finiteOrNaN = (v) => Number.isNaN(v) || Number.isFinite(v);
+  let detected = 0;
+  fc.assert(fc.property(input, ({ rate, values, sizes }) => {
+    const d = typed(() => detectBeats(values, rate));
+    if (d) {
+      d.indices.forEach((i, k) => assert.ok(i >= 0 && i < values.length && (k === 0 || i > d.indices[k - 1]) && Number.isFinite(d.times[k]), `beat ${k} at ${i}`));
+      d.rr.forEach((r) => assert.ok(Number.isNaN(r) || (r > 0 && Number.isFinite(r)), `rr ${r}`));  // NaN: a missing sample between the two beats
+      detected += d.indices.length;
+    }
+    const ecg = { sensor: 0, placement: 'chest', rateHz: rate, samples: values };
+    const rr = typed(() => rrFromEcg(ecg));
+    if (rr) rr.samples.forEach((v) => assert.ok(Number.isNaN(v) || (v > 0 && Number.isFinite(v)), `rrFromEcg ${v}`));
+    const b = typed(() => beatsFromEcg(ecg, null, grid));
+    if (b) assert.ok(b.samples.every(finiteOrNaN) && b.samples.length % grid.patchLen === 0, 'beatsFromEcg');
+    const tracker = typed(() => new BeatTracker({ rateHz: rate, grid }));
+    assert.equal(tracker === null, d === null, 'the tracker takes the rates the detector takes');
+    if (!tracker) return;
+    let last = -Infinity, until = -Infinity;
+    const check = (c) => {
+      assert.ok(c.timestamps.length === c.samples.length && c.timestamps.length % grid.patchLen === 0, 'whole tokens');
+      for (const t of c.timestamps) assert.ok(t >= last, `time ${t} after ${last}`), last = t;
+      assert.ok(c.samples.every(finiteOrNaN), 'tracker values finite or NaN');
+      assert.ok(c.until >= until, `watermark ${c.until} after ${until}`);
+      until = c.until;
+    };
+    for (let at = 0, k = 0; at < values.length; k++) {
+      const n = Math.max(1, sizes[k % sizes.length]);
+      check(tracker.push(values.slice(at, at + n)));
+      at += n;
+    }
+    check(tracker.end());
+  }), { numRuns: 60 });
+  assert.ok(detected > 100, `beats detected in the random signals: ${detected} (the checks above saw some)`);
 });
 
 test('nothing to detect: empty, all missing, shorter than two integration windows, a flat line', () => {

@@ -56,13 +56,21 @@ function filtfilt([b0, b1, b2, a1, a2], x) {
 
 /**
  * Beats of one ECG lead.
- * @param {ArrayLike<number|null>} samples  the lead at `rateHz` (any unit; null / NaN = missing)
+ * @param {ArrayLike<number|null>} samples  the lead at `rateHz` (any unit; null, NaN and +-Infinity = missing)
  * @param {number} rateHz  sampling rate (>= 50 Hz: a QRS lasts ~100 ms)
  * @param {{ startTime?: number }} [options]  the first sample's time in seconds (default 0)
  * @returns {{ indices: Int32Array, times: Float64Array, rr: Float64Array }}
  *   beat sample indices, their times (startTime + index / rateHz) and the RR interval before each
  *   beat after the first (length beats - 1, seconds)
  */
+// A sample as every function here reads it: a number, or NaN when missing. null, NaN and the
+// non-finite values (+-Infinity, which a window refuses) are missing: no beat is detected next to
+// one, an interval across one is unknown and a beat's waveform is NaN there.
+const reading = (v) => {
+  const x = v == null ? NaN : Number(v);
+  return Number.isFinite(x) ? x : NaN;
+};
+
 export function detectBeats(samples, rateHz, options = null) {
   const { startTime } = checkOptions(options, 'detectBeats(samples, rateHz, options)', {
     startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
@@ -75,8 +83,8 @@ export function detectBeats(samples, rateHz, options = null) {
   const x = new Float64Array(n);
   let last = NaN;
   for (let i = 0; i < n; i++) {
-    const v = samples[i] == null ? NaN : Number(samples[i]);
-    if (Number.isFinite(v)) last = v;
+    const v = reading(samples[i]);
+    if (!Number.isNaN(v)) last = v;
     x[i] = last;
   }
   const first = x.findIndex((v) => Number.isFinite(v));
@@ -182,7 +190,7 @@ export function detectBeats(samples, rateHz, options = null) {
 // between the two (unknownBetween): the one rule of detectBeats' rr and of a beat token's intervals.
 function missingCounts(samples) {
   const out = new Int32Array(samples.length + 1);
-  for (let i = 0; i < samples.length; i++) out[i + 1] = out[i] + (Number.isFinite(samples[i] == null ? NaN : Number(samples[i])) ? 0 : 1);
+  for (let i = 0; i < samples.length; i++) out[i + 1] = out[i] + (Number.isNaN(reading(samples[i])) ? 1 : 0);
   return out;
 }
 const unknownBetween = (missingBefore, a, b) => missingBefore[b] - missingBefore[a + 1] > 0;
@@ -311,7 +319,7 @@ function gridOf(grid, where) {
  * BEAT_POINTS): linear interpolation between the two samples around each grid point (NaN when
  * either is missing or outside the samples), minus the mean of the beat's present points.
  * Whatever the rate, a beat reads the same span around its R peak, aligned on it.
- * @param {ArrayLike<number|null>} samples the ECG (null or NaN missing)
+ * @param {ArrayLike<number|null>} samples the ECG (null, NaN and +-Infinity missing)
  * @param {number} rateHz
  * @param {ArrayLike<number>} indices the beats' sample indices (detectBeats)
  * @param {object} [grid] one of beatModalities(config)'s entries (default: the 40-point grid)
@@ -319,7 +327,7 @@ function gridOf(grid, where) {
 export function beatWaveforms(samples, rateHz, indices, grid) {
   const { points, first, stepS } = gridOf(grid, 'beatWaveforms');
   const n = samples.length;
-  const value = (i) => (samples[i] == null ? NaN : Number(samples[i]));
+  const value = (i) => reading(samples[i]);
   const out = new Float64Array(indices.length * points);
   for (let j = 0; j < indices.length; j++) {
     let sum = 0, count = 0;
@@ -394,7 +402,7 @@ function intervalsOf(samples, rateHz, indices) {
  * strap that sends ECG but no beat times). Each push runs detectBeats over the last `seconds` of
  * ECG and gives the beats that are now final: at least `hold` seconds before the newest sample
  * (the detector's search back reaches 1.66 mean RR behind, and a beat's waveform 0.384 s ahead),
- * each once, in time order. Its `until` is the beat stream's watermark (no later push gives a beat
+ * each once, in time order, detecting again once DETECT_EVERY_S (0.25 s) of new ECG has come. Its `until` is the beat stream's watermark (no later push gives a beat
  * before it), so the chunk goes to the session as it is:
  *
  *   const tracker = new BeatTracker({ rateHz: 130, startTime: t0 });
@@ -411,8 +419,14 @@ function intervalsOf(samples, rateHz, indices) {
  * missing sample lies between its two beats, and when a dropped late beat lies between them (the
  * interval would hold two).
  */
+// How much new ECG a BeatTracker waits for before it detects again (seconds): its watermark moves
+// in steps of at least this, and feeding it sample by sample costs ~1 / (DETECT_EVERY_S * rate) of
+// feeding it in such steps.
+const DETECT_EVERY_S = 0.25;
+
 export class BeatTracker {
-  #rate; #start; #span; #hold; #buf; #grid; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
+  #rate; #start; #span; #hold; #every; #buf; #grid; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
+  #detected = -Infinity;  // the cut of the last detection
   // The newest absolute index, before the buffer's first sample or at a dropped late beat, where
   // the rhythm is not known (a missing sample, a long gap, a late beat): an interval across it is
   // NaN. And the intervals ending at the last beats given (oldest first), for the next tokens.
@@ -438,6 +452,9 @@ export class BeatTracker {
     this.#start = startTime;
     this.#span = Math.ceil(seconds * rateHz);
     this.#hold = Math.ceil(hold * rateHz);
+    // A detection runs once DETECT_EVERY_S of new ECG has come (a push of a few samples, or one
+    // sample at a time, costs a copy, not a detection over the whole window each time).
+    this.#every = Math.max(1, Math.round(DETECT_EVERY_S * rateHz));
     this.#buf = new Float64Array(this.#span);
     this.#until = startTime;
     this.#grid = gridOf(grid, 'new BeatTracker(options): options');
@@ -447,7 +464,7 @@ export class BeatTracker {
   get until() { return this.#until; }
 
   /**
-   * The next samples of the ECG (null / NaN missing), in order after the previous push's, or from
+   * The next samples of the ECG (null, NaN and +-Infinity missing), in order after the previous push's, or from
    * `startTime` (the session chunk's re-anchor: the slots in between are a gap, missing).
    * @param {ArrayLike<number|null>} samples
    * @param {number} [startTime] the time of samples[0], at or after the next expected sample's
@@ -503,11 +520,12 @@ export class BeatTracker {
         this.#first += this.#span >> 2;
       }
       const v = samples[i];
-      this.#buf[this.#count++] = v == null ? NaN : Number(v);
+      this.#buf[this.#count++] = reading(v);
     }
     const end = this.#first + this.#count;        // absolute index after the newest sample
     const cut = final ? end : end - this.#hold;   // beats before this are final
-    if (cut <= this.#next) return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
+    if (cut <= this.#next || (!final && cut < this.#detected + this.#every)) return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
+    this.#detected = cut;
     const window = this.#buf.subarray(0, this.#count);
     const found = this.#count >= 2 ? detectBeats(window, this.#rate).indices : new Int32Array(0);
     // A window that starts after the recording did has its first 2 s still learning thresholds:
