@@ -125,6 +125,9 @@ test('bad rows: a BAD_FORMAT error naming file, line and column; badRows "skip" 
     [[head, row('35.500', ns(0)), '2022-04-25 11:39:35.520;1;2;3;4'], /^f\.txt:3: "Phone timestamp" "2022-04-25 11:39:35.520" is not a date and time/],
     [[head, row('35.500', ns(0)), row('35.520', '12a')], /^f\.txt:3: "sensor timestamp \[ns\]" "12a" is not an integer/],
     [[head, row('35.500', ns(0)), row('35.520', ns(20), 'x')], /^f\.txt:3: "X \[mg\]" "x" is not a number/],
+    // a number a window would refuse (beyond float32, or Infinity once read): the file's line, not the window's index
+    [[head, row('35.500', ns(0)), row('35.520', ns(20), '-1e39')], /^f\.txt:3: "X \[mg\]" -1e39 is beyond float32/],
+    [[head, row('35.500', ns(0), '1e400')], /^f\.txt:2: "X \[mg\]" 1e400 is beyond float32/],
     [[head, row('35.500', ns(20)), row('35.520', ns(20))], /^f\.txt:3: "sensor timestamp \[ns\]" \d+ is not after the previous row's/],
     [[head, row('35.500', ns(0)), '2022-04-25T11:39:35.520;1;2'], /^f\.txt:3: 3 fields, the header has 5/],
     [[head, row('35.500', ns(0)), row('61.000', ns(20))], /^f\.txt:3: "Phone timestamp" .* is not a date and time/],
@@ -149,6 +152,11 @@ test('bad rows: a BAD_FORMAT error naming file, line and column; badRows "skip" 
   ];
   for (const [fn, message] of invalid) await assert.rejects(fn, (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message), String(message));
   await assert.rejects(readPolarLogger([]), (e) => e.code === 'BAD_FORMAT' && /no Polar Sensor Logger file/.test(e.message));
+  // A sensor clock that jumps by 69 days between samples 20 ms apart: 300 million slots at
+  // 50 Hz, each column a stream; past the 2^28 a stream may hold it is refused before allocating.
+  const jump = [head, row('35.500', ns(0)), row('35.520', ns(20)), row('35.540', ns(40)), row('35.560', `${BigInt(ns(60)) + 6n * 10n ** 15n}`)];
+  await assert.rejects(readPolarLogger([{ name: 'f.txt', text: jump.join('\n') }]), (e) => e.code === 'RESOURCE_EXHAUSTED'
+    && /^f\.txt: the sensor timestamps span 6000000\.060 s at 50\.0000 Hz, more than the 268435456 samples a stream may hold \(the largest step: 6000000\.020 s;/.test(e.message), 'a clock jump of 69 days');
 });
 
 test('a folder in Node: its export files read, other files listed as ignored; a missing path is an IO error', async () => {

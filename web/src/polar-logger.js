@@ -46,7 +46,7 @@
 // Rows that do not parse are a BAD_FORMAT error naming the file, the line and the column; with
 // `badRows: 'skip'` they are left out and listed in `report[file].skipped` (never silently).
 import { SensorformerError } from './errors.js';
-import { describe } from './window.js';
+import { describe, FLOAT32_MAX, MAX_ARRAY_LENGTH } from './window.js';
 
 const badFormat = (where, message) => new SensorformerError('BAD_FORMAT', `${where}: ${message}`);
 const invalid = (message) => new SensorformerError('INVALID_ARGUMENT', `readPolarLogger: ${message}`);
@@ -176,6 +176,7 @@ export function parsePolarLoggerFile(text, file, { utcOffsetMinutes = 0, badRows
     for (let c = 0; c < spec.columns.length; c++) {
       const s = cells[head.first + c].trim();
       if (!NUMBER.test(s)) { bad = `"${spec.columns[c]}" ${describe(s)} is not a number`; break; }
+      if (!(Math.abs(Number(s)) <= FLOAT32_MAX)) { bad = `"${spec.columns[c]}" ${s} is beyond float32 (a window refuses it)`; break; }
       row.push(Number(s));
     }
     if (bad) { fail(bad); continue; }
@@ -206,7 +207,9 @@ export function parsePolarLoggerFile(text, file, { utcOffsetMinutes = 0, badRows
 
 // A regular grid through a streamed file's sensor times: { rateHz, slots (Int32, per sample),
 // maxError (s, |sensor time - grid time|), gaps: [{ after (sample index), missing (slots) }] }.
-function grid(ns) {
+// A grid longer than a window's stream may be (a jump in the sensor's clock of days at its rate)
+// is RESOURCE_EXHAUSTED naming the jump, before anything that long is allocated.
+function grid(ns, file) {
   const n = ns.length;
   if (n < 2) return { rateHz: null, slots: new Int32Array(n), maxError: 0, gaps: [] };
   // Seconds relative to the first sample, exact to the ns (differences of BigInts).
@@ -217,7 +220,12 @@ function grid(ns) {
   const place = () => {
     for (let i = 1; i < n; i++) {
       const step = t[i] - t[i - 1];
-      slots[i] = slots[i - 1] + Math.max(1, step > GAP_PERIODS * period ? Math.round(step / period) : 1);
+      const next = slots[i - 1] + Math.max(1, step > GAP_PERIODS * period ? Math.round(step / period) : 1);
+      if (!(next < MAX_ARRAY_LENGTH)) {
+        throw new SensorformerError('RESOURCE_EXHAUSTED', `${file}: the sensor timestamps span ${t[n - 1].toFixed(3)} s at ${(1 / period).toPrecision(6)} Hz, more than the ${MAX_ARRAY_LENGTH} samples a stream may hold`
+          + ` (the largest step: ${steps[steps.length - 1].toFixed(3)} s; a clock that jumped? read the parts before and after it as separate files)`);
+      }
+      slots[i] = next;
     }
   };
   place();
@@ -287,7 +295,7 @@ export function polarLoggerWindow(parsed, { streams: overrides = {}, placement }
     const r = report[p.file];
     if (p.kind === 'MARKER') continue;
     if (p.deviceNs) {
-      const g = grid(p.deviceNs);
+      const g = grid(p.deviceNs, p.file);
       Object.assign(r, { rateHz: g.rateHz, maxGridError: g.maxError, gaps: g.gaps.length, missingSlots: g.gaps.reduce((a, x) => a + x.missing, 0) });
       if (!p.deviceNs.length) continue;
       const length = g.slots[g.slots.length - 1] + 1;
