@@ -3,12 +3,14 @@
 // export folder, .ci/run passes one) every row of a real recording accounted for exactly once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { parsePolarLoggerFile, polarLoggerKind, readPolarLogger, POLAR_EPOCH_S } from '../../web/src/polar-logger.js';
 import { SensorformerError } from '../../web/src/errors.js';
+import { FLOAT32_MAX } from '../../web/src/window.js';
 
 // 704201974 s after Polar's epoch (2000-01-01) is 2022-04-25T11:39:34 on the Unix scale.
 const NS0 = 704201974000000000n;
@@ -157,6 +159,55 @@ test('bad rows: a BAD_FORMAT error naming file, line and column; badRows "skip" 
   const jump = [head, row('35.500', ns(0)), row('35.520', ns(20)), row('35.540', ns(40)), row('35.560', `${BigInt(ns(60)) + 6n * 10n ** 15n}`)];
   await assert.rejects(readPolarLogger([{ name: 'f.txt', text: jump.join('\n') }]), (e) => e.code === 'RESOURCE_EXHAUSTED'
     && /^f\.txt: the sensor timestamps span 6000000\.060 s at 50\.0000 Hz, more than the 268435456 samples a stream may hold \(the largest step: 6000000\.020 s;/.test(e.message), 'a clock jump of 69 days');
+});
+
+test('a streamed file with a header and no rows (a stream the app never got) adds nothing and moves no clock', async () => {
+  const alone = await readPolarLogger([{ name: 'ecg.txt', text: ECG }]);
+  const withEmpty = await readPolarLogger([{ name: 'acc.txt', text: ACC.split('\n')[0] }, { name: 'ecg.txt', text: ECG }]);
+  assert.deepEqual(withEmpty.window, alone.window);
+  assert.equal(withEmpty.report['acc.txt'].offset, null);
+  assert.equal(withEmpty.report['acc.txt'].samples, 0);
+});
+
+// Random exports: headers of every kind, rows drawn from valid and broken cells (dates that do not
+// exist, sensor times out of range or out of order, numbers past float32, missing or extra cells),
+// one to three files, bad rows an error or skipped. Each is read into a window whose rates, times
+// and values the package takes, or refused with a SensorformerError. Seeded (FC_SEED explores others).
+test('random exports: a window with finite rates, times and values, or a SensorformerError', async () => {
+  fc.configureGlobal({ seed: Number(process.env.FC_SEED ?? 0x5eed) });
+  const pick = (...v) => fc.constantFrom(...v);
+  const cell = (good, bad) => fc.oneof({ arbitrary: pick(...good), weight: 10 }, { arbitrary: pick(...bad), weight: 1 });
+  const heads = [ACC.split('\n')[0], ECG.split('\n')[0], 'Phone timestamp;HR [bpm]', 'Phone timestamp;RR-interval [ms]',
+    'Phone timestamp;sensor timestamp [ns];channel 0;channel 1;channel 2;ambient', 'Phone timestamp;Marker start/stop',
+    'Phone timestamp;PP-interval [ms];error estimate [ms];blocker;contact;contact;hr [bpm]'];
+  const file = fc.record({
+    head: pick(...heads),
+    rows: fc.array(fc.record({
+      phone: cell(['2022-04-25T11:39:35.500', '2022-04-25T11:39:35.520', '2022-04-25T11:39:36.000'], ['2022-02-30T11:39:35.500', 'x', '9999-12-31T23:59:59.999', '0000-01-01T00:00:00.000']),
+      sensor: fc.oneof({ arbitrary: fc.integer({ min: 0, max: 1000 }).map((k) => ns(7.692307 * k)), weight: 10 }, { arbitrary: pick('-1', '99999999999999999999', '9223372036854775807', '1e3'), weight: 1 }),
+      values: fc.array(cell(['1', '-20', '0.5', '1000', 'MARKER_START', 'MARKER_STOP', '0'], ['1e400', 'NaN', '', '-1e39', 'Infinity']), { maxLength: 8 }),
+    }), { maxLength: 12 }),
+  });
+  const outcomes = { read: 0, refused: 0 };
+  await fc.assert(fc.asyncProperty(fc.array(file, { minLength: 1, maxLength: 3 }), fc.boolean(), async (files, skip) => {
+    const texts = files.map((f, i) => ({ name: `f${i}.txt`, text: [f.head, ...f.rows.map((r) => [r.phone, r.sensor, ...r.values].join(';'))].join('\n') }));
+    let r;
+    try {
+      r = await readPolarLogger(texts, { badRows: skip ? 'skip' : 'error' });
+    } catch (e) {
+      assert.ok(e instanceof SensorformerError, `not a SensorformerError: ${e?.stack ?? e}\n${JSON.stringify(texts)}`);
+      outcomes.refused++;
+      return;
+    }
+    outcomes.read++;
+    const what = JSON.stringify(texts);
+    for (const st of r.window.streams) {
+      if ('rateHz' in st) assert.ok(Number.isFinite(st.rateHz) && st.rateHz > 0 && Number.isFinite(st.startTime), `rate ${st.rateHz}, start ${st.startTime}: ${what}`);
+      else assert.ok(Array.from(st.timestamps).every(Number.isFinite), `event times: ${what}`);
+      assert.ok(Array.from(st.samples).every((v) => Number.isNaN(v) || Math.abs(v) <= FLOAT32_MAX), `values: ${what}`);
+    }
+  }), { numRuns: 1500 });
+  assert.ok(outcomes.read >= 300 && outcomes.refused >= 300, JSON.stringify(outcomes));
 });
 
 test('a folder in Node: its export files read, other files listed as ignored; a missing path is an IO error', async () => {

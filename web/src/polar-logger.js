@@ -275,9 +275,10 @@ export function polarLoggerWindow(parsed, { streams: overrides = {}, placement }
   for (const p of parsed) {
     report[p.file] = { kind: p.kind, rows: p.hostTimes.length + p.skipped.length, samples: p.hostTimes.length, skipped: p.skipped, extra: p.extra };
     if (p.deviceTimes) {
+      // A file with no rows (the app writes the header of a stream it never got) has no offset.
       const d = Float64Array.from(p.hostTimes, (h, i) => h - p.deviceTimes[i]);
-      report[p.file].offset = median(d);
-      offsets.push(report[p.file].offset);
+      report[p.file].offset = d.length ? median(d) : null;
+      if (d.length) offsets.push(report[p.file].offset);
     }
   }
   const offset = offsets.length ? Math.min(...offsets) : 0;
