@@ -347,8 +347,8 @@ export interface PolarLoggerFileReport {
   skipped: { line: number; reason: string }[];
   /** Columns after the known ones, not interpreted. */
   extra: string[];
-  /** Streamed files: the median of phone time - sensor time, s. */
-  offset?: number;
+  /** Streamed files: the median of phone time - sensor time, s (null for a file with no rows). */
+  offset?: number | null;
   /** Streamed files: the rate the sensor times give (least squares), the largest |slot time - sensor time| (s), lost stretches and their slots. */
   rateHz?: number | null;
   maxGridError?: number;
