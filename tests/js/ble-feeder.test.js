@@ -4,6 +4,7 @@
 // into a session of a causal look-back model, against a forward over the concatenated chunks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 
 import { SessionFeeder, feedSession, FEEDER_DEFAULTS } from '../../web/src/ble/feeder.js';
 import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/ble/device.js';
@@ -124,6 +125,93 @@ test('scale: a unit factor applied to every value of its stream (µV -> mV), mis
   const g = new SessionFeeder({ config: { modalities: [{ name: 'hr' }], placements: ['chest'], n_sensors: 1 }, streams: { ecg: { ...X, rateHz: 10, scale: 1e-3 } } });
   g.push('ecg', [1, 1.1], [5, 6]);
   assert.deepEqual(g.leftOut.ecg, { ...X, rateHz: 10, scale: 1e-3, received: 2 });
+});
+
+// Random deliveries of one regular stream (its rate a little off the declared one, notifications
+// of any size, jittered, lost, reordered, some 3 s late, values missing) beside a heart-rate event
+// stream, marked gaps, flushes every 50 ms to 1 s, then a final flush: every chunk is taken by a
+// causal model's session, and every sample received is accounted for once: carried in a chunk
+// (its value, or NaN) or counted as before the frontier (a stream that joins late); nothing is
+// left pending. Seeded (FC_SEED explores others).
+test('random deliveries: every chunk taken by the session, every sample carried once or counted before the frontier', async () => {
+  fc.configureGlobal({ seed: Number(process.env.FC_SEED ?? 0x5eed) });
+  const model = await loadModel(fixturePath('model/flattened_lookback.safetensors'));
+  const scenario = fc.record({
+    rate: fc.constantFrom(10, 52, 130, 200),
+    trueRateFactor: fc.constantFrom(1, 1.0003, 0.9997, 1.01),
+    batch: fc.integer({ min: 1, max: 80 }),
+    seconds: fc.integer({ min: 1, max: 30 }),
+    seed: fc.integer({ min: 1, max: 1e9 }),
+    drop: fc.constantFrom(0, 0.02, 0.2),
+    reorder: fc.constantFrom(0, 0.05, 0.3),
+    late: fc.constantFrom(0, 0.02),
+    nan: fc.constantFrom(0, 0.05),
+    jitter: fc.constantFrom(0, 0.002, 0.05),
+    gaps: fc.array(fc.tuple(fc.double({ min: 0, max: 30, noNaN: true }), fc.double({ min: 0.01, max: 5, noNaN: true })), { maxLength: 3 }),
+    flushEvery: fc.constantFrom(0.05, 0.25, 1),
+    events: fc.boolean(),
+  });
+  fc.assert(fc.property(scenario, (sc) => {
+    let st = sc.seed;
+    const rnd = () => ((st = (Math.imul(st ^ (st >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+    const f = new SessionFeeder({ config: model.config, streams: { x: { ...DEFAULT_STREAMS.ecg, rateHz: sc.rate }, ...(sc.events ? { h: DEFAULT_STREAMS.hr } : {}) } });
+    const session = model.stream();
+    // notifications: batch samples each, device times on the true grid, arrival = last sample time + delay
+    const t0 = 1000, period = 1 / (sc.rate * sc.trueRateFactor);
+    const notes = [];
+    let pushed = 0, hrPushed = 0;
+    for (let k = 0; k * period < sc.seconds; k += sc.batch) {
+      const times = [], values = [];
+      for (let j = k; j < k + sc.batch && j * period < sc.seconds; j++) {
+        times.push(t0 + j * period + (rnd() - 0.5) * sc.jitter / sc.rate);
+        values.push(rnd() < sc.nan ? null : Math.sin(j));
+      }
+      if (rnd() < sc.drop) continue;
+      let arrival = times[times.length - 1] + 0.01 + rnd() * 0.02;
+      if (rnd() < sc.reorder) arrival += 0.1;
+      if (rnd() < sc.late) arrival += 3;
+      notes.push({ arrival, id: 'x', times, values });
+    }
+    if (sc.events) for (let t = 0.5; t < sc.seconds; t += 0.8 + rnd() * 0.4) if (rnd() >= sc.drop) notes.push({ arrival: t0 + t + rnd() * 0.5, id: 'h', times: [t0 + t], values: [60 + rnd() * 40] });
+    notes.sort((a, b) => a.arrival - b.arrival);
+    const chunks = [];
+    let now = t0, i = 0;
+    const end = t0 + sc.seconds + 5;
+    const gaps = sc.gaps.map(([a, d]) => [t0 + a, t0 + a + d]);
+    const deliver = (n) => {
+      f.push(n.id, n.times, n.values);
+      if (n.id === 'x') pushed += n.times.length;
+      else hrPushed++;
+    };
+    while (now < end) {
+      now += sc.flushEvery;
+      while (i < notes.length && notes[i].arrival <= now) deliver(notes[i++]);
+      for (const g of gaps) if (g[1] <= now && !g.marked) f.markGap(g[0], g[1]), g.marked = true;
+      chunks.push(...f.flush({ now }));
+    }
+    while (i < notes.length) deliver(notes[i++]);
+    chunks.push(...f.flush({ now: now + 10, final: true }));
+    for (const c of chunks) session.push(c);  // throws if the session refuses one
+    session.dispose();
+    const s = f.stats.x;
+    assert.equal(s.received, pushed);
+    assert.equal(s.pending, 0, 'nothing held after the final flush');
+    // what the chunks carry: the given values, once
+    const xi = f.streamIds.indexOf('x');
+    let carried = 0, slots = 0;
+    for (const c of chunks) { const p = c.streams[xi]; if (!p) continue; carried += Array.from(p.samples).filter((v) => !Number.isNaN(v)).length; slots += p.samples.length; }
+    assert.equal(carried, s.given, 'the chunks carry every given value once');
+    assert.equal(s.received, slots + s.beforeFrontier, `received ${s.received} = carried ${slots} + before ${s.beforeFrontier}: ${JSON.stringify(s)}`);
+    if (sc.events) {
+      const h = f.stats.h, hi = f.streamIds.indexOf('h');
+      assert.equal(h.received, hrPushed);
+      assert.equal(h.received, h.given + h.beforeFrontier + h.missing, JSON.stringify(h));
+      let ev = 0, last = -Infinity;
+      for (const c of chunks) { const p = c.streams[hi]; if (!p) continue; for (const t of p.timestamps) { assert.ok(t >= last, 'events in order'); last = t; ev++; } if (p.until !== undefined) { assert.ok(p.until >= last); } }
+      assert.equal(ev, h.given + h.missing);
+    }
+  }), { numRuns: 200 });
+  model.dispose();
 });
 
 test('bad input: typed errors naming the field', () => {
