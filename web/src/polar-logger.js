@@ -222,8 +222,9 @@ function grid(ns, file) {
       const step = t[i] - t[i - 1];
       const next = slots[i - 1] + Math.max(1, step > GAP_PERIODS * period ? Math.round(step / period) : 1);
       if (!(next < MAX_ARRAY_LENGTH)) {
-        throw new SensorformerError('RESOURCE_EXHAUSTED', `${file}: the sensor timestamps span ${t[n - 1].toFixed(3)} s at ${(1 / period).toPrecision(6)} Hz, more than the ${MAX_ARRAY_LENGTH} samples a stream may hold`
-          + ` (the largest step: ${steps[steps.length - 1].toFixed(3)} s; a clock that jumped? read the parts before and after it as separate files)`);
+        const span = `${t[n - 1].toFixed(3)} s at ${(1 / period).toPrecision(6)} Hz`;
+        throw new SensorformerError('RESOURCE_EXHAUSTED', `${file}: the sensor timestamps span ${span}, more than the ${MAX_ARRAY_LENGTH} samples a stream`
+          + ` may hold (the largest step: ${steps[steps.length - 1].toFixed(3)} s; a clock that jumped? read the parts before and after it as separate files)`);
       }
       slots[i] = next;
     }

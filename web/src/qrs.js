@@ -54,6 +54,14 @@ function filtfilt([b0, b1, b2, a1, a2], x) {
   return run(run(x).reverse()).reverse();
 }
 
+// A sample as every function here reads it: a number, or NaN when missing. null, NaN and the
+// non-finite values (+-Infinity, which a window refuses) are missing: no beat is detected next to
+// one, an interval across one is unknown and a beat's waveform is NaN there.
+const reading = (v) => {
+  const x = v == null ? NaN : Number(v);
+  return Number.isFinite(x) ? x : NaN;
+};
+
 /**
  * Beats of one ECG lead.
  * @param {ArrayLike<number|null>} samples  the lead at `rateHz` (any unit; null, NaN and +-Infinity = missing)
@@ -63,14 +71,6 @@ function filtfilt([b0, b1, b2, a1, a2], x) {
  *   beat sample indices, their times (startTime + index / rateHz) and the RR interval before each
  *   beat after the first (length beats - 1, seconds)
  */
-// A sample as every function here reads it: a number, or NaN when missing. null, NaN and the
-// non-finite values (+-Infinity, which a window refuses) are missing: no beat is detected next to
-// one, an interval across one is unknown and a beat's waveform is NaN there.
-const reading = (v) => {
-  const x = v == null ? NaN : Number(v);
-  return Number.isFinite(x) ? x : NaN;
-};
-
 export function detectBeats(samples, rateHz, options = null) {
   const { startTime } = checkOptions(options, 'detectBeats(samples, rateHz, options)', {
     startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
@@ -397,13 +397,19 @@ function intervalsOf(samples, rateHz, indices) {
   return out;
 }
 
+// How much new ECG a BeatTracker waits for before it detects again (seconds): its watermark moves
+// in steps of at least this, and feeding it sample by sample costs ~1 / (DETECT_EVERY_S * rate) of
+// feeding it in such steps.
+const DETECT_EVERY_S = 0.25;
+
 /**
  * The beat stream of a live ECG stream, chunk by chunk (a streaming session's `beat` stream, for a
  * strap that sends ECG but no beat times). Each push runs detectBeats over the last `seconds` of
  * ECG and gives the beats that are now final: at least `hold` seconds before the newest sample
  * (the detector's search back reaches 1.66 mean RR behind, and a beat's waveform 0.384 s ahead),
- * each once, in time order, detecting again once DETECT_EVERY_S (0.25 s) of new ECG has come. Its `until` is the beat stream's watermark (no later push gives a beat
- * before it), so the chunk goes to the session as it is:
+ * each once, in time order (it detects again once DETECT_EVERY_S, 0.25 s, of new ECG has come).
+ * Its `until` is the beat stream's watermark (no later push gives a beat before it), so the chunk
+ * goes to the session as it is:
  *
  *   const tracker = new BeatTracker({ rateHz: 130, startTime: t0 });
  *   session.push({ streams: [{ samples: ecg }, { ...tracker.push(ecg) }] });
@@ -419,11 +425,6 @@ function intervalsOf(samples, rateHz, indices) {
  * missing sample lies between its two beats, and when a dropped late beat lies between them (the
  * interval would hold two).
  */
-// How much new ECG a BeatTracker waits for before it detects again (seconds): its watermark moves
-// in steps of at least this, and feeding it sample by sample costs ~1 / (DETECT_EVERY_S * rate) of
-// feeding it in such steps.
-const DETECT_EVERY_S = 0.25;
-
 export class BeatTracker {
   #rate; #start; #span; #hold; #every; #buf; #grid; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
   #detected = -Infinity;  // the cut of the last detection
@@ -464,8 +465,9 @@ export class BeatTracker {
   get until() { return this.#until; }
 
   /**
-   * The next samples of the ECG (null, NaN and +-Infinity missing), in order after the previous push's, or from
-   * `startTime` (the session chunk's re-anchor: the slots in between are a gap, missing).
+   * The next samples of the ECG (null, NaN and +-Infinity missing), in order after the previous
+   * push's, or from `startTime` (the session chunk's re-anchor: the slots in between are a gap,
+   * missing).
    * @param {ArrayLike<number|null>} samples
    * @param {number} [startTime] the time of samples[0], at or after the next expected sample's
    * @returns {{ timestamps: Float64Array, samples: Float64Array, until: number }} the beat stream's chunk
