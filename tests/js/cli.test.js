@@ -287,6 +287,11 @@ test('CSV rows must have as many cells as the header', async () => {
   e = err('time,hr,spo2\n1,60,98\n\n2,61,97,\n');  // a trailing comma is one more (empty) cell; line 4 after a blank line
   assert.equal(e.message, 'CSV: line 4 has 4 cells, the header has 3');
   assert.equal(err('time,hr\n1,Infinity\n').code, 'NON_FINITE');
+  // beyond float32: refused at its line, not later as the window's samples[k]
+  e = err('time,hr\n1,60\n2,-1e39\n');
+  assert.equal(e.code, 'NON_FINITE');
+  assert.equal(e.message, 'CSV: line 3, column "hr": -1e39 is beyond float32\'s range (|x| <= 3.4028234663852886e+38)');
+  assert.equal(parseCsv('time,hr\n1,3.4e38\n').streams[0].samples[0], 3.4e38, 'the largest float32s are kept');
   // Empty cells written as commas are fine (missing samples; one value per column: events).
   assert.deepEqual(parseCsv('time,hr,spo2\n1,60,\n2,,97\n', { placement: 'finger' }).streams.map((s) => [s.timestamps, s.samples]), [[[1], [60]], [[2], [97]]]);
   const file = join(tmp, 'short-row.csv');

@@ -23,7 +23,7 @@
 // shifted or truncated row is never read into the wrong columns. Errors name the line of the file
 // (the header is line 1; blank lines are skipped but counted).
 import { SensorformerError } from './errors.js';
-import { describe } from './window.js';
+import { describe, FLOAT32_MAX } from './window.js';
 
 const bad = (message) => new SensorformerError('INVALID_ARGUMENT', `CSV: ${message}`);
 
@@ -184,6 +184,9 @@ export function readCsv(text, { placement, firstSensor = 0, rates = {}, onWarnin
       if (Number.isNaN(v)) throw bad(`line ${n}, column "${name}": "${cell}" is not a number (leave the cell empty or write NaN for a missing sample)`);
       if (!Number.isFinite(v))
         throw new SensorformerError('NON_FINITE', `CSV: line ${n}, column "${name}": ${cell} is not finite (leave the cell empty for a missing sample)`);
+      // The window would refuse it (it becomes Infinity in float32): said here, at its line.
+      if (Math.abs(v) > FLOAT32_MAX)
+        throw new SensorformerError('NON_FINITE', `CSV: line ${n}, column "${name}": ${cell} is beyond float32's range (|x| <= ${FLOAT32_MAX})`);
       cols[c].t.push(t);
       cols[c].q = Math.min(cols[c].q, quantum(timeText));  // "10.5" next to "10.4375": trailing zeros trimmed
       cols[c].v.push(v);
