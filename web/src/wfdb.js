@@ -118,9 +118,9 @@ export function parseWfdbHeader(text, name) {
     const format = Number(fm[1]);
     if (!FORMATS[format]) throw badFormat(where('format'), `${format} is not supported (supported: ${Object.keys(FORMATS).join(', ')}; a .mat file is format 16+offset)`);
     // Counts past 2^53 are not integers any more in JavaScript (and no file holds that many bytes).
-    const count = (text, what) => {
-      const v = text === undefined ? undefined : Number(text);
-      if (v !== undefined && !Number.isSafeInteger(v)) throw badFormat(where('format'), `${what} must be below 2^53, got ${text}`);
+    const count = (digits, what) => {
+      const v = digits === undefined ? undefined : Number(digits);
+      if (v !== undefined && !Number.isSafeInteger(v)) throw badFormat(where('format'), `${what} must be below 2^53, got ${digits}`);
       return v;
     };
     const perFrame = count(fm[2], 'samples per frame') ?? 1;
