@@ -11,6 +11,7 @@ import { connectWearable, DEFAULT_STREAMS, DEVICE_FILTERS } from '../../web/src/
 import { createSimulatedBluetooth, createVirtualClock } from '../../web/src/simulator/devices.js';
 import { BEAT_POINTS, beatModalities, beatsFromEcg, loadModel, loadModelInWorker, SensorformerError } from '../../web/src/index.js';
 import { matchBeats } from './beats.js';
+import { prng } from './prng.js';
 import { fixturePath } from './safetensors.js';
 import { settle } from './virtual-time.js';
 
@@ -152,8 +153,7 @@ test('random deliveries: every chunk taken by the session, every sample carried 
     events: fc.boolean(),
   });
   fc.assert(fc.property(scenario, (sc) => {
-    let st = sc.seed;
-    const rnd = () => ((st = (Math.imul(st ^ (st >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+    const rnd = prng(sc.seed);
     const f = new SessionFeeder({ config: model.config, streams: { x: { ...DEFAULT_STREAMS.ecg, rateHz: sc.rate }, ...(sc.events ? { h: DEFAULT_STREAMS.hr } : {}) } });
     const session = model.stream();
     // notifications: batch samples each, device times on the true grid, arrival = last sample time + delay

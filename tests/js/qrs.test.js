@@ -19,6 +19,7 @@ import { beatModalities, beatsFromEcg, BEAT_POINTS, BeatTracker, detectBeats, re
 import { beatWaveforms, DEFAULT_BEAT_GRID } from '../../web/src/qrs.js';
 import { createPhysiology } from '../../web/src/simulator/physiology.js';
 import { matchBeats } from './beats.js';
+import { prng } from './prng.js';
 
 const MIN_SE_PPV = 0.995;
 const MAX_MEDIAN_ERR_S = 0.01;
@@ -440,8 +441,7 @@ test('random input: beats in order inside the signal, intervals > 0 or NaN, toke
   const SPECIAL = [NaN, null, Infinity, -Infinity, 3.4e38, -1e300, 0];
   const samples = fc.record({ n: fc.integer({ min: 0, max: 4000 }), seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }), special: fc.constantFrom(0, 0.001, 0.02, 0.3) })
     .map(({ n, seed, special }) => {
-      let state = seed;
-      const next = () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+      const next = prng(seed);
       return Array.from({ length: n }, () => (next() < special ? SPECIAL[Math.floor(next() * SPECIAL.length)] : 10 * next() - 5));
     });
   const input = fc.record({ rate: fc.constantFrom(50, 130, 300, 1000, 49, 1e5 + 1), values: samples, sizes: fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 8 }) });

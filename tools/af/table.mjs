@@ -378,8 +378,9 @@ export const SCREENS = {
 // judged as a strap candidate"): (E)'s rule over the five folds, and on folds 2-4 alone (folds 0-1
 // chose the question) a mean clean F1 of at least 0.792 (the shipped pair's 0.7974 there less
 // 0.005) and within 0.03 on at least 2 of the 3.
-const fourFoldsAnd = (least, label) => (clean, strap) => (mean(clean) >= least && foldsWithin(clean, strap) >= 4 ? label : '');
-export const strapOnUnseenFolds = (clean, strap) => (fourFoldsAnd(0.797, 'x')(clean, strap)
+const fourFoldsWithin = (least, clean, strap) => mean(clean) >= least && foldsWithin(clean, strap) >= 4;
+const fourFoldsAnd = (least, label) => (clean, strap) => (fourFoldsWithin(least, clean, strap) ? label : '');
+export const strapOnUnseenFolds = (clean, strap) => (fourFoldsWithin(0.797, clean, strap)
   && mean(clean.slice(2)) >= 0.792 && foldsWithin(clean.slice(2), strap.slice(2)) >= 2 ? '(G) as a strap candidate' : '');
 const RULES = {
   'pair-up300': fourFoldsAnd(0.797, '(E)'),

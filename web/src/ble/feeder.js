@@ -384,9 +384,9 @@ class SlotLog {
 // beat modality fed by a source that sends no beat times (a strap); `grid` is that modality's
 // (beatModalities). Declared with its ECG track; its watermark is the tracker's (hold seconds
 // behind the ECG given). Each beat modality runs its own tracker, so a model reading beats on two
-// grids detects them twice: the same beats (the same samples, the same detector), for ~0.3 ms a
-// notification each (a 20 s window at 130 Hz, measured on this project's 2-core machine under
-// load), so no shared detector is kept for it.
+// grids detects them twice: the same beats (the same samples, the same detector), for ~0.2 ms of
+// CPU per second of a 130 Hz ECG each (bench/beat_tracker.mjs, BENCHMARKS.md "The beat
+// tracker"), so no shared detector is kept for it.
 class BeatTrack {
   constructor(id, spec, source, grid) {
     this.id = id;
