@@ -5,9 +5,10 @@ The tensors are written back unchanged; only the metadata moves.
 
     /usr/bin/python3 tools/af/declare_upsample.py models/af.safetensors --modality ecg --hz 300
 
-The shipped AF model (docs/models.md, "A strap's rate: read at 300 Hz") is ensemble.py's export
-followed by this command: its members were trained on 300 Hz records (and on records resampled to
-125-250 Hz), and read a strap's 130 Hz ECG better at 300 Hz than at its own rate.
+The shipped AF model (docs/models.md, "Inputs", and its ablation "(b) ... and reading a strap's
+ECG at the training rate carries it further") is ensemble.py's export followed by this command:
+its members were trained on 300 Hz records (and on records resampled to 125-250 Hz), and read a
+strap's 130 Hz ECG better at 300 Hz than at its own rate.
 """
 import argparse
 import json
