@@ -142,8 +142,14 @@ export interface StreamSpec {
   rateBucketEdgesHz?: readonly number[] | null;
 }
 
-/** The assembler stream ids connectWearable feeds (DEFAULT_STREAMS). */
-export type WearableStreamId = 'ecg' | 'acc_x' | 'acc_y' | 'acc_z' | 'hr' | 'rr' | 'temperature' | 'spo2';
+/** The stream ids of DEFAULT_STREAMS (a chest strap, a thermometer, an oximeter). */
+export type DefaultStreamId = 'ecg' | 'acc_x' | 'acc_y' | 'acc_z' | 'hr' | 'rr' | 'temperature' | 'spo2';
+/**
+ * Every stream id connectWearable feeds: the defaults and the PMD streams a Polar device may offer
+ * (PPG channels and ambient, gyroscope, magnetometer, PPI), fed when `streams` names them.
+ */
+export type WearableStreamId = DefaultStreamId | 'ppg_0' | 'ppg_1' | 'ppg_2' | 'ppg_ambient'
+  | 'gyro_x' | 'gyro_y' | 'gyro_z' | 'magn_x' | 'magn_y' | 'magn_z' | 'ppi';
 
 /** Accelerometer samples, mG per axis. */
 export interface AccValues { x: Float32Array; y: Float32Array; z: Float32Array }
@@ -266,7 +272,6 @@ export interface ConnectOptions {
   streams?: { [id in WearableStreamId]?: StreamSpec };
   /** Share one assembler across devices (default: a new one). */
   assembler?: WindowAssembler;
-  /** PMD streams to start when the device has them (default: ECG, and ACC at 50 Hz, 16 bit, ± 8 G). */
   /**
    * PMD streams to start when the device offers them. Each: false (off), true (the defaults) or
    * settings (asked as given; a refusal is BLUETOOTH_PMD). Defaults: ECG on; ACC 50 Hz 16 bit 8 G;
@@ -298,7 +303,7 @@ export interface SampleSink {
 export function connectWearable(options?: ConnectOptions): Promise<Wearable>;
 export const DEVICE_FILTERS: Readonly<{ strap: BluetoothFilter[]; thermometer: BluetoothFilter[]; oximeter: BluetoothFilter[] }>;
 export const DEFAULT_FILTERS: BluetoothFilter[];
-export const DEFAULT_STREAMS: Readonly<Record<WearableStreamId, StreamSpec>>;
+export const DEFAULT_STREAMS: Readonly<Record<DefaultStreamId, StreamSpec>>;
 /** The service and characteristic UUIDs the device layer uses (lowercase 128-bit strings). */
 export const UUIDS: Readonly<Record<
   | 'heartRate' | 'heartRateMeasurement' | 'bodySensorLocation' | 'battery' | 'batteryLevel' | 'thermometer'
@@ -624,6 +629,8 @@ export interface ReplayOptions {
   autoStart?: boolean;
   /** PMD data flows only after the client started that measurement type (default true). */
   gatePmd?: boolean;
+  /** getAvailability()'s answer (default true); false makes requestDevice fail. */
+  available?: boolean;
   chooser?: ((candidates: FakeDevice[], options: RequestDeviceOptions) => FakeDevice | null) | null;
   connectLatencyMs?: number;
   gattLatencyMs?: number;

@@ -263,7 +263,7 @@ export interface BeatTrackerOptions {
   startTime?: number;
   /** The detection window over the newest samples, 8-600 s (default 20). */
   seconds?: number;
-  /** How far behind the newest sample a beat becomes final, 0.5 s to a quarter of `seconds` (default 2.5). */
+  /** How far behind the newest sample a beat becomes final, 0.5-10 s and at most a quarter of `seconds` (default 2.5). */
   hold?: number;
   /** The beat modality's grid (one of beatModalities(model.config); default: the 40-point "beat" grid). */
   grid?: BeatGrid | null;

@@ -31,7 +31,7 @@ export interface SimulatedBluetoothOptions {
   start?: number;
   /** Which devices exist (default strap, thermometer, oximeter). */
   devices?: SimulatedDeviceKey[];
-  /** Device names (defaults 'Polar H10 SIM', 'Thermo SIM', 'Oxi SIM'). */
+  /** Device names (defaults 'Polar H10 SIM', 'Thermo SIM', 'Oxi SIM', 'Polar Sense SIM'). */
   names?: { strap?: string; thermometer?: string; oximeter?: string; armband?: string };
   /** Crystal drift in ppm (defaults strap 20, thermometer -15, oximeter 8, armband -12). */
   driftPpm?: PerDevice<number>;
@@ -83,7 +83,7 @@ export interface SimulatedBluetoothOptions {
   hrContact?: boolean;
   /** 'h10' (default: 6-byte start responses, 4-byte rejections) or 'short' (every response 5 bytes). */
   pmdResponses?: 'h10' | 'short';
-  /** PMD timestamp jitter, +- µs, 0-1000 (default 12). */
+  /** PMD timestamp jitter, +- µs, from 0 up to (not including) 1000 (default 12). */
   pmdTimestampJitterUs?: number;
   /** MTU - 3 (default 229). */
   pmdMaxFrameBytes?: number;
@@ -194,6 +194,9 @@ export interface PhysiologyOptions {
   activities?: Array<{ activity: Activity; duration?: number; start?: number }> | null;
   /** Atrial fibrillation episodes, seconds from 0. */
   af?: Array<{ at: number; duration: number }> | null;
+  /** Finger-off episodes (the oximeter's), seconds from 0; else random at fingerOffRatePerMinute (default 0.25). */
+  fingerOff?: Array<{ at: number; duration: number }> | null;
+  fingerOffRatePerMinute?: number;
 }
 
 /** A simulated person's signals as functions of time (seconds from 0), deterministic for a seed. */

@@ -269,6 +269,8 @@ export async function wearable(ctx: CanvasRenderingContext2D, signal: AbortSigna
   });
   // @ts-expect-error 'ecgg' is not a stream the device layer feeds
   void connectWearable({ streams: { ecgg: DEFAULT_STREAMS.ecg } });
+  // The PMD streams a Polar device may offer are fed when named (docs/bluetooth.md).
+  void connectWearable({ streams: { ppg_0: { sensor: 5, modality: 'ppg', placement: 'upper_arm', rateHz: 55 }, ppi: { sensor: 5, modality: 'ppi', placement: 'upper_arm', rateHz: null } } });
 
   // Every event is typed: e.detail needs no cast.
   strap.addEventListener('connect', (e) => { const t: number = e.detail.time; void t; });
