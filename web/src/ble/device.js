@@ -262,6 +262,8 @@ export class Wearable extends EventTarget {
   #listeners = [];
   #fed = new Set();  // assembler stream ids this device has pushed to: the ones its outage hides
   #sinks = new Set();  // more takers of samples and gap marks (a SessionFeeder: feeder.js)
+  #onDrop = () => this.#onDisconnect();
+  #reconnecting = false;  // a reconnect loop runs: a drop during one of its attempts is that loop's
 
   constructor(device, { clock, options, assembler }) {
     super();
@@ -273,7 +275,7 @@ export class Wearable extends EventTarget {
     this.kinds = new Set();
     this.location = null;
     this.battery = null;
-    device.addEventListener('gattserverdisconnected', () => this.#onDisconnect());
+    device.addEventListener('gattserverdisconnected', this.#onDrop);
   }
 
   /**
@@ -352,6 +354,9 @@ export class Wearable extends EventTarget {
     this.#closed = true;
     for (const set of this.#queues.values()) for (const q of set) q.close();
     for (const [target, type, fn] of this.#listeners.splice(0)) target.removeEventListener(type, fn);
+    // Web Bluetooth hands the same BluetoothDevice to the next requestDevice of that device: a
+    // closed Wearable must not stay attached to it.
+    this.device.removeEventListener('gattserverdisconnected', this.#onDrop);
     if (this.device.gatt?.connected) this.device.gatt.disconnect();
   }
 
@@ -538,7 +543,11 @@ export class Wearable extends EventTarget {
   }
 
   async #onDisconnect() {
-    if (this.#closed) return;
+    // One reconnect loop at a time: a link lost again during an attempt (connected, then dropped
+    // while the services are found or the PMD streams start) fails that attempt, and the loop
+    // that runs goes on with its own gap; a second loop would mark gaps over live data later.
+    if (this.#closed || this.#reconnecting) return;
+    this.#reconnecting = true;
     const dropped = this.now();
     this.dispatchEvent(new CustomEvent('disconnect', { detail: { time: dropped } }));
     const { retries = 6, initialDelayMs = 2000, factor = 2 } = this.#options.reconnect ?? {};
@@ -557,6 +566,7 @@ export class Wearable extends EventTarget {
       await this.#reconnect({ retries, initialDelayMs, factor, from, ids });
     } finally {
       this.#clock.clearTimeout(ticker);
+      this.#reconnecting = false;
     }
   }
 
@@ -568,6 +578,7 @@ export class Wearable extends EventTarget {
         this.#beats = new BeatTimeline();  // RR chains do not continue across a gap
         this.#pulses = new BeatTimeline();
         await this.#connectOnce();
+        if (!this.device.gatt?.connected) throw new SensorformerError('BLUETOOTH_DISCONNECTED', `${this.name}: the link was lost again while the streams started`);
         const back = this.now();
         this.#markGap(from, back, ids);
         this.dispatchEvent(new CustomEvent('gap', { detail: { start: from, end: back } }));
@@ -619,6 +630,14 @@ export async function connectWearable(options = {}) {
   }
   const wearable = new Wearable(device, { clock, options: { ...options, streams }, assembler });
   for (const sink of options.sinks ?? []) wearable.addSink(sink);
-  await wearable.start();
+  try {
+    await wearable.start();
+  } catch (error) {
+    // Connected but not started (a PMD start refused or unanswered, a GATT error while the
+    // services were found): disconnect and detach, or the device would stay connected with its
+    // notifications running and a Wearable nobody holds reconnecting it.
+    await wearable.close();
+    throw error;
+  }
   return wearable;
 }
