@@ -136,8 +136,10 @@ function renderDevices() {
   $('#add-thermometer').hidden = !bt || session.devices.has('thermometer');
   $('#add-oximeter').hidden = !bt || session.devices.has('oximeter');
   $('#use-simulator').hidden = session?.source === 'simulated' || !session;
-  $('#connect').hidden = bt;
   const strap = session?.devices.get('strap');
+  // With a wearable in, Connect gives way to the device controls; it is back once the strap is
+  // lost (its reconnects given up) or gone, to connect it again (the click handler below).
+  $('#connect').hidden = bt && !!strap && strap.state !== 'lost';
   $('#disconnect').disabled = !(session?.canSimulateDisconnect && strap?.state === 'streaming');
   $('#live-tag').dataset.state = [...(session?.devices.values() ?? [])].some((d) => d.state === 'streaming') ? 'on' : 'off';
 }
@@ -153,7 +155,15 @@ async function switchTo(next) {
   session = next;
   traces.setSession(next);
   traces.window = null;
+  traces.highlights = [];
   attention.clear();
+  // The old source's predictions are not the new one's: the card, its strip and the look-back
+  // start afresh (until the new source's first result).
+  prediction.reset();
+  prediction.clearLatest();
+  lookback.update(null);
+  shownLookback = null;
+  if (mode === 'stream') renderKeyList($('#stream-keys'), null);
   renderDevices();
   // A stream session is fed by one source from its start: a new source, a new session.
   if (mode === 'stream') {
@@ -162,7 +172,15 @@ async function switchTo(next) {
   }
   showTruth();
   $('#history-note').textContent = next.sim ? 'last 2 min · top: simulator · bottom: model' : 'last 2 min · the model’s class';
-  if (previous && previous !== next) await previous.close();
+  // The old source's devices are let go last; a failure there must not keep the new one from
+  // starting (its caller connects or plays it next).
+  if (previous && previous !== next) {
+    try {
+      await previous.close();
+    } catch (error) {
+      addLog({ kind: 'error', text: `closing ${previous.label}: ${error?.message ?? error}`, time: hostNow() });
+    }
+  }
 }
 
 async function startSimulator() {
@@ -175,22 +193,49 @@ async function startSimulator() {
 
 // Web Bluetooth: requestDevice must run in the click (or, with ?source=bluetooth, whatever
 // navigator.bluetooth a test injected). The running source is replaced only once a device is in.
-async function startBluetooth(kinds = ['strap']) {
-  const next = adopt(Session.bluetooth(navigator.bluetooth));
-  const first = next.connect(kinds[0]);  // no await before this: the click's activation is needed
+// One connect at a time: a second click while the chooser is open or the strap is connecting
+// would start a second connection (and a second source) beside the first. `connect()` runs it
+// (in the click, with nothing awaited before its chooser) unless one is under way.
+let connecting = false;
+async function oneConnect(connect) {
+  if (connecting) return false;
+  connecting = true;
+  $('#connect').disabled = true;
   try {
-    await first;
-  } catch (error) {
-    await next.close();
+    return await connect();
+  } finally {
+    connecting = false;
+    $('#connect').disabled = false;
+  }
+}
+
+function startBluetooth(kinds = ['strap']) {
+  return oneConnect(async () => {
+    const next = adopt(Session.bluetooth(navigator.bluetooth));
+    const first = next.connect(kinds[0]);  // no await before this: the click's activation is needed
+    try {
+      await first;
+    } catch (error) {
+      await next.close();
+      showNotice(`${error.message}`, error.code === 'BLUETOOTH_NO_DEVICE' ? 'info' : 'warn');
+      return false;
+    }
+    addLog({ kind: 'source', text: 'Web Bluetooth: streaming from your wearable', time: Date.now() / 1000 });
+    await switchTo(next);
+    for (const kind of kinds.slice(1)) {
+      await next.connect(kind).catch((error) => addLog({ kind: 'info', text: `${kind}: ${error.message}`, time: Date.now() / 1000 }));
+    }
+    return true;
+  });
+}
+
+// The strap of the running Bluetooth source again (Connect is shown for one once it is lost): into
+// the same session, so the other devices and the stream sessions go on, with a gap.
+function reconnectStrap(current) {
+  return oneConnect(() => current.connect('strap').then(() => true, (error) => {
     showNotice(`${error.message}`, error.code === 'BLUETOOTH_NO_DEVICE' ? 'info' : 'warn');
     return false;
-  }
-  addLog({ kind: 'source', text: 'Web Bluetooth: streaming from your wearable', time: Date.now() / 1000 });
-  await switchTo(next);
-  for (const kind of kinds.slice(1)) {
-    await next.connect(kind).catch((error) => addLog({ kind: 'info', text: `${kind}: ${error.message}`, time: Date.now() / 1000 }));
-  }
-  return true;
+  }));
 }
 
 const availability = bluetoothAvailability();
@@ -206,7 +251,8 @@ $('#connect').addEventListener('click', () => {
     return;
   }
   notice.hidden = true;
-  startBluetooth(['strap']);
+  if (session?.source === 'bluetooth') reconnectStrap(session);
+  else startBluetooth(['strap']);
 });
 for (const kind of ['thermometer', 'oximeter']) {
   $(`#add-${kind}`).addEventListener('click', () => {
@@ -260,7 +306,7 @@ const rhythm = new StreamInference({ modelUrl: AF_MODEL_URL, seconds: RHYTHM_SEC
 if (RECORD === '1') {
   globalThis.sensorformerDemo = {
     recording: () => streamer.recording, stats: () => streamer.stats, feed: () => streamer.feed,
-    rhythm: () => rhythm.recording, sim: () => session?.sim ?? null,
+    rhythm: () => rhythm.recording, sim: () => session?.sim ?? null, session: () => session,
   };
 }
 const lookback = new LookbackStrip($('#lookback'), $('#lookback-caption'));
@@ -440,7 +486,6 @@ function showMode(next) {
 async function setMode(next, { fallback = false } = {}) {
   if (next === mode) return true;
   const call = ++modeChange;
-  const previous = mode;
   mode = next;
   showMode(next);
   if (next === 'stream') {
@@ -456,7 +501,10 @@ async function setMode(next, { fallback = false } = {}) {
         $('#mode-stream').closest('label').title = `the stream model did not load from ${STREAM_MODEL_URL} (${why})`;
         addLog({ kind: fallback ? 'model' : 'error', text: `no stream model from ${STREAM_MODEL_URL} (${why}): the windowed model runs (train one with tools/demo/train_stream_model.py, or pass ?streamModel=URL)`, time: Date.now() / 1000 });
         if (!fallback) showNotice(`The stream model did not load from ${STREAM_MODEL_URL} (${why}): the windowed model runs instead.`, 'warn');
-        mode = previous;
+        // Back to the windowed model whichever mode was shown before (none at the start, or
+        // window): setMode returns at once for the mode it is in, and the window loop and layout
+        // were given up above, so they are set up again from no mode.
+        mode = null;
         return setMode('window');
       }
       if (call !== modeChange) return false;

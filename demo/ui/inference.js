@@ -26,6 +26,7 @@ export class InferenceLoop extends EventTarget {
   #model = null;
   #timer = null;
   #running = false;
+  #run = 0;  // the running chain of ticks (start), ended by stop()
   #latencies = [];
   #completions = [];
   #lastError = null;
@@ -65,11 +66,14 @@ export class InferenceLoop extends EventTarget {
   start() {
     if (this.#running || !this.#model) return;
     this.#running = true;
+    // This chain's run: stop() ends it even while its window is in the Worker, and a start() that
+    // follows begins another, so the old tick, once its step resolves, must not go on beside it.
+    const run = ++this.#run;
     const tick = async () => {
-      if (!this.#running) return;
+      if (run !== this.#run) return;
       const started = performance.now();
       if (!this.paused) await this.step();
-      if (!this.#running) return;
+      if (run !== this.#run) return;
       this.#timer = setTimeout(tick, Math.max(50, this.periodMs - (performance.now() - started)));
     };
     tick();
@@ -77,7 +81,15 @@ export class InferenceLoop extends EventTarget {
 
   stop() {
     this.#running = false;
+    this.#run++;
     clearTimeout(this.#timer);
+  }
+
+  /** Stops and lets the Worker go (a script that is done with the loop; the page keeps its one). */
+  dispose() {
+    this.stop();
+    this.#model?.dispose();
+    this.#model = null;
   }
 
   /** Whether a window is in the Worker now ('state' events tell of changes). */

@@ -71,6 +71,21 @@ export class PredictionPanel {
     this.drawHistory();
   }
 
+  /**
+   * No latest prediction (a new source): the headline and bars show "–". Left alone without
+   * labels: the page's own words then ('no model', 'no class labels') stay.
+   */
+  clearLatest() {
+    if (!this.labels.length) return;
+    this.predicted.textContent = '–';
+    this.predicted.title = '';
+    this.predicted.classList.add('none');
+    delete this.predicted.dataset.cls;
+    this.confidence.textContent = '–';
+    this.truth.hidden = true;
+    this.#bars.clear();
+  }
+
   setLabels(labels) {
     this.labels = labels;
     this.#bars = new ProbabilityBars(labels);

@@ -74,9 +74,11 @@ export class RhythmPanel {
     this.status.textContent = '';
   }
 
-  /** The AF model did not load (or its session stopped): the reason, and no bars. */
+  /**
+   * The AF model did not load (then there are no bars: setLabels was never called), or its session
+   * stopped: the reason, and the bars kept but emptied, for the new session's results to fill.
+   */
   unavailable(why) {
-    this.probs.replaceChildren();
     this.#state('not available', 'unavailable');
     this.status.textContent = why;
   }

@@ -20,6 +20,17 @@ const TOUR = [
   { activity: 'run', duration: 40 }, { activity: 'walk', duration: 30 },
 ];
 
+// A device's close(): a Wearable's returns a promise, a recording's player's nothing, and either
+// may throw. Called without await it still starts closing at once (the body runs up to its first
+// await); the promise never rejects: a device that cannot close cleanly is let go all the same.
+async function closeQuietly(device) {
+  try {
+    await device?.close();
+  } catch {
+    // nothing more to let go of
+  }
+}
+
 export function demoSchedule(repeats = 40) {
   const list = [];
   for (let i = 0; i < repeats; i++) list.push(...TOUR);
@@ -79,6 +90,7 @@ export class Session extends EventTarget {
   }
 
   play() {
+    if (this.closed) return;  // replaced by another source before it started
     const result = this.recording;
     // The placement the streams the page has no spec for are declared with (a feeder that meets
     // them, like the AF session's, leaves them out by its model's config): the models know chest,
@@ -116,6 +128,10 @@ export class Session extends EventTarget {
    * before awaiting anything else.
    */
   async connect(kind) {
+    // A device of this kind already here (a strap whose reconnects were given up) is let go first,
+    // before the chooser: closing it later would drop the link the new one makes (Web Bluetooth
+    // hands out the same BluetoothDevice for the same wearable).
+    closeQuietly(this.devices.get(kind)?.wearable);
     const entry = { kind, name: DEVICE_TITLES[kind], state: 'connecting', wearable: null, battery: null, location: null };
     this.devices.set(kind, entry);
     this.#changed();
@@ -223,12 +239,13 @@ export class Session extends EventTarget {
     return null;
   }
 
+  /** Lets every device go (closeQuietly: one that fails keeps neither the others nor the caller). */
   async close() {
     this.closed = true;
-    this.player?.close();
+    // The recording's player is also its device entry's wearable: closed there.
     for (const entry of this.devices.values()) {
       entry.state = 'closed';
-      await entry.wearable?.close().catch(() => {});
+      await closeQuietly(entry.wearable);
     }
     this.sim?.close();
     this.#changed();

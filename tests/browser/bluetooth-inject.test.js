@@ -4,7 +4,8 @@
 // the demo opened with ?source=bluetooth then takes the path a real browser takes (no simulator of
 // its own): connectWearable -> navigator.bluetooth.requestDevice -> GATT -> decoders -> clock
 // alignment -> assembler -> the model in its Worker. The injected simulator and the page's own are
-// seeded; every check waits for its condition (helpers.waitFor, DEADLINE_MS).
+// seeded; every check waits for its condition (helpers.waitFor, DEADLINE_MS). Connect starts one
+// connection at a time, and comes back for a strap the device layer gave up on.
 //
 //   node --test tests/browser/
 import { after, before, test } from 'node:test';
@@ -140,4 +141,59 @@ test('with Web Bluetooth present, the Connect button replaces the simulator with
   assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
   log('inject', `${elapsed()}: simulator -> Connect (requestDevice in the click) -> Polar H10 PICKED + thermometer -> back to the simulator; devices released`);
   await page.close();
+});
+
+test('Connect clicked twice while connecting: one chooser, one source; a lost strap brings Connect back, and it connects the strap again in the same session', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  // The injected navigator.bluetooth counts its choosers (requestDevice calls).
+  await page.addInitScript({ content: `${CSP_HOOK}\n${ctx.code}\n(() => {
+    const bluetooth = SensorformerInject.install({ seed: 13 });
+    const request = bluetooth.requestDevice.bind(bluetooth);
+    window.__choosers = 0;
+    bluetooth.requestDevice = (options) => { window.__choosers++; return request(options); };
+  })();` });
+  const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+  try {
+    await page.goto(`${ctx.server.url}?seed=${PAGE_SEED}&record=1${ctx.model.query}`);
+    await waitFor(page, 'the page\'s simulated strap streaming', () => document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
+    // Two clicks in one task: the second while the first's chooser is open (requestDevice runs in
+    // the click, before anything is awaited, so the count is final once the clicks return).
+    const choosers = await page.evaluate(() => {
+      const button = document.querySelector('#connect');
+      button.click();
+      button.click();
+      return window.__choosers;
+    });
+    assert.equal(choosers, 1, 'the second click started a second chooser and connection');
+    await waitFor(page, 'the chosen strap streaming', () => document.querySelector('#source-name').textContent === 'Web Bluetooth' &&
+      document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming');
+    assert.equal(await page.isHidden('#connect'), true, 'Connect gives way while the strap streams');
+    assert.equal(await page.isEnabled('#connect'), true, 'Connect enabled again once the connect finished');
+    await page.evaluate(() => { window.__session = globalThis.sensorformerDemo.session(); });
+
+    // The device layer gives up after six reconnect attempts (2 s, 4 s, ... 64 s: two minutes) and
+    // says so with an 'error' of code BLUETOOTH_DISCONNECTED on the Wearable: sent here by hand.
+    await page.evaluate(() => {
+      const wearable = globalThis.sensorformerDemo.session().devices.get('strap').wearable;
+      const error = Object.assign(new Error(`${wearable.name} did not come back after 6 reconnect attempts`), { code: 'BLUETOOTH_DISCONNECTED' });
+      wearable.dispatchEvent(new CustomEvent('error', { detail: { error } }));
+    });
+    await waitFor(page, 'the strap lost and Connect shown', () => document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'lost' &&
+      !document.querySelector('#connect').hidden);
+    const updates = Number(await page.getAttribute('#updates', 'data-count'));
+    await page.click('#connect');
+    await waitFor(page, 'the strap streaming again, Connect hidden', () => document.querySelector('#devices .device[data-kind="strap"]')?.dataset.state === 'streaming' &&
+      document.querySelector('#connect').hidden);
+    const after = await page.evaluate(() => ({
+      same: globalThis.sensorformerDemo.session() === window.__session, choosers: window.__choosers,
+      source: document.querySelector('#source-name').textContent, connected: navigator.bluetooth.devicesByKey.strap.gatt.connected,
+    }));
+    assert.deepEqual(after, { same: true, choosers: 2, source: 'Web Bluetooth', connected: true }, 'the strap again, in the same session');
+    // The stream session goes on with the new link's samples.
+    await waitFor(page, 'two more streamed predictions', (n) => Number(document.querySelector('#updates').dataset.count) >= n + 2, updates);
+    assert.deepEqual(await watcher.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+    log('inject', `${elapsed()}: Connect twice -> one chooser; strap lost -> Connect shown -> the strap again in the same session`);
+  } finally {
+    await page.close();
+  }
 });

@@ -5,7 +5,10 @@
 // stream model's session gets every ACC and HR row once (the page's recording of what its feeder
 // received and gave), predictions and the look-back attention follow, the traces draw, and the
 // page says when the recording has ended. A file that is not an export gets a notice, not a
-// broken page. Screenshot: test-artifacts/demo-recording.png.
+// broken page. A second recording then starts from a reset card and look-back strip and plays,
+// and "Back to the simulator" gets the simulated devices streaming again (a recording's player
+// closes without a promise: the switch must not stop there). Screenshot:
+// test-artifacts/demo-recording.png.
 //
 //   node --test tests/browser/demo-recording.test.js
 import { test } from 'node:test';
@@ -84,4 +87,66 @@ test('a Polar Sensor Logger export plays at its real pace into the stream sessio
   // no page error (a panel that throws stops redrawing), console error or CSP violation
   assert.deepEqual(await ctx.watch.problems(), [], 'console errors, page errors, failed requests or CSP violations');
   log('recording', `${elapsed()}: acc ${feed.acc_x.received} received, ${feed.acc_x.given} given, ${feed.acc_x.missing} missing; hr ${feed.hr.received}; traces ${traces.nonBackground} px`);
+});
+
+// The card and the look-back strip as the page shows them (the activity's bars: .prob).
+const SHOWN = () => ({
+  name: document.querySelector('#source-name').textContent,
+  caption: document.querySelector('#lookback-caption').textContent,
+  predicted: document.querySelector('#predicted').textContent,
+  bars: [...document.querySelectorAll('#probs .prob')].map((r) => r.dataset.p),
+  best: document.querySelectorAll('#probs .prob.best').length,
+});
+
+test('a second recording after the first: the card and the look-back start afresh, and the new one plays', async () => {
+  const page = ctx.page;
+  // The first recording's last prediction is still shown (it ended: no newer one replaces it).
+  const before = await page.evaluate(SHOWN);
+  assert.match(before.caption, /^newest token: /, JSON.stringify(before));
+  assert.match(before.predicted, /^(rest|walk|run)$/, JSON.stringify(before));
+  // What the page shows once it has named the new source: a MutationObserver reads it in the same
+  // task as the switch (a first result of the new source comes in a later task, from the Worker).
+  await page.evaluate(() => {
+    const name = document.querySelector('#source-name');
+    const observer = new MutationObserver(() => {
+      observer.disconnect();
+      window.__atSwitch = {  // SHOWN's fields (a function does not cross into the page)
+        name: name.textContent,
+        caption: document.querySelector('#lookback-caption').textContent,
+        predicted: document.querySelector('#predicted').textContent,
+        bars: [...document.querySelectorAll('#probs .prob')].map((r) => r.dataset.p),
+        best: document.querySelectorAll('#probs .prob.best').length,
+      };
+    });
+    observer.observe(name, { childList: true, characterData: true, subtree: true });
+  });
+  await page.setInputFiles('#export-files', exportFiles().files);
+  await waitFor(page, 'the page switched to the second recording', () => window.__atSwitch);
+  const atSwitch = await page.evaluate(() => window.__atSwitch);
+  assert.equal(atSwitch.name, 'Recording: ACC, HR, PPG');
+  assert.deepEqual(
+    { caption: atSwitch.caption, predicted: atSwitch.predicted, bars: atSwitch.bars, best: atSwitch.best },
+    { caption: 'waiting for the first final token…', predicted: '–', bars: before.bars.map(() => ''), best: 0 },
+    'the first recording\'s prediction and look-back were still shown for the second');
+  // It plays (the first one's close must not stop the switch): its samples, then predictions.
+  // (the first one's device was 'closed' at its end; the new source has none until it plays)
+  await waitFor(page, 'the second recording playing', () => document.querySelector('#devices .device[data-kind="recording"]')?.dataset.state === 'streaming');
+  await waitFor(page, 'a prediction from the second recording', () => document.querySelector('#predicted').textContent !== '–' && /^newest token: /.test(document.querySelector('#lookback-caption').textContent));
+  log('recording', `${elapsed()}: second recording: card and look-back reset at the switch, then "${await page.textContent('#predicted')}"`);
+});
+
+test('"Back to the simulator" from a playing recording: the simulated devices stream again', async () => {
+  const page = ctx.page;
+  await page.click('#use-simulator');
+  await waitFor(page, 'the simulator streaming again', () => document.querySelector('#source-name').textContent === 'Simulated wearable' &&
+    ['strap', 'thermometer', 'oximeter'].every((k) => document.querySelector(`#devices .device[data-kind="${k}"]`)?.dataset.state === 'streaming') &&
+    document.querySelector('#live-tag').dataset.state === 'on');
+  // The strap's ECG (none in the recording) on its trace, and newer samples after that.
+  await waitFor(page, 'the ECG trace drawing', () => Number(document.querySelector('canvas.trace[data-stream="ecg"]').dataset.points) > 0);
+  const newest = Number(await page.getAttribute('canvas.trace[data-stream="ecg"]', 'data-newest'));
+  await waitFor(page, 'newer ECG samples', (t) => Number(document.querySelector('canvas.trace[data-stream="ecg"]').dataset.newest) > t + 1, newest);
+  // the recording let go: no device of it left
+  assert.equal(await page.$$eval('#devices .device[data-kind="recording"]', (els) => els.length), 0);
+  assert.deepEqual(await ctx.watch.problems(), [], 'console errors, page errors, failed requests or CSP violations');
+  log('recording', `${elapsed()}: back to the simulator: strap, thermometer and oximeter streaming`);
 });

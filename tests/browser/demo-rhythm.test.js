@@ -3,8 +3,9 @@
 // streaming session fed from the simulated strap's ECG (µV from the device layer, mV to the model)
 // and RR. With ?record=1 the page keeps every chunk it pushed to that session and every prediction:
 // the test replays the chunks into an independent session in Node and compares the probabilities.
-// Then "Start AF episode" (the simulator's truth turns to AF), the card in window mode, and an AF
-// model that does not load (the card says why, the rest of the page runs).
+// Then "Start AF episode" (the simulator's truth turns to AF), the card in window mode, an AF
+// model that does not load (the card says why, the rest of the page runs), and the card after its
+// session stopped (its bars kept for the restarted session's results).
 // Screenshot: test-artifacts/demo-rhythm.png.
 //
 // Every wait is for a condition with a deadline (helpers.waitFor). Nothing here depends on the
@@ -193,6 +194,32 @@ test('an AF model that does not load: the card says why, the stream model still 
   } finally {
     await page.close();
   }
+});
+
+test('the card after its session stopped: the bars stay, emptied, and the next session\'s result fills them', async () => {
+  // The page's own card cannot be made to fail on demand (a chunk the core refuses), so the card's
+  // class (the page's module, as main.js drives it on an AF session's 'error' and 'result') on
+  // elements of its own: unavailable(), then the restarted session's waiting() and first result.
+  const page = ctx.page;
+  const seen = await page.evaluate(async () => {
+    const { RhythmPanel } = await import('/ui/rhythm.js');
+    const el = (tag) => document.createElement(tag);
+    const panel = new RhythmPanel({ label: el('p'), probs: el('div'), status: el('p'), announce: el('p'), truth: el('p'), control: el('button') });
+    const bars = () => [...panel.probs.querySelectorAll('.rprob')].map((r) => ({ name: r.querySelector('.name').textContent, p: r.dataset.p, best: r.classList.contains('best') }));
+    panel.setLabels(['normal', 'af', 'other', 'noisy']);
+    panel.update({ referenceTime: 1000, prediction: { from: 1000, to: 1030, label: 'normal', probabilities: [0.7, 0.1, 0.1, 0.1] } });
+    panel.unavailable('The AF model\'s session stopped (TEST: a chunk refused). A new one starts in a moment.');
+    const stopped = { state: panel.label.dataset.state, bars: bars() };
+    panel.waiting();
+    panel.update({ referenceTime: 2000, prediction: { from: 2000, to: 2030, label: 'af', probabilities: [0.125, 0.5, 0.25, 0.125] } });
+    return { stopped, after: { state: panel.label.dataset.state, label: panel.label.textContent, bars: bars() } };
+  });
+  const names = ['normal rhythm', 'atrial fibrillation', 'other rhythm', 'too noisy'];
+  assert.deepEqual(seen.stopped, { state: 'unavailable', bars: names.map((name) => ({ name, p: '', best: false })) }, 'the bars while the session is stopped');
+  assert.deepEqual(seen.after, {
+    state: 'label', label: 'atrial fibrillation',
+    bars: names.map((name, i) => ({ name, p: String([0.125, 0.5, 0.25, 0.125][i]), best: i === 1 })),
+  }, 'the restarted session\'s result on the card');
 });
 
 test('no console errors, no CSP violation; screenshot', async () => {

@@ -5,7 +5,9 @@
 // the page keeps every chunk it pushed and every prediction: the test recomputes them from the
 // same chunks with a full model.forward in Node (the rows' masked mean and the head from the
 // weights file), follows a simulated disconnect (a gap marked, no session error, nothing lost),
-// and switches to the windowed model and back. Screenshot: test-artifacts/demo-stream.png.
+// and switches to the windowed model and back; a stream model that does not load sends the page
+// back to the windowed model, from window mode too; overlapping starts of the stream mode's
+// session and of the windowed loop run one each (Node). Screenshot: test-artifacts/demo-stream.png.
 //
 // Every wait is for a condition with a deadline (helpers.waitFor); no timing is asserted (the
 // latency and update-cost medians are logged for the record).
@@ -17,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/src/index.js';
+import { InferenceLoop } from '../../demo/ui/inference.js';
 import { StreamInference } from '../../demo/ui/stream-inference.js';
 import { CSP_HOOK, canvasStats, ensureArtifacts, log, missingSlots, openDemoPage, repo, simulateDisconnect, unlabeledCopy, waitFor, watch, windowFromChunks } from './helpers.js';
 
@@ -354,6 +357,38 @@ test('a stream model that is not causal: the core\'s refusal is shown, the windo
   }
 });
 
+test('a stream model that does not load, chosen in window mode: the notice, and the windowed model goes on with its layout', async () => {
+  const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const missing = `missing-stream-${process.pid}.safetensors`;
+  try {
+    await page.addInitScript({ content: CSP_HOOK });
+    const watcher = watch(page, ctx.server.url.replace(/\/$/, ''));
+    await page.goto(`${ctx.server.url}?mode=window&seed=${SEED}${ctx.model.query.replace(/&streamModel=[^&]*/, '')}&streamModel=${missing}`);
+    await waitFor(page, 'the window mode with its maps and a prediction', () => document.querySelector('#mode').dataset.mode === 'window' &&
+      Number(document.getElementById('map-time')?.dataset.size) > 0 && Number(document.querySelector('#updates').dataset.count) > 0);
+    await page.click('label[for="mode-stream"]');
+    await waitFor(page, 'the notice, and the window mode back', () => !document.querySelector('#notice').hidden &&
+      /did not load/.test(document.querySelector('#notice-text').textContent) && document.querySelector('#mode').dataset.mode === 'window');
+    const shown = await page.evaluate(() => ({
+      body: document.body.dataset.mode, window: document.querySelector('#mode-window').checked, disabled: document.querySelector('#mode-stream').disabled,
+      strip: !document.querySelector('#lookback-row').hidden, maps: !document.querySelector('#maps').hidden, notice: document.querySelector('#notice-text').textContent,
+    }));
+    assert.match(shown.notice, new RegExp(`^The stream model did not load from ${missing} \\(\\w+: .+\\): the windowed model runs instead`));
+    assert.deepEqual({ ...shown, notice: undefined }, { body: 'window', window: true, disabled: true, strip: false, maps: true, notice: undefined });
+    // The windowed loop runs again (the switch stopped it): predictions go on. The switch set the
+    // count to 0 and the loop's results count on from its own total, so: one result, then two more.
+    await waitFor(page, 'a windowed prediction after the switch', () => Number(document.querySelector('#updates').dataset.count) > 0);
+    const n = Number(await page.getAttribute('#updates', 'data-count'));
+    await waitFor(page, 'two more windowed predictions', (k) => Number(document.querySelector('#updates').dataset.count) >= k + 2, n);
+    // The only problems: the missing file's 404 (and Chromium's console line for it).
+    const problems = (await watcher.problems()).filter((p) => !p.includes(missing) && !/Failed to load resource: .*404/.test(p));
+    assert.deepEqual(problems, [], 'console errors, page errors, failed requests or CSP violations besides the missing file');
+    log('stream', `${elapsed()}: no stream model, from window mode: "${shown.notice}"; windowed predictions ${n} -> ${n + 2}+`);
+  } finally {
+    await page.close();
+  }
+});
+
 test('a stream model without labels: "no class labels", no invented classes; the session still streams', async () => {
   // The stream model with `labels` taken out of its config.
   const copy = unlabeledCopy(ctx.model.streamFile, `unlabeled-stream-${process.pid}`, 'stream.safetensors');
@@ -405,5 +440,35 @@ test('StreamInference (Node, no page): overlapping start() calls feed one sessio
     assert.deepEqual([b.sinks.size, c.sinks.size, inference.running], [0, 0, false]);
   } finally {
     inference.dispose();
+  }
+});
+
+test('InferenceLoop (Node, no page): stop() and start() while a window is in the Worker leave one chain of ticks', async (t) => {
+  // The page does this on Stream then Window within a second: the old tick's step is still
+  // awaited when the new chain starts. Each step here waits for the test to answer it, and the
+  // timers are mocked: a tick scheduled per chain, so a second chain is a second step.
+  const loop = new InferenceLoop({ modelUrl: join(repo, 'demo', ctx.model.file), periodMs: 1000, getSession: () => null });
+  const answers = [];
+  let steps = 0;
+  try {
+    assert.ok(await loop.load(), 'the windowed model did not load');
+    loop.step = () => {
+      steps++;
+      return new Promise((resolve) => answers.push(resolve));
+    };
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    loop.start();  // step 1 in the Worker
+    loop.stop();
+    loop.start();  // a new chain: step 2
+    assert.equal(steps, 2);
+    for (const answer of answers.splice(0)) answer();
+    await new Promise((resolve) => setImmediate(resolve));  // the ticks' awaits resolve (setImmediate is not mocked)
+    t.mock.timers.tick(1000);
+    assert.equal(steps, 3, 'the stopped chain went on beside the new one');
+    loop.stop();
+    for (const answer of answers.splice(0)) answer();
+  } finally {
+    t.mock.timers.reset();
+    loop.dispose();
   }
 });
