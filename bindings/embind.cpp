@@ -6,6 +6,7 @@
 #include <emscripten/val.h>
 #include <malloc.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,32 @@ sf::Status check_length(const std::string& name, size_t got, size_t want) {
           name + " has " + std::to_string(got) + " elements, expected " + std::to_string(want)};
 }
 
+bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
+
+// A copy into the heap past what it has left aborts the module, so the arrays' bytes are checked
+// first: `bytes` is their total (web/src makes them typed arrays of the element types copy_in
+// reads). `what`: "the window's arrays", "the model file", ...
+SF_GLUE_MINSIZE sf::Status check_copy(double bytes, const char* what) {
+  const std::size_t left = sf::limits::budget(SIZE_MAX);
+  if (bytes <= static_cast<double>(left)) return sf::Status::Ok();
+  return {sf::ErrorCode::kResourceExhausted, std::string(what) + " would take " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                                                 " MiB, more than the " + std::to_string(left >> 20) + " MiB the heap has left"};
+}
+
+SF_GLUE_MINSIZE double length_of(const val& array) { return given(array) ? array["length"].as<double>() : 0.0; }
+
+// The bytes a window's or chunk's streams copy in (samples float32, timestamps float64, present
+// uint8; a null stream of a chunk copies nothing).
+SF_GLUE_MINSIZE sf::Status check_stream_copies(const val& streams, const char* what) {
+  double bytes = 0;
+  const int n = streams["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    const val s = streams[i];
+    if (given(s)) bytes += 4.0 * length_of(s["samples"]) + 8.0 * length_of(s["timestamps"]) + length_of(s["present"]);
+  }
+  return check_copy(bytes, what);
+}
+
 template <class T>
 std::vector<T> copy_in(const val& typed_array) {
   if (typed_array.isNull() || typed_array.isUndefined()) return {};
@@ -63,6 +90,7 @@ val copy_out(const char* ctor, const std::vector<T>& v) {
 // the length is checked here too, since it guards the read. A non-finite value is also refused
 // by encode_time (its angle bound) -> { ok, data: Float32Array (n * dModel) }
 SF_GLUE_MINSIZE val time_encoding(val times, double t_ref, int d_model, double max_period, val inv_freq) {
+  if (const sf::Status c = check_copy(8.0 * (length_of(times) + length_of(inv_freq)), "the times"); !c.ok()) return failure(c);
   const auto t = copy_in<double>(times);
   const auto table = copy_in<double>(inv_freq);
   const bool has_table = !inv_freq.isNull() && !inv_freq.isUndefined();
@@ -71,10 +99,11 @@ SF_GLUE_MINSIZE val time_encoding(val times, double t_ref, int d_model, double m
       return failure({sf::ErrorCode::kInvalidArgument, "time encoding: invFreq has " + std::to_string(table.size()) +
                                                            " values; d_model " + std::to_string(d_model) + " needs d_model / 2"});
   }
-  if (4.0 * t.size() * d_model > sf::limits::kMaxWorkBytes)  // checked before the output exists
+  const std::size_t limit = sf::limits::budget(sf::limits::kMaxWorkBytes);
+  if (4.0 * t.size() * d_model > limit)  // checked before the output exists
     return failure({sf::ErrorCode::kResourceExhausted, "time encoding: " + std::to_string(t.size()) + " x " +
                                                            std::to_string(d_model) + " floats exceed the " +
-                                                           std::to_string(sf::limits::kMaxWorkBytes >> 20) + " MiB limit"});
+                                                           std::to_string(limit >> 20) + " MiB limit"});
   std::vector<float> out(t.size() * static_cast<size_t>(d_model > 0 ? d_model : 0));
   const sf::Status s = sf::encode_time({d_model, max_period, has_table ? table.data() : nullptr}, t.data(),
                                        static_cast<int>(t.size()), t_ref, out.data());
@@ -108,6 +137,8 @@ val run_mha(const sf::MhaWeights& w, val query, int L, val kv, int S, val key_pa
   if (L < 0 || S < 0 || weights_mode < 0 || weights_mode > 2)
     return failure({sf::ErrorCode::kInvalidArgument, "multihead attention: bad sizes or weights mode"});
   const size_t e = w.embed_dim;
+  if (const sf::Status c = check_copy(4.0 * (length_of(query) + length_of(kv)) + length_of(key_padding_mask), "the query and key/value arrays"); !c.ok())
+    return failure(c);
   const auto q = copy_in<float>(query), x = copy_in<float>(kv);
   const auto kpm = copy_in<std::uint8_t>(key_padding_mask);
   for (const sf::Status& s : {check_length("query", q.size(), L * e), check_length("key/value", x.size(), S * e),
@@ -216,6 +247,7 @@ void set_token_labels(const sf::Tokens& t, val* out) {
 class ModelHandle {
  public:
   SF_GLUE_MINSIZE val load(val bytes) {
+    if (const sf::Status c = check_copy(length_of(bytes), "the model file"); !c.ok()) return failure(c);
     const sf::Status s = sf::Model::load(copy_in<std::uint8_t>(bytes), &model_);
     return s.ok() ? ok_object() : failure(s);
   }
@@ -285,6 +317,7 @@ class ModelHandle {
     const val max_gflop = opts["maxGflop"];
     if (!max_gflop.isUndefined() && !max_gflop.isNull()) options.max_gflop = max_gflop.as<double>();
     sf::ForwardResult r;
+    if (const sf::Status c = check_stream_copies(window["streams"], "the window's arrays"); !c.ok()) return failure(c);
     const sf::Status s = model_.forward(window_from_js(window), options, &r);
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = r.tokens;
@@ -314,8 +347,6 @@ class ModelHandle {
  private:
   sf::Model model_;
 };
-
-bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
 
 // A chunk as normalised by web/src/stream.js: streams[i] null (nothing new) or an object whose
 // descriptor fields are present iff `modality` is a string; typed arrays for the data.
@@ -374,6 +405,7 @@ class StreamHandle {
 
   SF_GLUE_MINSIZE val push(val chunk) {
     sf::StreamUpdate u;
+    if (const sf::Status c = check_stream_copies(chunk["streams"], "the chunk's arrays"); !c.ok()) return failure(c);
     const sf::Status s = session_.push(chunk_from_js(chunk), &u);
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = u.tokens;

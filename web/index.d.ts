@@ -596,7 +596,8 @@ export interface ForwardOptions {
   attention?: boolean;
   /**
    * Compute limit in GFLOP, estimated from the tokens before any layer runs (default 10, about
-   * 1-2 s of one core); past it the forward throws RESOURCE_EXHAUSTED. `Infinity` lifts it.
+   * 1-2 s of one core); past it the forward throws RESOURCE_EXHAUSTED. `Infinity` lifts it. An
+   * ensemble's members each get it (docs/model.md, "Limits").
    */
   maxGflop?: number;
 }

@@ -42,11 +42,12 @@ Status check_mha_budget(int E, int H, int L, int S, AttentionWeights weights) {
                                                " would take " + std::to_string(static_cast<long long>(maps / (1 << 20))) +
                                                " MiB (limit 256 MiB): ask for none, or for shorter sequences"};
   const double work = 4.0 * (2.0 * L * E + 2.0 * S * E) + (weights == AttentionWeights::kAveraged ? map : 0);
-  if (work > limits::kMaxWorkBytes)
+  const std::size_t limit = limits::budget(limits::kMaxWorkBytes, maps);
+  if (work > limit)
     return {ErrorCode::kResourceExhausted, "multihead attention: " + std::to_string(L) + " queries and " + std::to_string(S) +
                                                " keys of " + std::to_string(E) + " need " +
                                                std::to_string(static_cast<long long>(work / (1 << 20))) + " MiB of working memory (limit " +
-                                               std::to_string(limits::kMaxWorkBytes >> 20) + " MiB)"};
+                                               std::to_string(limit >> 20) + " MiB)"};
   return Status::Ok();
 }
 

@@ -45,4 +45,13 @@ constexpr double kDefaultMaxGflop = 10.0;
 // the encoding would be NaN. Seconds since 1970 (1.8e9) are far inside.
 constexpr double kMaxTimeOffsetSeconds = 1e12;
 
+// The budgets above hold one at a time; together (an input's copy, its patches, the working memory)
+// they exceed the WebAssembly heap's 2 GiB ceiling. So a large buffer's budget is also what the
+// heap has left when it is about to be allocated: its ceiling less the program break, plus the
+// allocator's free blocks, less kHeapMarginBytes (for what no budget counts) and less `beside`
+// (bytes allocated with it, such as the attention maps beside the working memory). Natively the
+// operating system decides: `limit` as it is.
+constexpr std::size_t kHeapMarginBytes = std::size_t(64) << 20;
+std::size_t budget(std::size_t limit, double beside = 0);
+
 }  // namespace sf::limits

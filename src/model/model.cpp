@@ -130,10 +130,11 @@ SF_MINSIZE Status Model::load(std::vector<std::uint8_t> bytes, Model* out) {
     return {ErrorCode::kBadFormat, "the config implies " + std::to_string(params) + " parameters (at least " +
                                        std::to_string(2 * params) + " bytes) but the file holds " +
                                        std::to_string(file.data_bytes()) + " bytes of tensors"};
-  if (params > limits::kMaxModelBytes / 4)
+  const std::size_t limit = limits::budget(limits::kMaxModelBytes);
+  if (params > limit / 4)
     return {ErrorCode::kResourceExhausted, "the model has " + std::to_string(params) + " parameters: " +
                                                std::to_string(params * 4 >> 20) + " MiB as float32, over the " +
-                                               std::to_string(limits::kMaxModelBytes >> 20) + " MiB limit"};
+                                               std::to_string(limit >> 20) + " MiB limit"};
 
   const auto expected = expected_tensors(m.config_);
   for (const auto& [name, shape] : expected) {
@@ -404,8 +405,9 @@ SF_MINSIZE Status Model::check_budgets(const Tokens& t, const std::vector<TokenG
                             const ForwardOptions& options) const {
   const ModelConfig& c = config_;
   const std::string tokens = "a window of " + std::to_string(t.count) + " tokens";
+  double map_bytes = 0;  // allocated beside the working memory
   if (options.attention_maps) {
-    double bytes = 0;
+    double& bytes = map_bytes;
     for (const TokenGroups& groups : block_groups)
       for (const auto& g : groups) bytes += 4.0 * c.n_heads * static_cast<double>(g.size()) * g.size() * c.n_layers;
     if (bytes > ForwardOptions::kMaxAttentionMapBytes)
@@ -420,9 +422,10 @@ SF_MINSIZE Status Model::check_budgets(const Tokens& t, const std::vector<TokenG
   for (const TokenGroups& groups : block_groups)
     for (const auto& g : groups) largest = std::max(largest, g.size());
   const double work = 4.0 * (2.0 * t.count * c.d_model + static_cast<double>(largest) * (7.0 * c.d_model + c.dim_feedforward));
-  if (work > limits::kMaxWorkBytes)
+  const std::size_t limit = limits::budget(limits::kMaxWorkBytes, map_bytes);
+  if (work > limit)
     return {ErrorCode::kResourceExhausted, tokens + " needs about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
-                                               " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +
+                                               " MiB of working memory (limit " + std::to_string(limit >> 20) +
                                                " MiB): use shorter windows"};
   const double gflop = forward_gflop(t, block_groups);
   if (!(gflop <= options.max_gflop)) {

@@ -550,10 +550,12 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
   pairs *= L;
   macs += m * (4 * d * d + 2 * d * ff) * L * nb + 2 * d * pairs;
   const std::string tokens = "this push makes " + std::to_string(static_cast<long long>(m)) + " tokens final; they";
+  double row_bytes = 0;  // allocated beside the working memory
   if (options.attention_rows) {
     // The rows returned: per query and key in reach a weight per head, the key's index and time;
     // while computing, one group's weights over all its live keys.
     const double rows = pairs * (4.0 * H + 16.0) + m * L * nb * 96.0, group = 4.0 * H * rectangle;
+    row_bytes = rows + group;
     if (rows > limits::kMaxAttentionMapBytes || group > limits::kMaxAttentionMapBytes)
       return {ErrorCode::kResourceExhausted, tokens + " would need " + std::to_string(static_cast<long long>(std::max(rows, group) / (1 << 20))) +
                                                  " MiB of attention rows (limit 256 MiB): push shorter chunks, or start the session "
@@ -562,9 +564,10 @@ Status check_budgets(const ModelConfig& c, const StreamOptions& options, const s
   // Embeddings and token values kept for the update, the largest group's layer buffers and its
   // keys' projections.
   const double work = 4.0 * (3.0 * m * d + values) + 96.0 * m + 4.0 * largest * (7.0 * d + ff) + 8.0 * keys_largest * d;
-  if (work > limits::kMaxWorkBytes)
+  const std::size_t limit = limits::budget(limits::kMaxWorkBytes, row_bytes);
+  if (work > limit)
     return {ErrorCode::kResourceExhausted, tokens + " need about " + std::to_string(static_cast<long long>(work / (1 << 20))) +
-                                               " MiB of working memory (limit " + std::to_string(limits::kMaxWorkBytes >> 20) +
+                                               " MiB of working memory (limit " + std::to_string(limit >> 20) +
                                                " MiB): push shorter chunks"};
   const double gflop = 2 * macs / 1e9;
   if (!(gflop <= options.max_gflop)) {

@@ -61,6 +61,9 @@ bool sample_present(const StreamInput& in, size_t i) {
 Status upsample(const StreamInput& in, double R, size_t s, std::vector<float>* out) {
   out->clear();
   const auto n = static_cast<std::int64_t>(in.samples.size());
+  // one allocation rather than doublings: at most R / r + 1 outputs an input sample (the bound
+  // tokenize counts its patches by)
+  out->reserve(static_cast<size_t>(static_cast<double>(n) * (R / in.rate_hz + 1.0)));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const auto tap = [&](std::int64_t i) { return i < 0 || i >= n || !sample_present(in, static_cast<size_t>(i)) ? nan : in.samples[i]; };
   for (std::int64_t j = 0;; ++j) {
@@ -82,7 +85,7 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
     return {ErrorCode::kNonFinite, "window reference_time is not finite"};
   // Patch values take ceil(n / P) * P floats a stream: a 1-sample stream of a modality with
   // P = 65536 takes 256 KiB. Bounded before anything is allocated (limits.hpp).
-  double value_bytes = 0;
+  double value_bytes = 0, all_patches = 0, all_values = 0;
   for (size_t s = 0; s < window.streams.size(); ++s) {
     SF_RETURN_IF_ERROR(validate(c, window.streams[s], s));
     const StreamInput& in = window.streams[s];
@@ -91,11 +94,24 @@ Status tokenize(const ModelConfig& c, const Window& window, Tokens* out) {
     // an upsampled stream: at most R / r + 1 outputs an input sample
     const double grow = !in.event_driven() && mod.upsamples(in.rate_hz) ? mod.upsample_hz / in.rate_hz + 1.0 : 1.0;
     const double patches = std::ceil(in.samples.size() * grow / P);
-    value_bytes += patches * (4.0 * P + 64.0);  // P floats and ~64 bytes of labels a patch
+    // P floats, ~64 bytes of labels a patch, and up to ~160 for grouping the tokens afterwards
+    // (attend/layout.cpp: the channel block's map holds a node and a vector a time bin, one a
+    // token at worst): counted here, where a window too large for them is refused before
+    // anything is allocated. (Without it a window of 5 million tokens ran out of heap there.)
+    value_bytes += patches * (4.0 * P + 224.0);
+    all_patches += patches;
+    all_values += patches * P;
   }
-  if (value_bytes > limits::kMaxWorkBytes)
+  const std::size_t limit = limits::budget(limits::kMaxWorkBytes);
+  if (value_bytes > limit)
     return {ErrorCode::kResourceExhausted, "the window's patches would take " + std::to_string(static_cast<long long>(value_bytes / (1 << 20))) +
-                                               " MiB (limit " + std::to_string(limits::kMaxWorkBytes >> 20) + " MiB): use shorter windows"};
+                                               " MiB (limit " + std::to_string(limit >> 20) + " MiB): use shorter windows"};
+  // Reserved at their bounds: grown by doubling, the values would for a moment take 1.5x their
+  // size (old and new buffer), past the budget just checked.
+  t.values.reserve(static_cast<size_t>(all_values));
+  t.time.reserve(static_cast<size_t>(all_patches));
+  t.present.reserve(static_cast<size_t>(all_patches));
+  t.value_offset.reserve(static_cast<size_t>(all_patches) + 1);
   double earliest = std::numeric_limits<double>::infinity();
   t.value_offset.push_back(0);
   std::vector<size_t> kept;  // a "leave-out" modality's event stream: the indices of its present events

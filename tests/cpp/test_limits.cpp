@@ -277,6 +277,37 @@ TEST(HostileWindow, PatchMemoryIsBoundedBeforeTokenizing) {
   EXPECT_TRUE(mentions(s, "patches")) << s.message();
 }
 
+TEST(HostileWindow, BudgetsShrinkToWhatTheHeapHasLeft) {
+#ifdef __EMSCRIPTEN__
+  // The WebAssembly heap's ceiling (2 GiB) is below the budgets' sum: a large buffer's budget is
+  // also what the heap has left when it is allocated. With 1.2 GiB held elsewhere, a window whose
+  // patches (960 MiB: 16 Mi samples in 4-sample patches, 240 bytes each with labels and
+  // grouping) fit the 1 GiB budget is refused at its patches, naming the smaller limit; without
+  // it the same window passes that check (and is refused later, for its working memory).
+  const Model m = small_model("flattened");
+  Window w;
+  w.streams.push_back(ecg(std::vector<float>(std::size_t(16) << 20, 1.0f), kT0, 130.0));
+  ForwardResult r;
+  const Status free_heap = m.forward(w, {}, &r);
+  EXPECT_EQ(free_heap.code(), ErrorCode::kResourceExhausted);
+  EXPECT_FALSE(mentions(free_heap, "patches")) << free_heap.message();
+  const std::size_t before = limits::budget(limits::kMaxWorkBytes);
+  std::vector<char> held(std::size_t(1200) << 20, 1);
+  const std::size_t during = limits::budget(limits::kMaxWorkBytes);
+  EXPECT_EQ(before, limits::kMaxWorkBytes);
+  EXPECT_LE(during, (std::size_t(2048 - 1200) << 20) - limits::kHeapMarginBytes);
+  EXPECT_LE(limits::budget(limits::kMaxWorkBytes, double(std::size_t(256) << 20)), during - (std::size_t(256) << 20));
+  const Status held_heap = m.forward(w, {}, &r);
+  EXPECT_EQ(held_heap.code(), ErrorCode::kResourceExhausted);
+  EXPECT_TRUE(mentions(held_heap, "patches would take 960 MiB") && !mentions(held_heap, "limit 1024 MiB")) << held_heap.message();
+  EXPECT_EQ(held[held.size() - 1], 1);
+#else
+  // Natively the operating system decides: the budgets as they are.
+  EXPECT_EQ(limits::budget(limits::kMaxWorkBytes), limits::kMaxWorkBytes);
+  EXPECT_EQ(limits::budget(limits::kMaxWorkBytes, 1e12), limits::kMaxWorkBytes);
+#endif
+}
+
 TEST(HostileWindow, TimesFarFromTheReferenceAreNonFinite) {
   const Model m = small_model("flattened");
   ForwardResult r;

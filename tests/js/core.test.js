@@ -227,6 +227,22 @@ test('bad input is a SensorformerError with a code', () => {
   assert.equal(code(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, attention: 'all' })), 'INVALID_ARGUMENT');
 });
 
+test('a misspelt option or weight is refused, not run without it; sizes past the core\'s int are refused, not wrapped', () => {
+  const E = 4, w = { inProjWeight: new Float32Array(3 * E * E), outProjWeight: new Float32Array(E * E) };
+  const refused = (fn, pattern) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message), String(pattern));
+  refused(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, casual: true }), /multiheadAttention: unknown option "casual"/);
+  refused(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: w, keyPaddingmask: Uint8Array.of(0, 1) }), /unknown option "keyPaddingmask"/);
+  refused(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2, weights: { ...w, inProjbias: new Float32Array(3 * E) } }), /weights: unknown option "inProjbias"/);
+  refused(() => core.timeEncoding([0], { dModel: 4, referenceTme: 5 }), /timeEncoding: unknown option "referenceTme"/);
+  const prepared = core.prepareMultiheadAttention({ embedDim: E, numHeads: 2, weights: w });
+  refused(() => prepared.forward(new Float32Array(8), { casual: true }), /forward: unknown option "casual"/);
+  prepared.dispose();
+  refused(() => core.prepareMultiheadAttention({ embedDim: E, numHeads: 2, weights: w, causal: true }), /prepareMultiheadAttention: unknown option "causal"/);
+  // 2^32 + 8 would reach the core as 8 (ToInt32), 2^31 as -2^31
+  refused(() => core.timeEncoding([0], { dModel: 2 ** 32 + 8 }), /dModel must be a positive integer up to 2\^31 - 1, got 4294967304/);
+  refused(() => core.multiheadAttention(new Float32Array(8), { embedDim: E, numHeads: 2 ** 32 + 2, weights: w }), /numHeads must be a positive integer up to 2\^31 - 1/);
+});
+
 test('the kernels refuse what they would misread: odd containers, non-finite values, loose booleans', () => {
   const err = (fn) => {
     try { fn(); } catch (e) {

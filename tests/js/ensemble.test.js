@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { beatModalities, beatsFromEcg, detectBeats, loadModel, rrFromEcg } from '../../web/src/index.js';
-import { ensembleMembers } from '../../web/src/ensemble.js';
+import { combineHeads, ensembleMembers } from '../../web/src/ensemble.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
 import { fixturePath } from './safetensors.js';
 
@@ -194,6 +194,12 @@ test('a malformed ensemble file is BAD_FORMAT naming what is wrong; members with
       spec.members[1].metadata.config = JSON.stringify({ ...config, labels: ['n', 'a', 'o', 'x'] });
       h.__metadata__.ensemble = JSON.stringify(spec);
     }, /same head labels/],
+    // member 1's tensor pointing at member 0's bytes: the split would copy them twice (2,000 such
+    // entries would make the members' files gigabytes from a small file)
+    [(h) => {
+      const first = Object.keys(h).find((n) => n.startsWith('member0.'));
+      h[`member1.${first.slice('member0.'.length)}`].data_offsets = [...h[first].data_offsets];
+    }, /tensors "member\d\..+" and "member\d\..+" overlap in the file \(data_offsets\)/],
   ];
   for (const [edit, message] of cases) {
     await assert.rejects(loadModel(withHeader(pairBytes(), edit)), (e) => e.code === 'BAD_FORMAT' && message.test(e.message), String(message));
@@ -325,4 +331,24 @@ test('CinC 2017 test part: the AF pair in WebAssembly gives PyTorch\'s ensemble 
   const c = compare(result.logits, reference);
   assert.deepEqual(c.labelDiffers, [], 'records whose label differs from PyTorch');
   assert.ok(c.worst <= 1e-4, `largest |logit difference| ${c.worst} (${c.worstRecord})`);
+});
+
+test('combineHeads: the log of the members\' mean probability, finite however far apart a member\'s logits are', () => {
+  // Reference: float64 softmax of each head, their mean, its log (no underflow for these heads).
+  const direct = (heads) => {
+    const probs = heads.map((h) => { const e = h.map((v) => Math.exp(v - Math.max(...h))); const z = e.reduce((a, b) => a + b); return e.map((v) => v / z); });
+    return probs[0].map((_, i) => Math.log(probs.reduce((a, p) => a + p[i], 0) / probs.length));
+  };
+  const heads = [Float32Array.of(1, 2, 3), Float32Array.of(3, -1, 0.5), Float32Array.of(-2, 0, 4)];
+  const got = combineHeads(heads, [true, true, true]);
+  direct(heads).forEach((v, i) => assert.ok(Math.abs(got[i] - v) < 1e-6, `class ${i}: ${got[i]} vs ${v}`));
+  // a member that saw no present token is left out
+  const two = combineHeads(heads, [true, false, true]);
+  direct([heads[0], heads[2]]).forEach((v, i) => assert.ok(Math.abs(two[i] - v) < 1e-6));
+  // Logits 1000 apart: the probability of class 1 underflows in float64 (exp(-1005) = 0); its log
+  // does not. Two equal members: the mean is the member, log p = v - logsumexp(v) = v - 5 - log1p(e^-5 + e^-1005).
+  const far = combineHeads([Float32Array.of(0, -1000, 5), Float32Array.of(0, -1000, 5)], [true, true]);
+  assert.ok(far.every(Number.isFinite), `head ${[...far]}`);
+  const lse = 5 + Math.log1p(Math.exp(-5));
+  [0 - lse, -1000 - lse, 5 - lse].forEach((v, i) => assert.ok(Math.abs(far[i] - v) < 1e-4, `class ${i}: ${far[i]} vs ${v}`));
 });

@@ -118,3 +118,24 @@ test('attention maps too large for memory are refused with a typed error, not an
   assert.equal(m.forward(short, { attention: true }).attention.length, 2);
   m.dispose();
 });
+
+test('inputs within every single budget but past the heap together: RESOURCE_EXHAUSTED, and the module goes on', async () => {
+  // Before the heap checks these aborted the module (RuntimeError "Aborted()"): 2^28 timestamps
+  // are 2 GiB as float64, copied into a 2 GiB heap; one ECG stream of 2^27 samples is 512 MiB as
+  // copied and 827 MiB of patch values, each within its budget, and grouping its 5 million tokens
+  // then took the rest (now counted with the patches). tests/cpp/test_limits.cpp tests the budget
+  // that shrinks with the heap.
+  const m = await loadModel(new URL('../../demo/model/demo.safetensors', import.meta.url).pathname, { warmup: false });
+  const small = { streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: [1, 2, 3], samples: [60, 61, 62] }] };
+  const expected = m.forward(small).head;
+  const n = 2 ** 28;
+  const times = new Float64Array(n);
+  for (let i = 0; i < n; i++) times[i] = i * 1e-3;
+  assert.throws(() => m.forward({ streams: [{ sensor: 2, modality: 'hr', placement: 'chest', timestamps: times, samples: new Float32Array(n) }] }),
+    (e) => e.code === 'RESOURCE_EXHAUSTED' && /the window's arrays would take 3072 MiB, more than the \d+ MiB the heap has left/.test(e.message), 'timestamps');
+  const ecg = new Float32Array(2 ** 27).fill(1);
+  assert.throws(() => m.forward({ streams: [{ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 1000, startTime: 0, samples: ecg }] }, { maxGflop: Infinity }),
+    (e) => e.code === 'RESOURCE_EXHAUSTED' && /the window's patches would take \d+ MiB \(limit \d+ MiB\)/.test(e.message), 'one long ECG stream');
+  assert.deepEqual(m.forward(small).head, expected, 'the module still computes after the refusals');
+  m.dispose();
+});

@@ -511,3 +511,18 @@ test('model.info.size.weightBytes is what loading the model adds to the WebAssem
   assert.ok(added >= m.info.size.weightBytes && added <= m.info.size.weightBytes + 32768, `heap +${added}, weightBytes ${m.info.size.weightBytes}`);
   m.dispose();
 });
+
+test('a getter that disposes the model or session while its input is read: DISPOSED, not an Embind or Type error', async () => {
+  // Plain objects with getters are valid input (the window is read field by field); one that
+  // disposes what is being called must meet the same error as a call after dispose().
+  const file = new URL('../../demo/model/stream.safetensors', import.meta.url).pathname;
+  const hr = (onRead) => ({ sensor: 2, modality: 'hr', placement: 'chest', samples: [60, 61], get timestamps() { onRead(); return [1, 2]; } });
+  const model = await loadModel(file, { warmup: false });
+  assert.throws(() => model.forward({ streams: [hr(() => model.dispose())] }), (e) => e instanceof SensorformerError && e.code === 'DISPOSED');
+  const other = await loadModel(file, { warmup: false });
+  const session = other.stream();
+  assert.throws(() => session.push({ streams: [hr(() => session.dispose())] }), (e) => e instanceof SensorformerError && e.code === 'DISPOSED');
+  const again = other.stream();
+  assert.throws(() => again.pooled({ get seconds() { again.dispose(); return 10; } }), (e) => e instanceof SensorformerError && e.code === 'DISPOSED');
+  other.dispose();
+});

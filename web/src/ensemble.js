@@ -63,6 +63,18 @@ export function ensembleMembers(bytes) {
     return k;
   };
   const data = bytes.subarray(parsed.dataStart);
+  // Each byte of the data belongs to one tensor at most (safetensors' layout): a header whose
+  // tensors overlap (2,000 entries naming the same megabyte) would make the members' files many
+  // times the size of the source before the core could refuse them.
+  const spans = [];
+  for (const [name, t] of entries) {
+    owner(name);  // a tensor of no member (or of two) is that error first
+    const [begin, end] = Array.isArray(t?.data_offsets) ? t.data_offsets : [];
+    if (Number.isSafeInteger(begin) && Number.isSafeInteger(end) && end > begin) spans.push([begin, end, name]);
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  for (let i = 1; i < spans.length; i++)
+    if (spans[i][0] < spans[i - 1][1]) throw bad(`tensors "${spans[i - 1][2]}" and "${spans[i][2]}" overlap in the file (data_offsets)`);
   return members.map((m, k) => {
     const own = entries.filter(([name]) => owner(name) === k);
     if (!own.length) throw bad(`ensemble member ${k} (prefix "${m.prefix}") has no tensors`);
@@ -102,18 +114,28 @@ export function combineHeads(heads, present) {
   const use = heads.map((_, k) => present[k]);
   if (!use.some(Boolean)) use.fill(true);
   const n = heads[0].length;
-  const mean = new Float64Array(n);
-  let count = 0;
+  // In log space: each member's log-softmax, then per class the log of the mean of their
+  // exponentials (a log-sum-exp from its largest term). Probabilities themselves underflow to 0
+  // once a member's logits are ~745 apart, and log(0) would put -Infinity in a finite model's head.
+  const logs = [];
   heads.forEach((head, k) => {
     if (!use[k]) return;
     let max = -Infinity;
     for (const v of head) max = Math.max(max, v);
-    const e = Float64Array.from(head, (v) => Math.exp(v - max));
-    const sum = e.reduce((a, b) => a + b, 0);
-    for (let i = 0; i < n; i++) mean[i] += e[i] / sum;
-    count++;
+    let sum = 0;
+    for (const v of head) sum += Math.exp(v - max);
+    const shift = max + Math.log(sum);
+    logs.push(Float64Array.from(head, (v) => v - shift));
   });
-  return Float32Array.from(mean, (p) => Math.log(p / count));
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let top = -Infinity;
+    for (const l of logs) top = Math.max(top, l[i]);
+    let sum = 0;
+    for (const l of logs) sum += Math.exp(l[i] - top);
+    out[i] = top + Math.log(sum / logs.length);
+  }
+  return out;
 }
 
 /**

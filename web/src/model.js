@@ -120,6 +120,7 @@ export class Model {
 
   #forward(window, { attention, maxGflop }, path) {
     const w = normalizeWindow(window, path);
+    this.#usable();  // reading the window runs the caller's getters, which may have disposed the model
     // The core's messages say "stream i"; in a batch, which window it was matters too.
     const fail = (r, route) => {
       const message = route ? renumber(r.message, route) : r.message;

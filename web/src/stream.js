@@ -221,8 +221,10 @@ export class StreamSession {
    * tokens that became final, in time order (ties: stream order, then patch order).
    */
   push(chunk) {
-    const handle = this.#usable();
+    this.#usable();
     const normalized = normalizeChunk(chunk);
+    // Again: reading the chunk runs the caller's getters, which may have disposed the session.
+    const handle = this.#usable();
     let r, tokenStream;
     if (this.#sessions.length === 1) {
       r = handle.push(normalized);
@@ -278,8 +280,9 @@ export class StreamSession {
    * on it (with labels: probabilities and label, as forward gives them; null with no present token).
    */
   pooled(options) {
-    const handle = this.#usable();
+    this.#usable();
     const { seconds } = pooledOptions(options, this.#options.historySeconds);
+    this.#usable();  // the options' getters may have disposed it
     const results = this.#sessions.map((s) => s.handle.pooled(seconds));
     const r = results[0];
     for (const x of results) if (!x.ok) throw new SensorformerError(x.code, x.message);
