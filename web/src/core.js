@@ -4,6 +4,7 @@
 // a weight would come out as NaN or, worse, as plausible zeros), booleans and masks exact.
 import { SensorformerError, unwrap } from './errors.js';
 import { loadOptions, loadWasm } from './loader.js';
+import { rejectUnknownKeys } from './options.js';
 import { container, describe, typedArrayName } from './window.js';
 
 const WEIGHTS_MODE = { none: 0, 'per-head': 1, average: 2 };
@@ -17,12 +18,8 @@ function positiveInt(value, name) {
   need(Number.isInteger(value) && value > 0 && value <= 2 ** 31 - 1, 'INVALID_ARGUMENT', `${name} must be a positive integer up to 2^31 - 1, got ${describe(value)}`);
 }
 
-// Options and weights objects take only their keys: a typo ({ casual: true }, { keyPaddingmask })
-// would otherwise run without it, a wrong result instead of an error (options.js's rule).
-function onlyKeys(object, method, keys) {
-  for (const key of Object.keys(object))
-    need(keys.includes(key), 'INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${keys.join(', ')})`);
-}
+// Options and weights objects take only their keys (options.js's rule): a typo ({ casual: true },
+// { keyPaddingmask }) would otherwise run without it, a wrong result instead of an error.
 const ATTENTION_CALL = ['key', 'keyPaddingMask', 'causal', 'attention'];
 const ATTENTION_WEIGHTS = ['embedDim', 'numHeads', 'weights'];
 
@@ -67,7 +64,7 @@ class Core {
    */
   timeEncoding(times, options) {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `timeEncoding(times, options): options must be an object with dModel, got ${describe(options)}`);
-    onlyKeys(options, 'timeEncoding', ['dModel', 'maxPeriod', 'referenceTime', 'invFreq']);
+    rejectUnknownKeys(options, 'timeEncoding', ['dModel', 'maxPeriod', 'referenceTime', 'invFreq']);
     const { dModel, maxPeriod, referenceTime = 0, invFreq } = options;
     const t = container(times, 'times') === 'Float64Array' ? times : Float64Array.from(times, (v, i) => {
       need(typeof v === 'number', 'INVALID_ARGUMENT', `times[${i}] must be a number of seconds, got ${describe(v)}`);
@@ -92,7 +89,7 @@ class Core {
    */
   multiheadAttention(query, options) {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `multiheadAttention(query, options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
-    onlyKeys(options, 'multiheadAttention', [...ATTENTION_WEIGHTS, ...ATTENTION_CALL]);
+    rejectUnknownKeys(options, 'multiheadAttention', [...ATTENTION_WEIGHTS, ...ATTENTION_CALL]);
     const { embedDim, numHeads, weights } = options;
     attentionWeights(embedDim, numHeads, weights);
     return runAttention(query, options, embedDim, numHeads, (q, L, key, S, mask, causal, mode) => this.#wasm.multiheadAttention(
@@ -109,7 +106,7 @@ class Core {
    */
   prepareMultiheadAttention(options) {
     need(options !== null && typeof options === 'object', 'INVALID_ARGUMENT', `prepareMultiheadAttention(options): options must be an object with embedDim, numHeads and weights, got ${describe(options)}`);
-    onlyKeys(options, 'prepareMultiheadAttention', ATTENTION_WEIGHTS);
+    rejectUnknownKeys(options, 'prepareMultiheadAttention', ATTENTION_WEIGHTS);
     const { embedDim, numHeads, weights } = options;
     attentionWeights(embedDim, numHeads, weights);
     const handle = new this.#wasm.MultiheadAttention();
@@ -148,7 +145,7 @@ function attentionWeights(embedDim, numHeads, weights) {
   positiveInt(embedDim, 'embedDim');
   positiveInt(numHeads, 'numHeads');
   need(weights && typeof weights === 'object', 'INVALID_ARGUMENT', 'weights must be an object of Float32Arrays');
-  onlyKeys(weights, 'weights', ['inProjWeight', 'inProjBias', 'outProjWeight', 'outProjBias']);
+  rejectUnknownKeys(weights, 'weights', ['inProjWeight', 'inProjBias', 'outProjWeight', 'outProjBias']);
   float32(weights.inProjWeight, 'weights.inProjWeight');
   float32(weights.outProjWeight, 'weights.outProjWeight');
   if (weights.inProjBias != null) float32(weights.inProjBias, 'weights.inProjBias');
@@ -197,7 +194,7 @@ class PreparedAttention {
     need(this.#handle, 'DISPOSED', 'this prepared attention was disposed');
     options ??= {};
     need(typeof options === 'object', 'INVALID_ARGUMENT', `forward(query, options): options must be an object, got ${describe(options)}`);
-    onlyKeys(options, 'forward', ATTENTION_CALL);
+    rejectUnknownKeys(options, 'forward', ATTENTION_CALL);
     return runAttention(query, options, this.#embedDim, this.#numHeads, (...args) => this.#handle.forward(...args));
   }
 

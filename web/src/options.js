@@ -14,14 +14,19 @@ export function plainObject(v) {
 
 // specs: { key: { fallback, valid(v), expected, code?(v) } }; code: the error code for a value
 // that is not valid (default INVALID_ARGUMENT; NON_FINITE for an infinite time, as windows do).
+/** An object's keys outside `keys` are INVALID_ARGUMENT naming the key and the accepted ones. */
+export function rejectUnknownKeys(object, method, keys) {
+  for (const key of Object.keys(object))
+    if (!keys.includes(key)) throw new SensorformerError('INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${keys.join(', ')})`);
+}
+
 export function checkOptions(options, method, specs) {
   const accepted = Object.keys(specs).join(', ');
   if (options == null) options = {};
   else if (!plainObject(options))
     throw new SensorformerError('INVALID_ARGUMENT', `${method}: options must be an object with the keys ${accepted}, got ${describe(options)}`);
   const out = {};
-  for (const key of Object.keys(options))
-    if (!Object.hasOwn(specs, key)) throw new SensorformerError('INVALID_ARGUMENT', `${method}: unknown option "${key}" (accepted: ${accepted})`);
+  rejectUnknownKeys(options, method, Object.keys(specs));
   for (const [key, spec] of Object.entries(specs)) {
     const v = options[key];
     if (v === undefined) out[key] = spec.fallback;
