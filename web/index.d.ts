@@ -787,7 +787,7 @@ export class WorkerStreamSession {
   readonly referenceTime: number | null;
   readonly memoryBytes: number;
   readonly finalTokens: number;
-  /** Frees the session in its worker; calls made before complete, later ones reject DISPOSED. Never rejects. */
+  /** Frees the session in its worker (a session garbage-collected without it is freed there too); calls made before complete, later ones reject DISPOSED. Never rejects. */
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -698,6 +698,54 @@ test('a worker that dies rejects its sessions\' calls with WORKER_FAILED', async
   await within(10_000, m.dispose(), 'dispose');
 });
 
+test('a worker session dropped without dispose() is disposed in its worker by the FinalizationRegistry backstop; a disposed one is not disposed twice', async () => {
+  const { setFlagsFromString } = await import('node:v8');
+  const { runInNewContext } = await import('node:vm');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc');
+  const { WorkerModel } = await import('../../web/src/worker-client.js');
+  const [w] = standIns(1);
+  const m = new WorkerModel([w]);
+  const state = { frontier: -Infinity, referenceTime: null, memoryBytes: 0, finalTokens: 0 };
+  const open = async (session) => {
+    const starting = m.stream();
+    const { id, op } = w.inbox.shift();
+    assert.equal(op, 'streamStart');
+    w.onMessage({ id, ok: true, result: { session, state } });
+    return starting;
+  };
+  const answerDisposes = () => {
+    for (const msg of w.inbox.splice(0)) if (msg.op === 'streamDispose') w.onMessage({ id: msg.id, ok: true, result: null });
+  };
+  const kept = await open(0);
+  const disposes = [];
+  await (async () => {
+    await open(1);  // lost at once
+    const explicit = await open(2);
+    const disposing = explicit.dispose();
+    disposes.push(...w.inbox.filter((msg) => msg.op === 'streamDispose').map((msg) => msg.args.session));
+    answerDisposes();
+    await disposing;
+  })();
+  // Finalizers run at V8's discretion after a collection: collect and yield until the message is sent.
+  const deadline = performance.now() + 30_000;
+  while (!w.inbox.some((msg) => msg.op === 'streamDispose') && performance.now() < deadline) {
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  for (let k = 0; k < 5; k++) {  // and a few more collections: nothing else may be sent
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  disposes.push(...w.inbox.filter((msg) => msg.op === 'streamDispose').map((msg) => msg.args.session));
+  answerDisposes();
+  assert.deepEqual(disposes, [2, 1], 'session 2 disposed once by dispose(), the lost session 1 by the backstop, the kept session 0 not at all');
+  assert.equal(kept.frontier, -Infinity, 'the kept session is untouched');
+  const disposing = m.dispose();
+  w.answer();
+  await within(10_000, disposing, 'dispose');
+});
+
 test.after(async () => {
   streamLocal.dispose();
   await remote.dispose();

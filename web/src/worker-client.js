@@ -258,6 +258,13 @@ const PUSH_OPTIONS = { transfer: TRANSFER.transfer };
  * so pushes need not wait for each other. The getters give the values after the last call that
  * settled (a push in flight is not counted yet).
  */
+// Backstop for a WorkerStreamSession dropped without dispose(): its state in the worker would
+// otherwise stay until the model is disposed (the main thread's sessions have the same backstop,
+// stream.js). Held value: what the dispose message needs, never the session itself.
+const sessionRegistry = new FinalizationRegistry(({ channel, id, modelDisposed }) => {
+  if (!modelDisposed() && !channel.failed) channel.send('streamDispose', { session: id }, [], 'dispose').catch(() => {});
+});
+
 export class WorkerStreamSession {
   #channel;
   #id;
@@ -270,6 +277,7 @@ export class WorkerStreamSession {
     this.#id = id;
     this.#state = state;
     this.#modelDisposed = modelDisposed;
+    sessionRegistry.register(this, { channel, id, modelDisposed }, this);
   }
 
   #send(op, args, transfer, what) {
@@ -316,6 +324,7 @@ export class WorkerStreamSession {
    * calls made after reject with DISPOSED. Idempotent; never rejects.
    */
   dispose() {
+    sessionRegistry.unregister(this);
     this.#disposing ??= this.#modelDisposed()
       ? Promise.resolve()
       : this.#channel.send('streamDispose', { session: this.#id }, [], 'dispose').then(() => {}, () => {});
