@@ -585,7 +585,8 @@ export interface ModelInfo {
    * An ensemble (docs/model.md "Ensembles"): how many models the file holds and how their heads
    * are combined (the mean of their class probabilities). Everything else in this object is the
    * first member's (its embeddings, tokens and attention are the ones returned), but
-   * inputs.modalities (every member's) and size (all members'). Absent for a single model.
+   * inputs.modalities (every member's), size (all members'), causal (every member's) and
+   * attentionLookbackS (the longest member's; null when one has none). Absent for a single model.
    */
   readonly ensemble?: { readonly combine: 'mean_probability'; readonly members: number };
 }

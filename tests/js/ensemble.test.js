@@ -322,6 +322,36 @@ test('an ensemble session: the first member\'s tokens, the members\' pooled head
   }
 });
 
+// A member's config edited (`edit(config)`), its tensors as they are.
+const withConfig = (file, edit) => withHeader(file, (h) => {
+  h.__metadata__.config = JSON.stringify(edit(JSON.parse(h.__metadata__.config)));
+});
+
+test('an ensemble\'s info.causal and attentionLookbackS describe every member: causal only when all are, the longest look-back', async () => {
+  const [f0, f1] = ensembleMembers(pairBytes());
+  const longer = await loadModel(pack([f0, withConfig(f1, (c) => ({ ...c, attention_lookback_s: 25 }))]), { warmup: false });
+  try {
+    assert.equal(longer.info.causal, true);
+    assert.equal(longer.info.attentionLookbackS, 25, 'the second member looks back 25 s, the first 10 s');
+    longer.stream().dispose();
+  } finally {
+    longer.dispose();
+  }
+  const unlimited = await loadModel(pack([f0, withConfig(f1, (c) => { const { attention_lookback_s: _, ...rest } = c; return rest; })]), { warmup: false });
+  try {
+    assert.equal(unlimited.info.attentionLookbackS, null, 'a member without a look-back limit: unlimited');
+  } finally {
+    unlimited.dispose();
+  }
+  const mixed = await loadModel(pack([f0, withConfig(f1, (c) => { const { attention_lookback_s: _, ...rest } = c; return { ...rest, causal: false }; })]), { warmup: false });
+  try {
+    assert.equal(mixed.info.causal, false, 'the second member is not causal');
+    assert.throws(() => mixed.stream(), (e) => e.code === 'INVALID_ARGUMENT' && /^ensemble member 1: /.test(e.message));
+  } finally {
+    mixed.dispose();
+  }
+});
+
 const { data, skip } = dataFromEnv();
 
 test('CinC 2017 test part: the AF pair in WebAssembly gives PyTorch\'s ensemble label on every record, logits within 1e-4', { skip }, async () => {

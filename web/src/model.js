@@ -70,13 +70,17 @@ export class Model {
       const infos = handles.map((h) => h.info());
       this.#members = handles.map((handle, k) => ({ handle, modalities: new Set(configs[k].modalities.map((m) => m.name)) }));
       // The ensemble's inputs: every member's modalities (the first member's first); its outputs
-      // and everything else: the first member's (its embeddings, tokens and attention are the
+      // and everything else but causality and look-back (below): the first member's (its embeddings, tokens and attention are the
       // ones a forward returns); config.ensemble lists every member's config.
       const seen = new Set();
       const union = (list) => list.flat().filter((m) => !seen.has(m.name) && seen.add(m.name));
       this.#config = { ...this.#config, modalities: union(configs.map((c) => c.modalities)), ensemble: { combine: 'mean_probability', members: configs } };
       seen.clear();
       info.inputs.modalities = union(infos.map((i) => i.inputs.modalities));
+      // A session runs every member: the ensemble is causal when all are, and its answer reaches
+      // back as far as its longest look-back (null, unlimited, when a member has none).
+      info.causal = infos.every((i) => i.causal);
+      info.attentionLookbackS = infos.some((i) => i.attentionLookbackS === null) ? null : Math.max(...infos.map((i) => i.attentionLookbackS));
       info.ensemble = { combine: 'mean_probability', members: infos.length };
       info.size = { parameters: infos.reduce((n, i) => n + i.size.parameters, 0), weightBytes: infos.reduce((n, i) => n + i.size.weightBytes, 0) };
     } else {

@@ -152,7 +152,7 @@ export function openSession(wasm, members, model, live, info, options) {
     if (!r.ok) {
       handle.delete();
       for (const s of sessions) s.handle.delete();
-      throw new SensorformerError(r.code, r.message);
+      throw new SensorformerError(r.code, members.length > 1 ? `ensemble member ${k}: ${r.message}` : r.message);
     }
     sessions.push({ handle, modalities, route: [] });
   }
