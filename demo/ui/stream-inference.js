@@ -165,6 +165,13 @@ export class StreamInference extends EventTarget {
         run.feeder.markGap(t0, t1, mine);
         this.#arrived(run);
       },
+      // A recording delivered its last sample: what the feeder holds for late samples is given
+      // now, so the card's last prediction covers the recording to its end.
+      end: () => {
+        if (run.closed || run.failed) return;
+        run.arrival ??= performance.now();
+        this.#flush(run, true);
+      },
     };
     run.detach = source.addSink(sink);
   }
@@ -217,13 +224,13 @@ export class StreamInference extends EventTarget {
     });
   }
 
-  #flush(run) {
+  #flush(run, final = false) {
     if (run.closed || run.failed) return;
     const arrival = run.arrival;
     run.arrival = null;
     let chunks;
     try {
-      chunks = run.feeder.flush({ now: this.now() });
+      chunks = run.feeder.flush({ now: this.now(), final });
     } catch (error) {
       this.#fail(run, error);
       return;

@@ -73,12 +73,30 @@ test('a Polar Sensor Logger export plays at its real pace into the stream sessio
   assert.ok(traces.nonBackground > 200, `the traces are empty: ${JSON.stringify(traces)}`);
   // the whole recording (40 s at real pace), then the page says it ended
   await waitFor(page, 'the end of the recording', () => document.querySelector('#devices .device')?.dataset.state === 'closed', undefined, { timeout: 90_000 });
+  // At the end the feeder holds nothing back for late samples: every row is given to the session
+  // (the card's last prediction covers the recording to its end).
+  await waitFor(page, 'every row given', () => {
+    const f = globalThis.sensorformerDemo.feed();
+    return f && ['acc_x', 'acc_y', 'acc_z', 'hr'].every((id) => f[id].pending === 0);
+  });
   const feed = await page.evaluate(() => globalThis.sensorformerDemo.stats() && globalThis.sensorformerDemo.feed());
+  // ... and the last prediction reaches the recording's last ACC sample, (n - 1) x 19.34 ms =
+  // 39.98 s after its first (the final flush makes its last tokens final, as the CLI's replay
+  // does; without it the session stopped a patch and the feeder's lateness short, near 39.6 s).
+  // 0.08 s: the feeder's grid starts within half a slot of the first sample, at its measured rate.
+  const lastSample = (Math.floor(SECONDS / 0.01934) - 1) * 0.01934;
+  const reached = await page.evaluate(() => {
+    const r = globalThis.sensorformerDemo.recording();
+    return r.predictions[r.predictions.length - 1].frontier;
+  }) - feed.acc_x.startTime;
+  assert.ok(reached >= lastSample - 0.08, `the last prediction reaches ${reached.toFixed(3)} s of the recording, its last sample is at ${lastSample.toFixed(3)} s`);
   for (const id of ['acc_x', 'acc_y', 'acc_z']) {
     assert.equal(feed[id].received, accRows, `${id}: rows received by the feeder`);
+    assert.equal(feed[id].given, accRows, `${id}: rows given to the session`);
     assert.equal(feed[id].beforeFrontier, 0, `${id}: none late`);
   }
   assert.equal(feed.hr.received, hrRows, 'hr rows');
+  assert.equal(feed.hr.given, hrRows, 'hr rows given to the session');
   // the lost stretch (50 samples, ~0.97 s) is missing slots, not dropped data and not invented
   assert.ok(feed.acc_x.missing >= 45, `acc_x: ${feed.acc_x.missing} missing slots for 50 lost samples`);
   const logText = await page.$$eval('#log li .text', (els) => els.map((e) => e.textContent).join('\n'));

@@ -323,6 +323,24 @@ test('a real export into a session: every ACC and HR row given once, none late; 
   assert.ok(s.finals.reduce((a, b) => a + b, 0) > 1000, 'tokens became final');
 });
 
+test('a played export calls each sink\'s end() once, after its last sample (a feeder then gives what it held back)', async () => {
+  const { playExport } = await import('../../web/src/ble/export-player.js');
+  const { createVirtualClock } = await import('../../web/src/ble/fake-gatt.js');
+  const r = await readPolarLogger([{ name: 'ACC.txt', text: ACC }, { name: 'HR.txt', text: HR }]);
+  const clock = createVirtualClock(1.7e9);
+  const player = playExport(r, clock, { startAt: 1.7e9 + 1 });
+  const events = [];
+  player.addSink({ push: (id, times) => events.push(`${id}:${times.length}`), markGap: () => {}, end: () => events.push('end') });
+  player.addSink({ push: () => {}, markGap: () => {} });  // end() is optional
+  player.addEventListener('end', () => events.push('event'));
+  clock.advance(120);
+  const samples = events.filter((e) => e.includes(':')).reduce((n, e) => n + Number(e.split(':')[1]), 0);
+  assert.equal(samples, 3 * 5 + 2, 'every ACC axis row and HR row delivered');
+  assert.deepEqual(events.slice(-2), ['end', 'event'], 'end() after the last sample, before the player\'s event');
+  assert.equal(events.filter((e) => e === 'end').length, 1);
+  await player.done;
+});
+
 // BENCHMARKS.md "Real device timing" says the device layer's frame timing reproduces the export's
 // per-sample times: checked here on the real export (bench/polar_logger_timing.mjs's analysis).
 test('a real export: PmdTimeline, given each inferred frame\'s last time and count, is within 1 µs of the file\'s per-sample times after the first frame', { skip: skipReal }, async () => {

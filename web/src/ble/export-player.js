@@ -64,6 +64,9 @@ export function playExport(result, clock, { startAt = null, stepSeconds = 0.25, 
     if (!pending().length) {
       closed = true;
       clock.clearInterval(timer);
+      // Nothing more will come: a sink that holds samples back (a SessionFeeder waiting for late
+      // ones) gives them now.
+      for (const sink of sinks) sink.end?.();
       player.dispatchEvent(new Event('end'));
       resolveDone();
     }
@@ -82,7 +85,10 @@ export function playExport(result, clock, { startAt = null, stepSeconds = 0.25, 
     /** Host time of the first sample (after startAt). */
     start: first + shift,
     done,
-    /** Adds a taker of samples ({ push, markGap }); returns a function that removes it. */
+    /**
+     * Adds a taker of samples ({ push, markGap, end? }: end() is called once every sample was
+     * delivered); returns a function that removes it.
+     */
     addSink(sink) {
       if (typeof sink?.push !== 'function') throw new SensorformerError('INVALID_ARGUMENT', 'playExport.addSink: a sink needs push(id, times, values, spec, deviceTimes)');
       sinks.add(sink);
