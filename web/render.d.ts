@@ -48,6 +48,7 @@ export function reorderMap<M extends Pick<AttentionMap, 'weights' | 'dims'> & { 
 export function tokenLabels(
   tokens: ForwardResult['tokens'],
   group?: Pick<AttentionMap, 'tokens'> | ArrayLike<number> | null,
+  /** digits: decimals of the time, an integer 0-20 (default 1). */
   options?: { reference?: number; names?: Partial<Record<string, string>>; digits?: number },
 ): string[];
 
@@ -64,9 +65,9 @@ export interface AttentionMapOptions {
   hover?: { query?: number | null; key?: number | null } | null;
   /** CSS colours: a strip beside row and column i (e.g. one colour per sensor). */
   colors?: ArrayLike<string | null | undefined> | null;
-  /** Top of the colour scale (default: the largest weight shown). */
+  /** Top of the colour scale (default: the largest weight shown; NaN weights draw as 0); a finite number > 0. */
   maxWeight?: number | null;
-  /** Canvas pixels per CSS pixel (devicePixelRatio); margins, fonts and the layout are in CSS pixels. */
+  /** Canvas pixels per CSS pixel (devicePixelRatio, 0.1-16); margins, fonts and the layout are in CSS pixels. */
   pixelRatio?: number;
   /** Colours of background and text (default 'auto': follows the page's colour scheme). */
   theme?: Theme;
@@ -158,7 +159,7 @@ export interface TraceOptions {
   unit?: string;
   /** Default tracePadding({ valueAxis, timeAxis, axisWidth }). */
   padding?: TracePadding;
-  /** Canvas pixels per CSS pixel (devicePixelRatio). */
+  /** Canvas pixels per CSS pixel (devicePixelRatio, 0.1-16). */
   pixelRatio?: number;
 }
 
@@ -187,7 +188,8 @@ export function autoRange(series: Series, options?: { t0?: number; t1?: number; 
 export function traceLayout(width: number, height: number, options: { t0: number; t1: number; range: [number, number]; padding?: TracePadding }): TraceLayout;
 /**
  * Draws a trace into the whole canvas. SensorformerError INVALID_ARGUMENT (nothing drawn) unless
- * t0 < t1 are finite, for a range that is not finite lo < hi, and for an unknown theme.
+ * t0 < t1 are finite, for a range that is not finite lo < hi, a reference that is not finite, a
+ * pixelRatio outside 0.1-16, gaps / highlights that are not arrays, and an unknown theme.
  */
 export function drawTrace(
   ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D,
@@ -197,7 +199,7 @@ export function drawTrace(
 /**
  * Tick labels in seconds relative to `reference` (default t1), or by format(t), for traces drawn
  * with the same t0, t1, valueAxis and axisWidth (so the ticks line up). SensorformerError
- * INVALID_ARGUMENT unless t0 < t1 (finite).
+ * INVALID_ARGUMENT unless t0 < t1 and reference are finite and pixelRatio is 0.1-16.
  */
 export function drawTimeAxis(
   ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D,

@@ -162,6 +162,60 @@ test('drawTrace: value-axis labels carry the units on the top tick; no axis, no 
   assert.deepEqual([empty, out3.ticks, out3.range], [[], [], [0, 1]]);
 });
 
+// Each case finished within the test's own time: before these checks the first ones ran out of
+// memory (a tick loop whose k++ stopped moving past 2^53) or never returned.
+test('degenerate scales draw without ticks instead of looping: values a float64 unit apart, a reference 1e17 s away, huge or zero pixel ratios refused', () => {
+  const ctx = fakeContext(300, 150);
+  // 0.1 + 0.2 against 0.3: a flat signal, drawn at least a billionth of its size wide (autoRange)
+  const flat = drawTrace(ctx, { times: [0, 1, 2], values: [0.3, 0.1 + 0.2, 0.3] }, { t0: 0, t1: 2 });
+  assert.ok(flat.range[1] - flat.range[0] >= 0.3e-9 && flat.range[0] < 0.3 && flat.range[1] > 0.3, `range ${flat.range}`);
+  assert.ok(flat.ticks.length >= 1 && flat.ticks.length <= 10, `ticks ${flat.ticks}`);
+  assert.deepEqual(autoRange({ times: [0, 1], values: [1e16, 1e16 + 4] }, { pad: 0 }), [1e16 + 2 - 5e6, 1e16 + 2 + 5e6], 'span at least 1e-9 of the values, around their middle');
+  // a given range 4 units wide at 1e16: no tick is a safe integer count of steps away
+  assert.deepEqual(drawTrace(ctx, { times: [0, 1], values: [1, 2] }, { t0: 0, t1: 2, range: [1e16, 1e16 + 4] }).ticks, [], 'no ticks, no hang');
+  assert.deepEqual(valueTicks(1e16, 1e16 + 4, 100).ticks, []);
+  assert.deepEqual(valueTicks(0.76, 4.24, Infinity).ticks, [], 'infinitely many pixels: no ticks');
+  // a reference far from the view (nanoseconds given where seconds are): no grid, no time ticks
+  assert.deepEqual(drawTrace(ctx, { times: [0, 1], values: [1, 2] }, { t0: 0, t1: 2, reference: 1e17 }).timeTicks, []);
+  assert.deepEqual(drawTimeAxis(ctx, { t0: 0, t1: 2, reference: 1e17 }).ticks, []);
+  for (const reference of [NaN, Infinity]) {
+    assert.throws(() => drawTrace(ctx, { times: [0], values: [1] }, { t0: 0, t1: 2, reference }), code('INVALID_ARGUMENT', /reference must be a finite time/));
+    assert.throws(() => drawTimeAxis(ctx, { t0: 0, t1: 2, reference }), code('INVALID_ARGUMENT', /reference must be a finite time/));
+  }
+  for (const pixelRatio of [0, 1e-6, -1, 17, NaN, '2']) {
+    const bad = code('INVALID_ARGUMENT', /pixelRatio must be a number from 0\.1 to 16/);
+    assert.throws(() => drawTrace(ctx, { times: [0], values: [1] }, { t0: 0, t1: 2, pixelRatio }), bad, String(pixelRatio));
+    assert.throws(() => drawTimeAxis(ctx, { t0: 0, t1: 2, pixelRatio }), bad, String(pixelRatio));
+    assert.throws(() => drawAttentionMap(ctx, { dims: [1, 2, 2], weights: new Float32Array(4) }, { pixelRatio }), bad, String(pixelRatio));
+  }
+  assert.throws(() => drawTrace(ctx, { times: [0], values: [1] }, { t0: 0, t1: 2, gaps: {} }), code('INVALID_ARGUMENT', /gaps must be an array/));
+  assert.throws(() => drawTrace(ctx, { times: [0], values: [1] }, { t0: 0, t1: 2, highlights: [null] }), code('INVALID_ARGUMENT', /highlights must be an array/));
+});
+
+test('attention maps: dims and weights must agree, a permutation reorders, a NaN weight leaves the scale to the others, bad options are INVALID_ARGUMENT', () => {
+  globalThis.ImageData ??= class { constructor(w, h) { this.data = new Uint8ClampedArray(w * h * 4); } };
+  globalThis.OffscreenCanvas ??= class { getContext() { return { putImageData() {} }; } };
+  const ctx = fakeContext(300, 280);
+  const map = { dims: [1, 2, 2], weights: Float32Array.of(0.25, NaN, 0.5, 0.5) };
+  assert.equal(drawAttentionMap(ctx, map).max, 0.5, 'the largest finite weight tops the scale');
+  assert.equal(drawAttentionMap(ctx, map, { maxWeight: 1, labels: null, absent: null }).max, 1);
+  const shape = code('SHAPE_MISMATCH', /dims \[1, 3, 3\] need 9 weights, it has 4/);
+  assert.throws(() => drawAttentionMap(ctx, { dims: [1, 3, 3], weights: new Float32Array(4) }), shape);
+  assert.throws(() => headWeights({ dims: [1, 3, 3], weights: new Float32Array(4) }, 0), shape);
+  assert.throws(() => drawAttentionMap(ctx, { dims: [1, 6000, 6000], weights: new Float32Array(4) }), code('SHAPE_MISMATCH', /need 36000000 weights/));
+  for (const bad of [{ dims: [1, 0, 0], weights: [] }, { weights: [1] }, { dims: [1, 2, 3], weights: new Float32Array(6) }, null])
+    assert.throws(() => drawAttentionMap(ctx, bad), code('INVALID_ARGUMENT', /map must be an attention map/), JSON.stringify(bad));
+  for (const maxWeight of ['1', 0, -1, NaN, Infinity])
+    assert.throws(() => drawAttentionMap(ctx, map, { maxWeight }), code('INVALID_ARGUMENT', /maxWeight must be a finite number > 0 or null/), String(maxWeight));
+  assert.throws(() => drawAttentionMap(ctx, map, { labels: 'ab' }), code('INVALID_ARGUMENT', /labels must be an array/));
+  for (const order of [[0, 5], [1, 1], [0, 0.5]])
+    assert.throws(() => reorderMap(map, order), code('INVALID_ARGUMENT', /order must hold each of 0\.\.1 once/), JSON.stringify(order));
+  const tokens = { time: Float64Array.of(0, 1), modality: ['ecg', 'ecg'], stream: Int32Array.of(0, 0) };
+  for (const digits of [-1, 101, 1.5, '2'])
+    assert.throws(() => tokenLabels(tokens, null, { digits }), code('INVALID_ARGUMENT', /digits must be an integer from 0 to 20/), String(digits));
+  assert.deepEqual(tokenLabels(tokens, null, { digits: 0 }), ['ecg 0 s', 'ecg 1 s']);
+});
+
 test('resolveTheme: auto follows prefers-color-scheme; objects over a base; bad names are errors', () => {
   const saved = globalThis.matchMedia;
   try {

@@ -4,7 +4,7 @@
 import { SensorformerError } from '../errors.js';
 import { viridis } from './colormap.js';
 
-import { resolveTheme } from './traces.js';
+import { pixelRatioOption, resolveTheme } from './traces.js';
 
 // Room around the cells (CSS px) besides the labels: the colour bar and its numbers on the right,
 // half a label line above the first row.
@@ -43,9 +43,21 @@ export function cellAt(layout, x, y) {
   return q >= 0 && k >= 0 && q < layout.g && k < layout.g ? { query: q, key: k } : null;
 }
 
+// A map as Model.forward returns one: dims [H, g, g] of positive integers and H x g x g weights.
+// Returns [H, g]. A map whose weights do not fill its dims would be drawn from bytes that are not
+// there (or allocate a picture for a size the weights do not have).
+function mapShape(map, fn) {
+  const dims = map?.dims;
+  if (!(dims && dims.length === 3 && [...dims].every((d) => Number.isInteger(d) && d > 0) && dims[1] === dims[2] && map.weights && typeof map.weights.length === 'number'))
+    throw new SensorformerError('INVALID_ARGUMENT', `${fn}: map must be an attention map ({ dims: [H, g, g], weights }, Model.forward's), got dims ${JSON.stringify(dims ? [...dims] : dims)}`);
+  const [H, g] = dims;
+  if (map.weights.length !== H * g * g) throw new SensorformerError('SHAPE_MISMATCH', `${fn}: the map's dims [${H}, ${g}, ${g}] need ${H * g * g} weights, it has ${map.weights.length}`);
+  return [H, g];
+}
+
 /** The g x g weights of one head (0..H-1), or their mean over heads (head = 'mean'). */
 export function headWeights(map, head) {
-  const [H, g] = map.dims;
+  const [H, g] = mapShape(map, 'headWeights');
   if (head !== 'mean') {
     const h = Number(head);  // a <select>'s "1" too: "1" + 1 would be "11"
     if (!(Number.isInteger(h) && h >= 0 && h < H)) throw new SensorformerError('INDEX_OUT_OF_RANGE', `headWeights: head must be 0..${H - 1} or 'mean', got ${head}`);
@@ -62,8 +74,12 @@ export function headWeights(map, head) {
  * result is a map like the input (tokens, weights H x g x g, dims), so every function here takes it.
  */
 export function reorderMap(map, order) {
-  const [H, g] = map.dims;
-  if (order.length !== g) throw new SensorformerError('SHAPE_MISMATCH', `reorderMap: order has ${order.length} entries, the map ${g}`);
+  const [H, g] = mapShape(map, 'reorderMap');
+  if (order?.length !== g) throw new SensorformerError('SHAPE_MISMATCH', `reorderMap: order has ${order?.length} entries, the map ${g}`);
+  const seen = new Uint8Array(g);
+  for (const k of order) {
+    if (!(Number.isInteger(k) && k >= 0 && k < g) || seen[k]++) throw new SensorformerError('INVALID_ARGUMENT', `reorderMap: order must hold each of 0..${g - 1} once (a permutation), got ${JSON.stringify(Array.from(order))}`);
+  }
   const weights = new Float32Array(H * g * g);
   for (let h = 0; h < H; h++) {
     const base = h * g * g;
@@ -86,6 +102,7 @@ export function reorderMap(map, order) {
  */
 export function tokenLabels(tokens, group = null, { reference, names = {}, digits = 1 } = {}) {
   if (!tokens || !tokens.time || !tokens.modality || !tokens.stream) throw new SensorformerError('INVALID_ARGUMENT', 'tokenLabels: tokens must be a forward result\'s tokens ({ stream, modality, time, present })');
+  if (!(Number.isInteger(digits) && digits >= 0 && digits <= 20)) throw new SensorformerError('INVALID_ARGUMENT', `tokenLabels: digits must be an integer from 0 to 20, got ${String(digits)}`);
   const n = tokens.time.length;
   const idx = group === null || group === undefined ? Array.from({ length: n }, (_, i) => i) : Array.from(group.tokens ?? group);
   for (const i of idx) if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new SensorformerError('INDEX_OUT_OF_RANGE', `tokenLabels: token index ${i} is not in 0..${n - 1}`);
@@ -126,16 +143,25 @@ export function drawAttentionMap(ctx, map, { head = 0, labels = [], absent = [],
   const th = resolveTheme(theme);
   background ??= th.background;
   text ??= th.text;
+  pixelRatio = pixelRatioOption(pixelRatio, 'drawAttentionMap');
+  const [, g] = mapShape(map, 'drawAttentionMap');
+  if (maxWeight !== null && maxWeight !== undefined && !(typeof maxWeight === 'number' && maxWeight > 0 && Number.isFinite(maxWeight)))
+    throw new SensorformerError('INVALID_ARGUMENT', `drawAttentionMap: maxWeight must be a finite number > 0 or null, got ${String(maxWeight)}`);
+  for (const [name, list] of [['labels', labels], ['absent', absent], ['colors', colors]]) {
+    if (list !== null && list !== undefined && !(Array.isArray(list) || ArrayBuffer.isView(list))) throw new SensorformerError('INVALID_ARGUMENT', `drawAttentionMap: ${name} must be an array (one entry per row and column) or null`);
+  }
+  labels ??= [];
+  absent ??= [];
+  const w = headWeights(map, head);
+  // A NaN weight draws as 0 (viridis) and leaves the scale to the others.
+  let max = 0;
+  for (const v of w) if (v > max) max = v;
+  if (maxWeight) max = maxWeight;
   // Drawn in CSS pixels: a canvas sized width x pixelRatio for a sharp picture keeps the layout
   // (and so cellAt with mouse offsets) in CSS pixels.
   const width = ctx.canvas.width / pixelRatio, height = ctx.canvas.height / pixelRatio;
   ctx.save();
   ctx.scale(pixelRatio, pixelRatio);
-  const g = map.dims[1];
-  const w = headWeights(map, head);
-  let max = 0;
-  for (const v of w) max = Math.max(max, v);
-  if (maxWeight !== null && maxWeight > 0) max = maxWeight;
 
   // The room the labels need: the widest label (rows on the left; columns rotated 45 degrees
   // below, so a label of width L reaches L / sqrt(2) down), the colour bar's numbers on the right.

@@ -64,6 +64,17 @@ export function resolveTheme(theme = 'auto') {
   throw new SensorformerError('INVALID_ARGUMENT', `theme must be 'dark', 'light', 'auto' or an object of colours, got ${String(theme)}`);
 }
 
+/**
+ * options.pixelRatio of the drawing functions: 1 by default, else a number from 0.1 to 16 (a
+ * devicePixelRatio at any browser zoom). Anything else is INVALID_ARGUMENT: 0 would make the
+ * canvas infinitely many CSS pixels wide, a tiny ratio hundreds of millions.
+ */
+export function pixelRatioOption(value, fn) {
+  const pr = value ?? 1;
+  if (!(typeof pr === 'number' && pr >= 0.1 && pr <= 16)) throw new SensorformerError('INVALID_ARGUMENT', `${fn}: pixelRatio must be a number from 0.1 to 16 (devicePixelRatio), got ${String(value)}`);
+  return pr;
+}
+
 /** Plot-area padding in CSS pixels (top, right, bottom, left) of a trace drawn without axes. */
 export const TRACE_PADDING = Object.freeze({ top: 4, right: 8, bottom: 4, left: 8 });
 /** Default width of the value-axis gutter (CSS px): "−1000 µV" in 10 px system-ui fits. */
@@ -93,13 +104,13 @@ export function tracePadding({ valueAxis = true, timeAxis = true, axisWidth = VA
  * no ticks for an empty or non-finite range.
  */
 export function valueTicks(lo, hi, pixels, minPixels = 20) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi) && hi > lo && pixels > 0)) return { step: NaN, decimals: 0, ticks: [] };
+  if (!(Number.isFinite(lo) && Number.isFinite(hi) && hi > lo && pixels > 0 && Number.isFinite(pixels))) return { step: NaN, decimals: 0, ticks: [] };
   const span = hi - lo;
   let step = tickStep(span, pixels, minPixels);
   let ticks = ticksOf(lo, hi, step);
   while (ticks.length < 2) {
     const smaller = stepBelow(step);
-    if (smaller * pixels / span < minPixels * 0.6) break;
+    if (!(smaller * pixels / span >= minPixels * 0.6) || !tickRange(lo, hi, smaller)) break;
     step = smaller;
     ticks = ticksOf(lo, hi, step);
   }
@@ -113,10 +124,27 @@ export function formatTick(v, decimals = 0) {
   return Number(text) === 0 ? text : `${v < 0 ? '−' : ''}${text}`;
 }
 
+// At most this many ticks on an axis: a step that would give more is a degenerate one (a span far
+// below the values' float64 resolution, a canvas millions of pixels wide).
+const MAX_TICKS = 1000;
+
+// The tick numbers k of multiples `origin + k * step` in [from, to] (the 1e-9 margins keep a tick
+// that lands on either end within rounding), as [first, last]; null when there are none to draw:
+// a step that is not positive and finite, more than MAX_TICKS ticks, or k past 2^53, where k++
+// would no longer move and the loops below would never end (values 1e16 a few units apart, a
+// reference 1e17 s from the view).
+function tickRange(from, to, step, origin = 0) {
+  if (!(step > 0 && Number.isFinite(step))) return null;
+  const first = Math.ceil((from - origin) / step - 1e-9), last = Math.floor((to - origin) / step + 1e-9);
+  if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last) || last - first > MAX_TICKS) return null;
+  return [first, last];
+}
+
 function ticksOf(lo, hi, step) {
   const out = [];
-  // the 1e-9 margins keep a tick that lands on lo or hi within rounding
-  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(k * step);
+  const r = tickRange(lo, hi, step);
+  if (!r) return out;
+  for (let k = r[0]; k <= r[1] + 1 && k * step <= hi + step * 1e-9; k++) out.push(k * step);
   return out;
 }
 
@@ -168,6 +196,9 @@ export function autoRange({ times, values }, { t0 = -Infinity, t1 = Infinity, mi
   let span = hi - lo;
   const mid = (lo + hi) / 2;
   if (span < minSpan) span = minSpan;
+  // Below a billionth of the values' size a span is float rounding (0.1 + 0.2 against 0.3; float32
+  // samples resolve 6e-8 of it): such a signal is flat, drawn at least that wide.
+  if (span < Math.abs(mid) * 1e-9) span = Math.abs(mid) * 1e-9;
   span = span * (1 + 2 * pad) || 1;
   return [mid - span / 2, mid + span / 2];
 }
@@ -248,9 +279,10 @@ function missingRuns(series, t0, t1) {
  *                   relative to `reference`, or `format(t)`, `unit` after the 0); false for a
  *                   column of traces sharing one drawTimeAxis canvas
  *   padding         { top, right, bottom, left } (default tracePadding(options))
- *   pixelRatio      canvas pixels per CSS pixel (devicePixelRatio); sizes and layout in CSS pixels
- * Bad options (t0 >= t1 or not finite, a range that is not finite lo < hi, an unknown theme):
- * SensorformerError INVALID_ARGUMENT, before anything is drawn.
+ *   pixelRatio      canvas pixels per CSS pixel (devicePixelRatio, 0.1-16); sizes and layout in CSS pixels
+ * Bad options (t0 >= t1 or not finite, a range that is not finite lo < hi, a reference that is not
+ * finite, a pixelRatio outside 0.1-16, gaps or highlights that are not arrays of spans, an unknown
+ * theme): SensorformerError INVALID_ARGUMENT, before anything is drawn.
  * Returns { layout, range, gaps: number of marked gaps visible, missing: faint bands drawn,
  * points: samples drawn, last: the newest present sample { t, v } or null, ticks: the value
  * ticks drawn, theme: the colours used }.
@@ -260,10 +292,15 @@ export function drawTrace(ctx, series, options) {
   const o = { ...theme };
   // an option given as undefined keeps the theme's colour
   for (const [k, v] of Object.entries(options ?? {})) if (v !== undefined) o[k] = v;
-  const pr = o.pixelRatio ?? 1;
+  const pr = pixelRatioOption(o.pixelRatio, 'drawTrace');
   const width = ctx.canvas.width / pr, height = ctx.canvas.height / pr;
   const { t0, t1 } = o;
   if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: need finite t0 < t1, got ${t0}, ${t1}`);
+  if (o.reference !== undefined && o.reference !== null && !Number.isFinite(o.reference)) throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: reference must be a finite time, got ${o.reference}`);
+  const isPair = (x) => Array.isArray(x) || ArrayBuffer.isView(x);
+  if (o.gaps !== undefined && o.gaps !== null && !(Array.isArray(o.gaps) && o.gaps.every(isPair))) throw new SensorformerError('INVALID_ARGUMENT', 'drawTrace: gaps must be an array of [t0, t1] (or [t0, t1, ongoing]) spans');
+  if (o.highlights !== undefined && o.highlights !== null && !(Array.isArray(o.highlights) && o.highlights.every((h) => h && typeof h === 'object' && Number.isFinite(h.t0))))
+    throw new SensorformerError('INVALID_ARGUMENT', 'drawTrace: highlights must be an array of { t0, t1?, color, label? } with a finite t0');
   const data = series && series.times && series.values ? series : seriesFromStream(series);
   if (o.range !== undefined && o.range !== null && !(Array.isArray(o.range) && Number.isFinite(o.range[0]) && Number.isFinite(o.range[1]) && o.range[1] > o.range[0])) {
     throw new SensorformerError('INVALID_ARGUMENT', `drawTrace: range must be [lo, hi] with finite lo < hi, got ${JSON.stringify(o.range)}`);
@@ -299,7 +336,8 @@ export function drawTrace(ctx, series, options) {
   ctx.beginPath();
   const step = tickStep(t1 - t0, L.x1 - L.x0);
   const ref = o.reference ?? t1;
-  for (let k = Math.ceil((t0 - ref) / step); ref + k * step <= t1; k++) {
+  const grid = tickRange(t0, t1, step, ref) ?? [1, 0];
+  for (let k = grid[0]; k <= grid[1] + 1 && ref + k * step <= t1; k++) {
     const x = Math.round(L.x(ref + k * step)) + 0.5;
     if (x < L.x0 || x > L.x1) continue;
     ctx.moveTo(x, L.y0);
@@ -464,7 +502,8 @@ function timeTickLabels(ctx, L, { reference, format, unit, color, axis = color, 
   ctx.textBaseline = 'top';
   ctx.beginPath();
   const ticks = [];
-  for (let k = Math.ceil((t0 - reference) / step - 1e-9); reference + k * step <= t1 + 1e-9; k++) {
+  const range = tickRange(t0, t1, step, reference) ?? [1, 0];
+  for (let k = range[0]; k <= range[1] + 1 && reference + k * step <= t1 + 1e-9; k++) {
     const t = reference + k * step;
     const x = Math.round(L.x(t)) + 0.5;
     if (x < L.x0 - 0.5 || x > L.x1 + 0.5) continue;
@@ -488,6 +527,8 @@ function timeTickLabels(ctx, L, { reference, format, unit, color, axis = color, 
  */
 export function drawTimeAxis(ctx, { t0, t1, reference = t1, valueAxis = true, axisWidth, padding = tracePadding({ valueAxis, timeAxis: false, axisWidth }), theme = 'auto', color, background = null, format = null, unit = 's', pixelRatio = 1 }) {
   if (!(Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0)) throw new SensorformerError('INVALID_ARGUMENT', `drawTimeAxis: need finite t0 < t1, got ${t0}, ${t1}`);
+  if (!Number.isFinite(reference)) throw new SensorformerError('INVALID_ARGUMENT', `drawTimeAxis: reference must be a finite time, got ${reference}`);
+  pixelRatio = pixelRatioOption(pixelRatio, 'drawTimeAxis');
   const colors = resolveTheme(theme);
   const width = ctx.canvas.width / pixelRatio, height = ctx.canvas.height / pixelRatio;
   const L = traceLayout(width, height, { t0, t1, range: [0, 1], padding });
