@@ -318,10 +318,11 @@ export type WfdbStream = Omit<RegularStream, 'placement'> & { placement?: string
  * (adc - baseline) / gain, sensor = its index, modality "ecg" for ECG leads (else the description
  * lowercased). source: a header path (Node; the signal files next to it) or the bytes. A file
  * that breaks the format or disagrees with its header is BAD_FORMAT naming the file, line and
- * field; a file that cannot be read or is not given, IO. README "WFDB records".
+ * field; a file that cannot be read or is not given, IO. `units[j]`: the header's units of
+ * streams[j] ("mV" when it gives none); the values are left in them. README "WFDB records".
  */
-export function readWfdb(source: string | WfdbFiles, options: WfdbOptions & { placement: string }): Promise<SensorWindow>;
-export function readWfdb(source: string | WfdbFiles, options?: WfdbOptions | null): Promise<{ streams: WfdbStream[] }>;
+export function readWfdb(source: string | WfdbFiles, options: WfdbOptions & { placement: string }): Promise<SensorWindow & { units: string[] }>;
+export function readWfdb(source: string | WfdbFiles, options?: WfdbOptions | null): Promise<{ streams: WfdbStream[]; units: string[] }>;
 
 /** A Polar Sensor Logger file's kind, decided by its header line. */
 export type PolarLoggerKind = 'ACC' | 'GYRO' | 'MAGN' | 'PPG' | 'ECG' | 'HR' | 'RR' | 'PPI' | 'MARKER';

@@ -469,6 +469,7 @@ test('every exit path: 0 done, 1 model/input/file failed, 2 usage', async () => 
     [['run', '--model', modelPath, '--input', json, '--colour'], 'unknown option --colour'],
     [['run', '--model', modelPath, '--input'], '--input needs a value'],
     [['run', '--model', modelPath, '--input', json, '--pretty=yes'], '--pretty takes no value'],
+    [['run', '--model', modelPath, '--input', json, '--max-gflop', '-1'], '--max-gflop needs a value (one starting with "-" is written --max-gflop=-N)'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1'], '--rate must be <column>=<Hz> or <column>=events, got "acc_x@wrist#1"'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x=50'], '--rate acc_x=50: the CSV has no column "acc_x" (its columns: acc_x@wrist#1, temperature@wrist#3)'],
     [['run', '--model', modelPath, '--input', exampleCsv, '--rate', 'acc_x@wrist#1=fast'], '--rate acc_x@wrist#1=fast: the rate must be a number of Hz > 0 or "events", got "fast"'],

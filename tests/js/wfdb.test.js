@@ -72,6 +72,11 @@ test('format 212: two interleaved signals, gain, baseline (explicit and from adc
   assert.equal(a.placement, undefined, 'no placement unless asked for');
   const placed = await readWfdb({ header: HEA_212, files: { 'rec212.dat': DAT_212 } }, { placement: 'wrist' });
   assert.deepEqual(placed.streams.map((s) => s.placement), ['wrist', 'wrist']);
+  // The units, as the header gives them (none: header(5)'s mV); the values stay in them.
+  assert.deepEqual(w.units, ['mV', 'mV']);
+  const micro = await readWfdb({ header: HEA_212.replace('200(1024)/mV', '200(1024)/uV'), files: { 'rec212.dat': DAT_212 } });
+  assert.deepEqual(micro.units, ['uV', 'mV']);
+  assert.deepEqual(Array.from(micro.streams[0].samples), Array.from(a.samples));
 });
 
 test('format 212: an odd number of samples ends in two bytes; without nsamp the file length decides', async () => {
@@ -168,6 +173,12 @@ test('truncated or inconsistent headers and files: BAD_FORMAT / IO naming the fi
   await rejects(read(HEA_212.replace('212 200', '212+9007199254740993 200')), 'BAD_FORMAT', /^rec212\.hea line 3: format: byte offset must be below 2\^53/);
   await rejects(read(HEA_212.replace('200(1024)/mV', '1e-40(1024)/mV')), 'BAD_FORMAT', /^rec212\.hea line 3: gain: 1e-40 makes sample 0 of rec212\.dat \(adc 100, baseline 1024\) -9\.24\d*e\+42 mV, beyond float32$/);
   await rejects(read(HEA_212.replace('200(1024)/mV', '1e-320(1024)/mV')), 'BAD_FORMAT', /^rec212\.hea line 3: gain: 1e-320 makes sample 0 of rec212\.dat \(adc 100, baseline 1024\) -Infinity mV, beyond float32$/);
+  // A gain that underflows to 0 is not header(5)'s 0 (uncalibrated, 200); baselines past 2^53
+  // would blame the gain for their overflow.
+  await rejects(read(HEA_212.replace('200(1024)/mV', '1e-400(1024)/mV')), 'BAD_FORMAT', /^rec212\.hea line 3: gain: "1e-400" is too small to be told from 0 in float64$/);
+  assert.equal((await read(HEA_212.replace('200(1024)/mV', '0.0e5(1024)/mV'))).streams[0].samples[0], (100 - 1024) / 200, 'a gain of 0 is 200');
+  await rejects(read(HEA_212.replace('200(1024)/mV', `200(${'9'.repeat(400)})/mV`)), 'BAD_FORMAT', /^rec212\.hea line 3: baseline: must be an integer within \+-2\^53/);
+  await rejects(read(HEA_212.replace('12 5 -100', `12 ${'9'.repeat(20)} -100`)), 'BAD_FORMAT', /^rec212\.hea line 4: adc zero: must be an integer within \+-2\^53/);
   await rejects(read(HEA_212.replace('25/12/2020', '31/02/2020')), 'BAD_FORMAT', /^rec212\.hea line 2: base date: must be DD\/MM\/YYYY, got "31\/02\/2020"$/);
   await rejects(read(HEA_212.replace('12:00:00', '24:00:00')), 'BAD_FORMAT', /^rec212\.hea line 2: base time/);
   await rejects(read(HEA_212.replace('rec212 2', 'rec212/3 2')), 'BAD_FORMAT', /multi-segment/);
@@ -237,7 +248,7 @@ test('CLI: an ECG record below the detector\'s 50 Hz runs without an RR stream a
   assert.ok(!JSON.parse(r.stdout).windows[0].tokens.modality.includes('rr'));
 });
 
-test('CLI: a bad record exits 1 with the file and field; a modality the model lacks names the signal', async () => {
+test('CLI: a bad record exits 1 with the file and field; a signal the model has no input for is left out and said; --placement', async () => {
   const dir = mkdtempSync(join(tmp, 'cli-bad-'));
   writeFileSync(join(dir, 'rec212.hea'), HEA_212);
   writeFileSync(join(dir, 'rec212.dat'), DAT_212.subarray(0, 10));
@@ -245,9 +256,35 @@ test('CLI: a bad record exits 1 with the file and field; a modality the model la
   assert.equal(r.status, 1);
   assert.equal(r.stderr, 'sensorformer: BAD_FORMAT: rec212.dat: is truncated: 4 frames of 2 samples in format 212 take 12 bytes after byte 0, the file has 10\n');
   writeFileSync(join(dir, 'rec212.dat'), DAT_212);
+  // the respiration signal is left out (a note), the ECG runs
   r = await run('run', '--model', modelPath, '--input', join(dir, 'rec212.hea'));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, `sensorformer: the model has no use for ${join(dir, 'rec212.hea')}'s signal 1 (resp): left out\n`);
+  // a record of signals the model has none of
+  writeFileSync(join(dir, 'resp.hea'), 'resp 1 360 4\nrec212.dat 212 100 12 5 -100 0 0 Resp\n');
+  r = await run('run', '--model', modelPath, '--input', join(dir, 'resp.hea'));
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `sensorformer: INVALID_ARGUMENT: ${join(dir, 'rec212.hea')} signal 1: modality "resp" is not one the model knows (ecg, acc_x, hr, rr, temperature)\n`);
+  assert.equal(r.stderr, `sensorformer: INVALID_ARGUMENT: ${join(dir, 'resp.hea')}: no signal the model takes (its signals: resp; the model's modalities: ecg, acc_x, hr, rr, temperature, 4 sensors)\n`);
+  // an ECG in microvolts runs as it is, said
+  writeFileSync(join(dir, 'micro.hea'), HEA_212.replace('200(1024)/mV', '200(1024)/uV').replace('\nrec212.dat 212 100 12 5 -100 0 0 Resp', '').replace('rec212 2', 'micro 1'));
+  r = await run('run', '--model', modelPath, '--input', join(dir, 'micro.hea'));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, `sensorformer: ${join(dir, 'micro.hea')} signal 0 is in uV, given to the model as it is (a model trained on PhysioNet's ECG, like models/af.safetensors, takes mV)\n`);
+  // --placement for a record: the streams carry it (a placement the model lacks names the signal)
+  const { header, mat } = ecgRecord(dir);
+  r = await run('run', '--model', modelPath, '--input', join(dir, 'E00001.hea'), '--placement', 'wrist');
+  assert.equal(r.status, 0, r.stderr);
+  const model = await loadModel(modelPath);
+  try {
+    const window = await readWfdb({ header, files: { 'E00001.mat': mat } }, { placement: 'wrist' });
+    window.streams.push({ ...rrFromEcg(window.streams[0]), placement: 'wrist' });
+    assert.deepEqual(JSON.parse(r.stdout).windows[0].pooled.map((v) => Math.fround(v)), Array.from(model.forward(window).pooled));
+  } finally {
+    model.dispose();
+  }
+  r = await run('run', '--model', modelPath, '--input', join(dir, 'E00001.hea'), '--placement', 'elbow');
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, new RegExp(`sensorformer: INVALID_ARGUMENT: ${join(dir, 'E00001.hea').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} signal 0: placement "elbow" is not one the model knows \\(chest, wrist, finger\\)\n$`));
   r = await run('run', '--model', modelPath, '--input', '-', '--format', 'wfdb');
   assert.equal(r.status, 2);
   assert.match(r.stderr, /^sensorformer: a WFDB record cannot come from standard input/);

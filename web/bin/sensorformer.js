@@ -46,7 +46,7 @@ const FORMATS = ['json', 'csv', 'sfrec', 'wfdb', 'polarlogger'];
 const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <window.json|device.csv|session.sfrec|record.hea|export/|->
                        [--format json|csv|sfrec|wfdb|polarlogger] [--output <out.json>] [--pretty]
                        [--embeddings] [--attention] [--max-gflop <GFLOP>] [--workers <n>] [--threads <n>]
-                       CSV, Polar exports:        [--placement <name>]
+                       CSV, WFDB, Polar exports:  [--placement <name>]
                        CSV only:                  [--sensor <id>] [--rate <column>=<Hz|events>]...
                        recordings, Polar exports: [--window <seconds>] [--hop <seconds>]
        sensorformer stream --model <causal weights.safetensors> --input <session.sfrec|export/|->
@@ -61,7 +61,8 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
                        replayed through the device layer into windows of --window seconds every --hop
                .hea: a WFDB record's header (PhysioNet), its signal files (format 16 or 212 .dat,
                      MATLAB v4 .mat) next to it; one window of the whole record, each signal a
-                     stream at its own rate in physical units, placement the model's first
+                     stream at its own rate in physical units, placement --placement or the
+                     model's first; signals the model has no input for are left out (said)
                a folder (or one of its .txt files): a Polar Sensor Logger export, one file per
                      stream (README "Polar Sensor Logger exports"); windows of --window seconds
                      every --hop, placement --placement or the model's first
@@ -81,8 +82,8 @@ const USAGE = `usage: sensorformer run --model <weights.safetensors> --input <wi
   --threads    threads each forward runs on, an integer from 1 to ${MAX_THREADS} (default: one per core,
                at most 4, with one worker; 1 per worker in a pool). The output is the same, byte
                for byte, for any count
-  --placement  placement of CSV columns that do not name one, or of a Polar export's streams
-               (default: the model's first)
+  --placement  placement of CSV columns that do not name one, of a WFDB record's signals or of a
+               Polar export's streams (default: the model's first)
   --sensor     sensor id of the first data column, an integer >= 0 (default 0; next columns count up)
   --rate       a column's rate in Hz (regular stream) or "events" (event-driven), overriding what
                its timestamps suggest; repeat for more columns. Otherwise each column is regular
@@ -164,8 +165,10 @@ function parseArgsMessage(e) {
     const flag = /'(--?[\w-]+)/.exec(e.message)?.[1];
     if (flag && /argument missing/.test(e.message)) return `${flag} needs a value`;
     if (flag && /does not take an argument/.test(e.message)) return `${flag} takes no value`;
+    // "--max-gflop -1": parseArgs reads -1 as an option, not the value
+    if (flag && /argument is ambiguous/.test(e.message)) return `${flag} needs a value (one starting with "-" is written ${flag}=-N)`;
   }
-  return e.message.split('. ')[0];
+  return e.message.split(/\.\s/)[0];
 }
 
 // A usage error: the message and where the usage is, on two lines (the usage itself is 50 lines,
@@ -328,7 +331,7 @@ function inputKind(text, name, format) {
 }
 
 // The options each input kind has a use for: any other is a usage error, not silently ignored.
-const ONLY = { window: ['sfrec', 'polarlogger'], hop: ['sfrec', 'polarlogger'], placement: ['csv', 'polarlogger'], sensor: ['csv'], rate: ['csv'] };
+const ONLY = { window: ['sfrec', 'polarlogger'], hop: ['sfrec', 'polarlogger'], placement: ['csv', 'wfdb', 'polarlogger'], sensor: ['csv'], rate: ['csv'] };
 const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)', wfdb: 'a WFDB record', polarlogger: 'Polar Sensor Logger exports' };
 
 // --rate column=Hz or column=events, repeatable, checked against the CSV's header.
@@ -384,14 +387,39 @@ async function openInput(values, options) {
   }
   if (kind === 'wfdb') {
     // The header is read again by path: its signal files are found next to it.
-    const window = await readWfdb(path);
+    const { streams, units } = await readWfdb(path);
+    // A model trained on PhysioNet's ECG (models/af.safetensors) takes millivolts, the unit of
+    // almost every PhysioNet ECG; a record in another voltage unit is given as it is, and said.
+    streams.forEach((s, j) => {
+      if (s.modality === 'ecg' && units[j] !== 'mV' && /^(?:[uµnk]?V)$/.test(units[j]))
+        note(`${name} signal ${s.sensor} is in ${units[j]}, given to the model as it is (a model trained on PhysioNet's ECG, like models/af.safetensors, takes mV)`);
+    });
+    let kept = [];
+    const dropped = [];
     return {
       kind,
       count: 1,
       single: true,
-      // A WFDB header says nothing of where the sensor was: the model's first placement (as for CSV).
-      windows: (config) => [addBeatStreams({ streams: window.streams.map((s) => ({ ...s, placement: config.placements[0] })) }, config)],
-      label: (j) => `${name} signal ${j}`,
+      // A WFDB header says nothing of where the sensor was: --placement, else the model's first
+      // (as for CSV). Signals the model has no input for (a respiration channel; leads past its
+      // sensor count) are left out and said, as a recording's streams are.
+      windows: (config) => {
+        const modalities = config.modalities.map((m) => m.name);
+        const placement = values.placement ?? config.placements[0];  // one it does not know: checkKnown says so
+        kept = [];
+        for (const s of streams) {
+          if (modalities.includes(s.modality) && s.sensor < config.n_sensors) kept.push({ ...s, placement });
+          else dropped.push(`signal ${s.sensor} (${s.modality}${s.sensor >= config.n_sensors ? `, sensor ${s.sensor}: the model has ${config.n_sensors}` : ''})`);
+        }
+        if (!kept.length)
+          throw new SensorformerError('INVALID_ARGUMENT', `${name}: no signal the model takes (its signals: ${streams.map((s) => s.modality).join(', ')}; the model's modalities: ${modalities.join(', ')}, ${config.n_sensors} sensor${config.n_sensors === 1 ? '' : 's'})`);
+        return [addBeatStreams({ streams: kept }, config)];
+      },
+      // Streams past the header's kept signals are the event streams derived from its ECG.
+      label: (j) => (j < kept.length ? `${name} signal ${kept[j].sensor}` : `the event stream derived from ${name}'s ECG (stream ${j})`),
+      finish() {
+        if (dropped.length) note(`the model has no use for ${name}'s ${dropped.join(', ')}: left out`);
+      },
     };
   }
   if (kind === 'polarlogger') return polarLoggerInput(path, values, options);

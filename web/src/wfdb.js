@@ -22,7 +22,8 @@
 //   encodes times relative to the window's referenceTime, so this changes no output.
 // - modality: an ECG-like description (one naming ECG / EKG, or a lead name: I, II, III, aVR, aVL,
 //   aVF, V1-V9, MLI, MLII, MLIII) is "ecg"; any other is the description lowercased, and a signal
-//   with none is "signal". The units decide nothing.
+//   with none is "signal". The units decide nothing: they are returned beside the streams
+//   (`units[j]`, header(5)'s default "mV" when the header gives none), the values left in them.
 // - sensor: the signal's index in the header (0, 1, ...). placement: options.placement, else left
 //   out (the caller knows where the device was; the CLI gives the model's first placement).
 import { SensorformerError } from './errors.js';
@@ -132,11 +133,15 @@ export function parseWfdbHeader(text, name) {
     if (gainText !== undefined) {
       const gm = /^([^(/]+)(?:\(([^)]*)\))?(?:\/(.*))?$/.exec(gainText);
       if (!gm || !NUMBER.test(gm[1])) throw badFormat(where('gain'), `must be a number of adc units per physical unit [(baseline)][/units], got "${gainText}"`);
-      gain = Number(gm[1]) || DEFAULT_GAIN;  // 0: uncalibrated, header(5)'s default
+      gain = Number(gm[1]);
       if (!Number.isFinite(gain)) throw badFormat(where('gain'), `must be finite, got "${gm[1]}"`);
+      // 0: uncalibrated, header(5)'s default; a gain written with a non-zero digit is not 0
+      if (gain === 0 && /[1-9]/.test(gm[1].split(/e/i)[0])) throw badFormat(where('gain'), `"${gm[1]}" is too small to be told from 0 in float64`);
+      gain ||= DEFAULT_GAIN;
       if (gm[2] !== undefined) {
         if (!INTEGER.test(gm[2])) throw badFormat(where('baseline'), `must be an integer (adc units), got "${gm[2]}"`);
         baseline = Number(gm[2]);
+        if (!Number.isSafeInteger(baseline)) throw badFormat(where('baseline'), `must be an integer within +-2^53, got "${gm[2]}"`);
       }
       if (gm[3] !== undefined) units = gm[3];
     }
@@ -145,6 +150,7 @@ export function parseWfdbHeader(text, name) {
     if (zeroText !== undefined) {
       if (!INTEGER.test(zeroText)) throw badFormat(where('adc zero'), `must be an integer, got "${zeroText}"`);
       zero = Number(zeroText);
+      if (!Number.isSafeInteger(zero)) throw badFormat(where('adc zero'), `must be an integer within +-2^53, got "${zeroText}"`);
     }
     // The description is the rest of the line after the eighth field (it may hold spaces).
     const description = fields.length > 8 ? line.replace(/^(\S+\s+){8}/, '') : '';
@@ -285,7 +291,10 @@ export async function readWfdb(source, options) {
   const name = input.name ?? `${/^\s*([^\s/]+)/.exec(text.split(/\r?\n/).find((l) => l.trim() && !l.trim().startsWith('#')) ?? '')?.[1] ?? 'record'}.hea`;
   const header = parseWfdbHeader(text, name);
   if (!header.nsig) throw badFormat(name, 'the record has no signals: nothing to read');
-  const streams = [];
-  for (const group of groupSignals(header, name)) streams.push(...decodeGroup(await input.file(group.file), group, header, placement, name));
-  return { streams };
+  const streams = [], units = [];
+  for (const group of groupSignals(header, name)) {
+    streams.push(...decodeGroup(await input.file(group.file), group, header, placement, name));
+    units.push(...group.signals.map((s) => s.units));
+  }
+  return { streams, units };
 }
