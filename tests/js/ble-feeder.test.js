@@ -214,6 +214,112 @@ test('random deliveries: every chunk taken by the session, every sample carried 
   model.dispose();
 });
 
+// Chunks replayed as the session reads a regular stream: [value, slot time] of each present sample.
+function slotsOf(chunks, index) {
+  let first = null, n = 0;
+  const at = [];
+  for (const c of chunks) {
+    const p = c.streams[index];
+    if (!p) continue;
+    first ??= p;
+    if (p.startTime !== undefined) n = Math.round((p.startTime - first.startTime) * first.rateHz);
+    for (const v of p.samples) { if (!Number.isNaN(v)) at.push([v, first.startTime + n / first.rateHz]); n++; }
+    if (p.until !== undefined) n = Math.max(n, Math.ceil((p.until - first.startTime) * first.rateHz - 1e-9));
+  }
+  return at;
+}
+
+test('after a stalled page the queued frames keep their slots: silence is judged by the newest sample, not by the late now', () => {
+  // Two 10 Hz streams in 0.5 s frames, a and b, b 0.25 s behind; at 130 s the page stalls for 3 s
+  // and then handles the 12 frames queued meanwhile one per task, each flushed at 133 s. Before,
+  // the first flush after the stall saw b with nothing held and filled it with missing samples up
+  // to now - lateness = 131.5 s: b's queued frames (130.25 ...) landed up to 1.25 s ahead of their
+  // slots for good (maxLead).
+  const f = new SessionFeeder({ lateness: 1.5, measureSeconds: 1, rateMargin: 0, streams: { a: { ...X, rateHz: 10 }, b: { ...X, sensor: 1, rateHz: 10 } } });
+  const times = { a: [], b: [] }, chunks = [];
+  const frame = (id, t0) => {
+    const t = range(0, 5).map((i) => t0 + i / 10);
+    times[id].push(...t);
+    f.push(id, t, t.map((x) => Math.round(x * 10)));
+  };
+  for (let t = 100; t < 140; t += 0.5) {
+    const late = t >= 130 && t < 133;
+    for (const [id, t0] of [['a', t], ['b', t + 0.25]]) {
+      frame(id, t0);
+      chunks.push(...f.flush({ now: late ? 133 + (t - 130) * 1e-3 : t0 + 0.45 }));
+    }
+  }
+  chunks.push(...f.flush({ now: 141, final: true }));
+  for (const [index, id] of [[0, 'a'], [1, 'b']]) {
+    const at = slotsOf(chunks, index);
+    assert.deepEqual(at.map(([v]) => v), times[id].map((x) => Math.round(x * 10)), `${id}: every sample once, in order`);
+    const worst = Math.max(...at.map(([v, slot], k) => Math.abs(slot - times[id][k])));
+    assert.ok(worst <= 0.05 + 1e-9, `${id}: a sample ${worst.toFixed(3)} s from its slot (half a period: 0.05 s)`);
+    assert.ok(f.stats[id].maxLead <= 0.05 + 1e-9, `${id}: the stats say so too (maxLead ${f.stats[id].maxLead})`);
+  }
+});
+
+test('a marked gap ahead waits for the hole before it: a frame delivered late still fills its own slots', () => {
+  // 10 Hz in 0.5 s frames; frame 6 (103.0 ..) is delivered after frame 7, and meanwhile a gap is
+  // marked from frame 9 on. Before, the gap's end was taken at once: frames 6-8 became missing and
+  // frame 6 then took the slots after the gap, 1.5 s ahead of its time.
+  const f = new SessionFeeder({ lateness: 1.5, measureSeconds: 1, rateMargin: 0, streams: { x: { ...X, rateHz: 10 } } });
+  const frame = (k) => range(0, 5).map((i) => 100 + k / 2 + i / 10);
+  const chunks = [];
+  for (let k = 0; k < 6; k++) { f.push('x', frame(k), frame(k).map((t) => Math.round(t * 10))); chunks.push(...f.flush({ now: frame(k)[4] + 0.05 })); }
+  f.push('x', frame(7), frame(7).map((t) => Math.round(t * 10)));
+  chunks.push(...f.flush({ now: 103.95 }));
+  f.markGap(104.5, 105.5);
+  chunks.push(...f.flush({ now: 103.96 }));
+  f.push('x', frame(6), frame(6).map((t) => Math.round(t * 10)));
+  chunks.push(...f.flush({ now: 104.05 }));
+  chunks.push(...f.flush({ now: 108, final: true }));
+  const at = slotsOf(chunks, 0);
+  const want = [...range(0, 8).flatMap(frame)];
+  assert.deepEqual(at.map(([v]) => v), want.map((t) => Math.round(t * 10)), 'frames 0-7 in order');
+  at.forEach(([v, slot], k) => assert.ok(Math.abs(slot - want[k]) < 1e-9, `sample ${v}: slot ${slot}, measured ${want[k]}`));
+  assert.equal(f.stats.x.maxLead, 0);
+});
+
+test('an event earlier than the last one given (but after the watermark) is moved to it: the session takes every chunk', async () => {
+  const model = await loadModel(demoStreamModel);
+  const session = model.stream();
+  try {
+    const f = new SessionFeeder({ config: model.config, lateness: 1.5, streams: { hr: { ...X, modality: 'hr', placement: 'chest', rateHz: null } } });
+    f.push('hr', [100], [60]);
+    const chunks = [...f.flush({ now: 100 }), ...f.flush({ now: 101.6 })];
+    f.push('hr', [101.0], [61]);   // watermark 100.1, given at once
+    chunks.push(...f.flush({ now: 101.7 }));
+    f.push('hr', [100.5], [62]);   // after the watermark, before the last event given
+    chunks.push(...f.flush({ now: 101.8 }));
+    for (const c of chunks) session.push(c);  // before: INVALID_ARGUMENT, earlier than the stream's previous event
+    assert.deepEqual(plain(chunks).flatMap((c) => c.streams[0]?.timestamps ?? []), [100, 101, 101]);
+    assert.equal(f.stats.hr.retimed, 1);
+    assert.ok(Math.abs(f.stats.hr.maxRetime - 0.5) < 1e-12);
+  } finally {
+    session.dispose();
+    model.dispose();
+  }
+});
+
+test('device times: checked, and a rate from them far off the declared one (milliseconds) gives way to the host times\' fit', () => {
+  const ecg = { ...X, rateHz: 130 };
+  const f = new SessionFeeder({ lateness: 0.5, measureSeconds: 1, streams: { x: ecg } });
+  for (let k = 0; k < 4; k++) {
+    const t = range(0, 73).map((i) => 100 + (k * 73 + i) / 130.35);
+    f.push('x', t, t.map(() => 1), undefined, t.map((x) => x * 1000));
+  }
+  f.flush({ now: 100 });
+  f.flush({ now: 102.3 });
+  assert.ok(Math.abs(f.stats.x.measuredRateHz / 130.35 - 1) < 1e-3, `the host times' rate, not 0.13: ${f.stats.x.measuredRateHz}`);
+  const g = new SessionFeeder({ streams: { x: ecg } });
+  const bad = (fn, re) => assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && re.test(e.message), String(re));
+  bad(() => g.push('x', [1, 2], [1, 1], undefined, [0, Infinity]), /deviceTimes must be finite and non-decreasing/);
+  bad(() => g.push('x', [1, 2], [1, 1], undefined, [0]), /deviceTimes must be null or an array of 2 device-clock seconds/);
+  bad(() => g.push('x', [1, 2], [1, 1], undefined, [2, 1]), /deviceTimes\[1\] = 1 after 2/);
+  assert.equal(g.stats.x.received, 0, 'nothing of a refused push is kept');
+});
+
 test('bad input: typed errors naming the field', () => {
   const cases = [
     [() => new SessionFeeder({ lateness: -1 }), /lateness must be a finite number >= 0/],
@@ -231,7 +337,15 @@ test('bad input: typed errors naming the field', () => {
     [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: 0 } } }), /stream "x": scale must be a finite non-zero number/],
     [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: NaN } } }), /stream "x": scale must be a finite non-zero number/],
     [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10, scale: '1e-3' } } }), /stream "x": scale must be a finite non-zero number/],
+    // null options are the defaults; other arguments named (before: TypeErrors, a string of ids read letter by letter)
+    [() => new SessionFeeder(5), /options must be an object or null/],
+    [() => new SessionFeeder({ streams: { x: { ...X, rateHz: 10 } } }).markGap(1, 2, 'x'), /ids must be an array of stream ids or null \(all\), got "x"/],
+    [() => new SessionFeeder().flush(null), /flush: now must be a finite number/],
+    [() => new SessionFeeder().flush({ now: 1, frontier: NaN }), /frontier must be a number below Infinity/],
+    [() => new SessionFeeder().flush({ now: 1, frontier: Infinity }), /frontier must be a number below Infinity/],
+    [() => feedSession([], { push() {} }, { clock: { now: () => 0 }, onUpdate: 5 }), /onUpdate must be a function/],
   ];
+  assert.deepEqual(new SessionFeeder(null).flush({ now: 1, frontier: null }), [], 'null options and frontier: the defaults');
   for (const [fn, message] of cases) {
     assert.throws(fn, (e) => e instanceof SensorformerError && e.code === 'INVALID_ARGUMENT' && message.test(e.message), String(message));
   }
@@ -573,6 +687,23 @@ test('feedSession: chunks flushed at the end of the task, pushed one at a time i
   assert.equal(calls, 1);
   assert.equal(errors.length, 1);
   assert.equal(f2.error.code, 'INVALID_ARGUMENT');
+  // ... and takes nothing more (before, every later sample piled up in the feeder: hours of ECG
+  // that could never be given), also through the sink itself (connectWearable({ sinks })).
+  const received = f2.stats.hr.received;
+  f2.sink.push('hr', [t + 1], [60]);
+  assert.equal(f2.stats.hr.received, received, 'nothing taken after the failure');
+
+  // An onUpdate that throws: its error to onError, and feeding goes on (the session took the chunk).
+  const thrown = [], taken = [];
+  const f3 = feedSession([], { push(c) { taken.push(c); return { n: taken.length }; } }, {
+    clock: { now: () => t }, lateness: 0, measureSeconds: 0, streams: { hr: { ...X, modality: 'hr', rateHz: null } },
+    onUpdate: (u) => { if (u.n === 1) throw new Error('a bug in the page'); }, onError: (e) => thrown.push(e.message),
+  });
+  for (let k = 0; k < 3; k++) { t += 1; f3.sink.push('hr', [t], [60]); await new Promise((r) => setTimeout(r, 0)); }
+  await f3.close();
+  assert.deepEqual(thrown, ['a bug in the page']);
+  assert.equal(f3.error, null);
+  assert.ok(taken.length >= 3, `${taken.length} pushes: feeding went on`);
 });
 
 test('end to end through a Worker session (async pushes): the same final tokens as model.stream() on the same seeded session', async () => {

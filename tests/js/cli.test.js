@@ -446,7 +446,7 @@ test('options an input kind has no use for are usage errors (exit 2), not silent
     [json, ['--window', '5'], `--window applies to recordings (.sfrec) and Polar Sensor Logger exports only; ${json} is JSON windows`],
     [json, ['--hop', '5', '--window', '5'], `--window, --hop apply to recordings (.sfrec) and Polar Sensor Logger exports only; ${json} is JSON windows`],
     [exampleCsv, ['--hop', '2'], `--hop applies to recordings (.sfrec) and Polar Sensor Logger exports only; ${exampleCsv} is CSV input`],
-    [json, ['--placement', 'wrist'], `--placement applies to CSV input and Polar Sensor Logger exports only; ${json} is JSON windows`],
+    [json, ['--placement', 'wrist'], `--placement applies to CSV input, a WFDB record and Polar Sensor Logger exports only; ${json} is JSON windows`],
     [recording, ['--sensor', '2'], `--sensor applies to CSV input only; ${recording} is recordings (.sfrec)`],
     [recording, ['--rate', 'ecg=130'], `--rate applies to CSV input only; ${recording} is recordings (.sfrec)`],
   ];

@@ -330,6 +330,9 @@ function inputKind(text, name, format) {
   throw new SensorformerError('BAD_FORMAT', `cannot tell what ${name} is: not JSON (it does not start with "{"), not CSV (its first line does not start with a "time" column), not a recording, not a Polar Sensor Logger file; pass --format json, csv, sfrec, wfdb or polarlogger`);
 }
 
+// "a", "a and b", "a, b and c"
+const listed = (items) => (items.length > 1 ? `${items.slice(0, -1).join(', ')} and ${items.at(-1)}` : items[0]);
+
 // The options each input kind has a use for: any other is a usage error, not silently ignored.
 const ONLY = { window: ['sfrec', 'polarlogger'], hop: ['sfrec', 'polarlogger'], placement: ['csv', 'wfdb', 'polarlogger'], sensor: ['csv'], rate: ['csv'] };
 const KIND_NAMES = { json: 'JSON windows', csv: 'CSV input', sfrec: 'recordings (.sfrec)', wfdb: 'a WFDB record', polarlogger: 'Polar Sensor Logger exports' };
@@ -372,7 +375,7 @@ async function openInput(values, options) {
   const misplaced = Object.keys(ONLY).filter((o) => values[o] !== undefined && !ONLY[o].includes(kind));
   const unused = misplaced.filter((o) => ONLY[o].join() === ONLY[misplaced[0]].join());  // one kind per message
   if (unused.length)
-    throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${ONLY[unused[0]].map((k) => KIND_NAMES[k]).join(' and ')} only; ${name} is ${KIND_NAMES[kind]}`);
+    throw new UsageError(`${unused.map((o) => `--${o}`).join(', ')} ${unused.length > 1 ? 'apply' : 'applies'} to ${listed(ONLY[unused[0]].map((k) => KIND_NAMES[k]))} only; ${name} is ${KIND_NAMES[kind]}`);
   if (kind === 'csv') {
     // Parsed before the model loads: a bad row or --rate fails fast, the warnings come first.
     // Columns that name no placement get --placement, else the model's first (known only then).

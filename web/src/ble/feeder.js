@@ -51,7 +51,9 @@
 //   samples (`until`), its event streams' watermarks advance with it: the outage is a gap marked
 //   missing, finality does not stall, and nothing received is lost.
 // - A regular stream that goes silent without a disconnect (a stopped PMD stream) is filled with
-//   missing samples up to now - lateness, so that it does not hold finality back forever.
+//   missing samples up to lateness before the newest sample of any regular stream (before now
+//   once none has sent anything for SILENT_AFTER seconds), so that it does not hold finality back
+//   forever, and after a page stalled the frames still queued are not pushed ahead of their slots.
 // - Start: nothing is pushed before `lateness` seconds after the first sample arrived, nor while
 //   any stream is measuring its rate, so that the streams of one device (ECG, ACC, HR, which start
 //   within a second of each other) are all declared before the session's frontier moves. A stream
@@ -61,7 +63,9 @@
 // - Accounting: per stream, received = given (values, in the chunks) + pending (held, not yet
 //   given) + beforeFrontier, and for an event stream + missing (events received without a value,
 //   e.g. a PPI the device flags unreliable: in the chunks as events with a NaN value). A regular
-//   stream's `missing` counts the slots no sample came for (given as NaN samples, gaps or `until`).
+//   stream's `missing` counts the slots no sample came for (given as NaN samples, gaps or `until`)
+//   and its samples received without a value (null / NaN): received = given + pending +
+//   beforeFrontier + those.
 import { SensorformerError } from '../errors.js';
 import { StreamBuffer } from './assembler.js';
 import { BeatTracker, DEFAULT_BEAT_GRID, beatModalities, isBeatModality } from '../qrs.js';
@@ -206,7 +210,11 @@ class RegularTrack {
     if (!spacings.length) return null;
     spacings.sort((a, b) => a - b);
     const spacing = spacings[spacings.length >> 1];
-    return spacing > 0 ? 1 / spacing : null;
+    // Device times in another unit than seconds (milliseconds: a rate of 0.13 for 130 Hz) or a
+    // broken clock: more than 20 % off the declared rate (a real device is within a per cent), the
+    // host times' fit is used instead.
+    const rate = 1 / spacing;
+    return rate > 0.8 * this.spec.rateHz && rate < 1.25 * this.spec.rateHz ? rate : null;
   }
 
   inGap(t0, t1) {
@@ -275,11 +283,18 @@ class RegularTrack {
     // Missing up to the end of a marked gap, up to now at the end, or up to now - lateness for a
     // stream with nothing held (silent): `until` half a period before the first slot kept open, so
     // that the session counts exactly the slots counted here.
-    let to = -Infinity;
-    if (this.gaps.length) to = this.gaps[this.gaps.length - 1][1];
-    if (final) to = Math.max(to, now);
-    if (!this.pending.length) to = Math.max(to, now - lateness);
-    else to = Math.min(to, this.pending[0][0] - half);
+    // Silent is judged against the newest sample of any regular stream, not against now alone:
+    // after the page stalled (a long task, a throttled tab), the notifications queued meanwhile
+    // are handled one by one, and a stream whose frames come later in that queue is not silent
+    // (filled up to now - lateness, its frames would land up to the stall's length ahead of their
+    // slots for good). When no regular stream has sent anything for SILENT_AFTER seconds, now.
+    let to = final ? now : -Infinity;
+    if (!this.pending.length) to = Math.max(to, this.options.silentUntil(now) - lateness);
+    // Marked gaps: missing through their end once nothing before them can still come, that is when
+    // they start by the next slot (or by `to`; chained) or the hole before them is `lateness` old,
+    // as any hole waits (a frame delivered late still fills its own slots, not ones past a gap).
+    for (const g of this.gaps) if (g[0] <= Math.max(to, this.slot(this.n)) + half || g[0] <= now - lateness) to = Math.max(to, g[1]);
+    if (this.pending.length) to = Math.min(to, this.pending[0][0] - half);
     const k = Math.ceil((to - this.start) * this.rate - 1e-9);  // slots with time < to
     if (k > this.n) {
       builder.part(this.index).until = this.start + (k - 0.5) / this.rate;
@@ -333,10 +348,12 @@ class EventTrack {
   flush(builder, now, final) {
     for (const [t0, v] of this.pending) {
       let t = t0;
-      if (t < this.watermark) {
+      // The session takes an event at or after both the watermark given and the last event given.
+      const floor = Math.max(this.watermark, this.last);
+      if (t < floor) {
         this.stats.retimed++;
-        this.stats.maxRetime = Math.max(this.stats.maxRetime, this.watermark - t);
-        t = this.watermark;
+        this.stats.maxRetime = Math.max(this.stats.maxRetime, floor - t);
+        t = floor;
       }
       const p = builder.open(this.index);
       p.timestamps.push(t);
@@ -475,8 +492,14 @@ class BeatTrack {
  * Samples and gap marks in (the device layer's sink interface, like WindowAssembler's), session
  * chunks out (flush). See the header for the grid, the watermarks and the bounds.
  */
+// Seconds without a sample from any regular stream after which a regular stream's silence is
+// judged against now (see RegularTrack.flush): longer than a stalled page's backlog, short next
+// to a stopped PMD stream's lifetime.
+const SILENT_AFTER = 10;
+
 export class SessionFeeder {
   #tracks = new Map();  // id -> track, in the order streams were added
+  #newest = -Infinity;  // the latest time of a sample pushed to a regular stream
   #declared = [];       // session stream index -> track
   #options;
   #firstArrival = null;
@@ -491,10 +514,12 @@ export class SessionFeeder {
    *   or on the first push that names their spec); config: a model's config (model.config): streams
    *   whose modality, placement or sensor it does not know are left out (`leftOut`), not pushed
    */
-  constructor({
-    streams = {}, lateness = FEEDER_DEFAULTS.lateness, streamLateness = FEEDER_DEFAULTS.streamLateness,
-    measureSeconds = FEEDER_DEFAULTS.measureSeconds, rateMargin = FEEDER_DEFAULTS.rateMargin, config = null,
-  } = {}) {
+  constructor(options) {
+    if (options !== undefined && options !== null && typeof options !== 'object') throw bad(`SessionFeeder: options must be an object or null, got ${typeof options}`);
+    const {
+      streams = {}, lateness = FEEDER_DEFAULTS.lateness, streamLateness = FEEDER_DEFAULTS.streamLateness,
+      measureSeconds = FEEDER_DEFAULTS.measureSeconds, rateMargin = FEEDER_DEFAULTS.rateMargin, config = null,
+    } = options ?? {};
     if (config !== null && !(Array.isArray(config?.modalities) && Array.isArray(config?.placements) && Number.isInteger(config?.n_sensors)))
       throw bad('SessionFeeder: config must be a model config (model.config: modalities, placements, n_sensors) or null');
     this.#config = config;
@@ -531,7 +556,10 @@ export class SessionFeeder {
       this.#ignored.set(id, { ...clean, received: 0 });
       return this;
     }
-    const options = { ...this.#options, lateness: this.#options.streamLateness[id] ?? this.#options.lateness };
+    const options = {
+      ...this.#options, lateness: this.#options.streamLateness[id] ?? this.#options.lateness,
+      silentUntil: (now) => (now - this.#newest > SILENT_AFTER ? now : Math.min(now, this.#newest)),
+    };
     if (spec.from !== undefined) {
       const source = this.#tracks.get(spec.from);
       const grid = isBeatModality(clean.modality) && (this.#beatGrids.find((g) => g.modality === clean.modality) ?? (clean.modality === 'beat' && !c ? DEFAULT_BEAT_GRID : null));
@@ -577,6 +605,14 @@ export class SessionFeeder {
     if (!(Array.isArray(times) || ArrayBuffer.isView(times)) || !(Array.isArray(values) || ArrayBuffer.isView(values)))
       throw bad('SessionFeeder.push: times and values must be arrays or typed arrays');
     if (times.length !== values.length) throw bad(`SessionFeeder.push: ${times.length} times but ${values.length} values`);
+    if (deviceTimes !== null && deviceTimes !== undefined) {
+      if (!(Array.isArray(deviceTimes) || ArrayBuffer.isView(deviceTimes)) || deviceTimes.length !== times.length)
+        throw bad(`SessionFeeder.push: deviceTimes must be null or an array of ${times.length} device-clock seconds, one per sample`);
+      for (let i = 0; i < deviceTimes.length; i++) {
+        if (typeof deviceTimes[i] !== 'number' || !Number.isFinite(deviceTimes[i]) || (i > 0 && !(deviceTimes[i] >= deviceTimes[i - 1])))
+          throw bad(`SessionFeeder.push: deviceTimes must be finite and non-decreasing (seconds), got deviceTimes[${i}] = ${deviceTimes[i]}${i > 0 ? ` after ${deviceTimes[i - 1]}` : ''}`);
+      }
+    }
     for (let i = 0; i < times.length; i++) {
       if (typeof times[i] !== 'number' || !Number.isFinite(times[i])) throw bad(`SessionFeeder.push: times[${i}] must be a finite number of seconds, got ${times[i]}`);
       const v = values[i];
@@ -596,8 +632,9 @@ export class SessionFeeder {
       while (at > 0 && p[at - 1][0] > s[0]) at--;  // arrival order is nearly time order
       p.splice(at, 0, s);
     }
+    if (track instanceof RegularTrack) for (let i = 0; i < times.length; i++) if (times[i] > this.#newest) this.#newest = times[i];
     if (track instanceof RegularTrack && !track.ready && times.length)
-      track.frames.push({ count: times.length, deviceSpan: deviceTimes && deviceTimes.length === times.length ? deviceTimes[times.length - 1] - deviceTimes[0] : null });
+      track.frames.push({ count: times.length, deviceSpan: deviceTimes ? deviceTimes[times.length - 1] - deviceTimes[0] : null });
     track.stats.received += times.length;
     track.stats.pending = track.pending.length;
     return this;
@@ -606,6 +643,7 @@ export class SessionFeeder {
   /** Marks [t0, t1) as missing (a disconnect) in the given streams (default: all). */
   markGap(t0, t1, ids = null) {
     if (!(Number.isFinite(t0) && Number.isFinite(t1) && t0 < t1)) throw bad(`SessionFeeder.markGap: need finite t0 < t1, got ${t0}, ${t1}`);
+    if (ids !== null && ids !== undefined && !Array.isArray(ids)) throw bad(`SessionFeeder.markGap: ids must be an array of stream ids or null (all), got ${typeof ids === 'string' ? JSON.stringify(ids) : typeof ids}`);
     for (const id of ids ?? this.#tracks.keys()) {
       if (this.#ignored.has(id)) continue;
       const track = this.#tracks.get(id);
@@ -629,8 +667,11 @@ export class SessionFeeder {
    * otherwise the feeder's own upper bound of it. `final`: nothing more will come (the end of a
    * recording): every hole is committed and every stream's watermark set to `now`.
    */
-  flush({ now, final = false, frontier } = {}) {
+  flush(options) {
+    const { now, final = false, frontier } = options ?? {};
     number(now, 'flush: now', { min: -Infinity });
+    if (frontier !== undefined && frontier !== null && !(typeof frontier === 'number' && !Number.isNaN(frontier) && frontier < Infinity))
+      throw bad(`SessionFeeder.flush: frontier must be a number below Infinity (the session's frontier, -Infinity before its first push) or null, got ${frontier}`);
     if (now < this.#lastNow) throw bad(`SessionFeeder.flush: now (${now}) is earlier than the previous flush (${this.#lastNow})`);
     this.#lastNow = now;
     // A model with a beat modality fed an ECG with no such beat stream derived from it: one is
@@ -686,29 +727,44 @@ export class SessionFeeder {
  * pass `sink` to connectWearable({ sinks }) and `clock` here (with `wearables` = []) to miss
  * nothing from the first notification on. Other options: SessionFeeder's (lateness, config, ...).
  * onUpdate(update, chunk) gets every push's result; onError(error) a push that failed, after which
- * feeding stops (a session refusing a chunk would refuse every later one of that stream).
+ * feeding stops (a session refusing a chunk would refuse every later one of that stream): the
+ * wearables are detached at once, so that no sample is kept that would never be given (`error`
+ * says why). An onUpdate that throws does not stop feeding: its error goes to onError, or without
+ * one is thrown on its own (reported as an uncaught error, as an event listener's is).
  */
-export function feedSession(wearables, session, { onUpdate, onError, feeder, clock = null, ...options } = {}) {
+export function feedSession(wearables, session, options) {
+  if (options !== undefined && options !== null && typeof options !== 'object') throw bad(`feedSession: options must be an object or null, got ${typeof options}`);
+  let { onUpdate, onError, feeder, clock = null, ...rest } = options ?? {};
+  for (const [name, fn] of [['onUpdate', onUpdate], ['onError', onError]])
+    if (fn !== undefined && fn !== null && typeof fn !== 'function') throw bad(`feedSession: ${name} must be a function, got ${typeof fn}`);
   const list = Array.isArray(wearables) ? [...wearables] : [wearables];
   if (list.some((w) => typeof w?.addSink !== 'function' || typeof w?.now !== 'function'))
     throw bad('feedSession: wearables must be a Wearable (connectWearable) or an array of them');
   if (clock !== null && typeof clock?.now !== 'function') throw bad('feedSession: clock must have now() (seconds), like the device layer\'s clocks');
   if (!list.length && !clock) throw bad('feedSession: give a Wearable, an array of them, or [] with the clock their samples are stamped with');
   if (typeof session?.push !== 'function') throw bad('feedSession: session must have push(chunk) (model.stream())');
-  feeder = feeder ?? new SessionFeeder(options);
+  feeder = feeder ?? new SessionFeeder(rest);
   let queue = Promise.resolve(), scheduled = false, failed = null, closed = false, frontier = null;
   const now = () => (clock ? clock.now() : Math.max(...list.map((w) => w.now())));
   const pushAll = (chunks) => {
     for (const chunk of chunks) {
       queue = queue.then(async () => {
         if (failed) return;
+        let update;
         try {
-          const update = await session.push(chunk);
-          if (update && typeof update.frontier === 'number') frontier = update.frontier;
-          onUpdate?.(update, chunk);
+          update = await session.push(chunk);
         } catch (error) {
           failed = error;
+          for (const d of detach) d();  // nothing more is taken: it could never be given
           if (onError) onError(error);
+          return;
+        }
+        if (update && typeof update.frontier === 'number') frontier = update.frontier;
+        try {
+          onUpdate?.(update, chunk);
+        } catch (error) {
+          if (onError) onError(error);
+          else queueMicrotask(() => { throw error; });
         }
       });
     }
@@ -734,8 +790,11 @@ export function feedSession(wearables, session, { onUpdate, onError, feeder, clo
     queueMicrotask(() => { scheduled = false; if (!closed) flush(); });
   };
   const sink = {
-    push: (id, times, values, spec, deviceTimes) => { feeder.push(id, times, values, spec, deviceTimes); schedule(); },
+    // After a failed push (the session refuses this feeding) nothing is taken, also through a
+    // sink passed to connectWearable({ sinks }), which no detach reaches.
+    push: (id, times, values, spec, deviceTimes) => { if (failed) return; feeder.push(id, times, values, spec, deviceTimes); schedule(); },
     markGap: (t0, t1, ids) => {
+      if (failed) return;
       const known = (ids ?? feeder.ids).filter((id) => feeder.ids.includes(id));  // not the streams it never saw
       if (known.length) { feeder.markGap(t0, t1, known); schedule(); }
     },

@@ -242,11 +242,19 @@ export async function windowsFromRecording(text, options) {
   return { windows, ends, devices: source.devices };
 }
 
+// feedSession for a replay: its onError keeps the first error, a push's or the caller's onUpdate's
+// (feedSession goes on after a throwing onUpdate; a replay stops at the end of the step, below).
+function replayFeeding(session, options) {
+  let error = null;
+  const feeding = feedSession([], session, { ...options, onError: (e) => { error ??= e; } });
+  return Object.assign(feeding, { failure: () => feeding.error ?? error });
+}
+
 // The end of a replay step (final: of the replay): the feeder's chunks pushed (final: every
-// watermark at "now"), a push that failed raised, the caller's hook run.
+// watermark at "now"), a push or onUpdate that failed raised, the caller's hook run.
 async function endStep(feeding, between, final) {
   await (final ? feeding.close() : feeding.flush());
-  if (feeding.error) throw feeding.error;
+  if (feeding.failure()) throw feeding.failure();
   await between?.();
 }
 
@@ -271,7 +279,7 @@ export async function replayIntoSession(text, session, { config = null, streams 
   const t0 = Number.isFinite(recording.header.t0) ? recording.header.t0 : events[0].t;
   const clock = createVirtualClock(t0);
   const bluetooth = replay(recording, { clock, speed: 1 });
-  const feeding = feedSession([], session, { ...feederOptions, clock, config, onUpdate });
+  const feeding = replayFeeding(session, { ...feederOptions, clock, config, onUpdate });
   const wearables = [];
   const step = 1;
   try {
@@ -310,7 +318,7 @@ export async function replayPolarLoggerIntoSession(result, session, { config = n
   let now = -Infinity;
   const clock = { now: () => now, setInterval: () => null, clearInterval: () => {} };  // time moves here only
   const player = playExport(result, clock, { placement, stepSeconds: step });
-  const feeding = feedSession([], session, { ...feederOptions, clock, config, onUpdate });
+  const feeding = replayFeeding(session, { ...feederOptions, clock, config, onUpdate });
   player.addSink(feeding.sink);
   now = player.start;
   try {
