@@ -273,12 +273,73 @@ function track(x, fs, sizes, start = 0, options = {}) {
     }
     const newest = start + Math.min(at, x.length) / fs, hold = options.hold ?? 2.5;
     assert.ok(chunk.until >= until && chunk.until <= Math.max(start, newest - hold) + 1e-9);
-    // it lags the hold by less than a detection step (0.25 s of new ECG; qrs.js DETECT_EVERY_S) once there is one
+    // it lags the hold by less than a detection step (0.25 s of ECG; qrs.js DETECT_EVERY_S) once there is one
     if (newest - start > hold + 0.25) assert.ok(chunk.until > newest - hold - 0.25 - 1 / fs, `watermark ${chunk.until} with the ECG at ${newest}`);
     until = chunk.until;
   }
   return { times, waves, tracker };
 }
+
+// A hard synthetic lead: Gaussian QRS (12 ms) and T waves at RR 0.4-1.2 s, 1.5 mV of 0.2 Hz
+// baseline wander and noise of 0.3 mV sd (seeded), where thresholds matter.
+function hardEcg(seed, fs, seconds) {
+  const r = prng(seed), n = Math.floor(seconds * fs), x = new Float64Array(n);
+  const beats = [];
+  for (let t = 0.5 + r() * 0.5; t < seconds; t += 0.8 * (1 + 0.5 * (2 * r() - 1))) beats.push(t);
+  for (let i = 0; i < n; i++) {
+    let g = 0;
+    for (let k = 0; k < 6; k++) g += r();
+    x[i] = 1.5 * Math.sin(2 * Math.PI * 0.2 * i / fs) + 0.3 * (g - 3);
+  }
+  for (const b of beats) {
+    for (let i = Math.max(0, Math.floor((b - 0.1) * fs)); i < Math.min(n, Math.ceil((b + 0.5) * fs)); i++) {
+      const d = i / fs - b;
+      x[i] += Math.exp(-0.5 * (d / 0.012) ** 2) + 0.25 * Math.exp(-0.5 * ((d - 0.3) / 0.05) ** 2);
+    }
+  }
+  return x;
+}
+
+test('BeatTracker: the same beats however the ECG is cut into pushes (detections on a fixed grid of the stream)', () => {
+  // Before, a detection ran at the end of whichever push first reached 0.25 s of new ECG, so its
+  // window (and thresholds) depended on the cuts: on this lead, pushes of 500 samples gave 141
+  // beats (two false), of 2 or 7 samples 138, of 1 sample 139.
+  const beatsOf = (x, fs, sizes) => {
+    const tracker = new BeatTracker({ rateHz: fs });
+    const times = [];
+    let at = 0, k = 0;
+    const take = (c) => { for (let j = 0; j < c.timestamps.length; j += BEAT_POINTS) times.push(c.timestamps[j]); };
+    while (at < x.length) { const m = typeof sizes === 'function' ? sizes() : sizes[k++ % sizes.length]; take(tracker.push(x.subarray(at, at + m))); at += m; }
+    take(tracker.end());
+    return { times, late: tracker.late };
+  };
+  for (const fs of [130, 300]) {
+    const x = hardEcg(7, fs, 90);
+    const one = beatsOf(x, fs, [1]);
+    assert.ok(one.times.length > 100, `${one.times.length} beats`);
+    const r = prng(fs);
+    for (const sizes of [[2], [7], [33], [73], [130], [500], [1, 499, 64], () => 1 + Math.floor(r() * 500)]) {
+      const got = beatsOf(x, fs, sizes);
+      assert.deepEqual(got, one, `${fs} Hz, pushes of ${typeof sizes === 'function' ? 'random sizes' : sizes}`);
+    }
+  }
+});
+
+test('BeatTracker after a gap longer than its window: the watermark reaches the gap, and the first beats after it are given, not counted late', () => {
+  const fs = 130, x = hardEcg(3, fs, 30).map((v, i) => v - 1.5 * Math.sin(2 * Math.PI * 0.2 * i / fs));
+  const tracker = new BeatTracker({ rateHz: fs });
+  tracker.push(x);
+  // the ECG is known missing up to 100 s: no beat before it can come, the watermark says so (before: it stayed at 27.4 s)
+  assert.equal(tracker.push([], 100).until, 100 - 2.5);
+  const after = tracker.push(x, 100);
+  const end = tracker.end();
+  const times = [...after.timestamps, ...end.timestamps].filter((_, j) => j % BEAT_POINTS === 0);
+  const offline = Array.from(detectBeats(x, fs, { startTime: 100 }).times);
+  const samples = (ts) => ts.map((t) => Math.round((t - 100) * fs));  // times computed two ways: compared as sample indices
+  assert.deepEqual(samples(times), samples(offline), 'the beats after the gap are the offline detection\'s (before: its first 2 s were dropped as late)');
+  assert.equal(tracker.late, 0);
+  assert.equal(end.until, 100 + x.length / fs);
+});
 
 test('BeatTracker: the beats of a live ECG, chunk by chunk: the offline detection\'s, its waveforms, a watermark that only moves on', () => {
   for (const seed of [1, 2]) {
@@ -501,6 +562,23 @@ test('bad arguments are INVALID_ARGUMENT naming them', () => {
   for (const r of [0, 49, NaN, Infinity, '300', 1e6]) bad(() => detectBeats([1, 2, 3], r), /rateHz must be a number of Hz from 50/);
   bad(() => detectBeats([1, 2, 3], 300, { startTime: NaN }), /startTime must be a finite time/);
   bad(() => detectBeats([1, 2, 3], 300, { start: 0 }), /unknown option "start"/);
+  // before: RangeError / TypeError
+  bad(() => detectBeats({ length: -1 }, 300), /samples must be an array/);
+  assert.throws(() => detectBeats({ length: 1e12 }, 300), (e) => e instanceof SensorformerError && e.code === 'RESOURCE_EXHAUSTED' && /more than 86400000/.test(e.message));
+  const ecg = { sensor: 0, placement: 'chest', rateHz: 300, samples: new Float64Array(3000) };
+  bad(() => beatsFromEcg(ecg, {}), /detected must be what detectBeats returns/);
+  bad(() => rrFromEcg(ecg, {}), /detected must be what detectBeats returns/);
+  bad(() => beatsFromEcg({ ...ecg, samples: undefined }, detectBeats(ecg.samples, 300)), /ecg\.samples must be an array/);
+  bad(() => new BeatTracker({ rateHz: 300 }).push([1], 10n), /startTime must be at or after/);
+  // samples that are not numbers, or past 1e100, are missing: one such value no longer wipes out
+  // the beats of the whole lead (the zero-phase filter carried its overflow everywhere)
+  const fs = 300, x = hardEcg(5, fs, 30).map((v, i) => v - 1.5 * Math.sin(2 * Math.PI * 0.2 * i / fs));
+  const clean = detectBeats(x, fs).indices.length;
+  assert.ok(clean > 25, `${clean} beats`);
+  const spoilt = Array.from(x);
+  spoilt[4500] = 1e300;
+  spoilt[100] = Symbol('x');
+  assert.equal(detectBeats(spoilt, fs).indices.length, clean);
 });
 
 const data = process.env.SF_CINC2017 ?? '';

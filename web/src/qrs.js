@@ -57,10 +57,16 @@ function filtfilt([b0, b1, b2, a1, a2], x) {
 // A sample as every function here reads it: a number, or NaN when missing. null, NaN and the
 // non-finite values (+-Infinity, which a window refuses) are missing: no beat is detected next to
 // one, an interval across one is unknown and a beat's waveform is NaN there.
+// A sample as a number: null, NaN, +-Infinity, what is not a number (a Symbol, a BigInt) and
+// values past +-1e100 are missing (the zero-phase filter would carry such a value's overflow over
+// the whole recording: no beat at all).
 const reading = (v) => {
-  const x = v == null ? NaN : Number(v);
-  return Number.isFinite(x) ? x : NaN;
+  const x = typeof v === 'number' ? v : v == null || typeof v === 'symbol' || typeof v === 'bigint' ? NaN : Number(v);
+  return Number.isFinite(x) && Math.abs(x) <= 1e100 ? x : NaN;
 };
+
+// detectBeats' longest input: a day of ECG at 1000 Hz (its buffers are 8 float64 a sample).
+const MAX_SAMPLES = 86_400_000;
 
 /**
  * Beats of one ECG lead.
@@ -75,9 +81,10 @@ export function detectBeats(samples, rateHz, options = null) {
   const { startTime } = checkOptions(options, 'detectBeats(samples, rateHz, options)', {
     startTime: { fallback: 0, valid: (v) => Number.isFinite(v), expected: 'a finite time in seconds' },
   });
-  if (samples == null || typeof samples !== 'object' || typeof samples.length !== 'number')
+  if (samples == null || typeof samples !== 'object' || !Number.isSafeInteger(samples.length) || samples.length < 0)
     throw bad('samples must be an array or a typed array');
   if (!(Number.isFinite(rateHz) && rateHz >= 50 && rateHz <= 1e5)) throw bad(`rateHz must be a number of Hz from 50 to 100000, got ${rateHz}`);
+  if (samples.length > MAX_SAMPLES) throw new SensorformerError('RESOURCE_EXHAUSTED', `detectBeats: ${samples.length} samples, more than ${MAX_SAMPLES} (a day at 1000 Hz): detect over parts of the recording`);
   const n = samples.length, fs = rateHz;
   const empty = { indices: new Int32Array(0), times: new Float64Array(0), rr: new Float64Array(0) };
   const x = new Float64Array(n);
@@ -224,7 +231,7 @@ export function rrFromEcg(ecg, detected, options) {
   if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('rrFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
   const gaps = options?.gaps ?? 'missing';
   if (gaps !== 'leave-out' && gaps !== 'missing') throw bad(`rrFromEcg(ecg, detected, options): options.gaps must be 'leave-out' or 'missing', not ${JSON.stringify(gaps)}`);
-  const { times, rr } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
+  const { times, rr } = checkDetected(detected, ['times', 'rr'], 'rrFromEcg(ecg, detected)') ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
   let timestamps = Float64Array.from(times).slice(1), samples = Float64Array.from(rr);
   if (gaps === 'leave-out' && samples.some(Number.isNaN)) {
     const keep = Array.from(samples.keys()).filter((k) => !Number.isNaN(samples[k]));
@@ -379,12 +386,21 @@ export function beatsFromEcg(ecg, detected, grid) {
   if (ecg == null || typeof ecg !== 'object') throw bad('beatsFromEcg(ecg): ecg must be a stream object');
   if (!(Number.isFinite(ecg.rateHz) && ecg.rateHz > 0)) throw bad('beatsFromEcg(ecg): ecg.rateHz must be the ECG stream\'s rate (a regular stream)');
   const g = gridOf(grid, 'beatsFromEcg(ecg, detected, grid)');
-  const { indices, times } = detected ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
+  if (ecg.samples == null || typeof ecg.samples !== 'object' || typeof ecg.samples.length !== 'number') throw bad('beatsFromEcg(ecg): ecg.samples must be an array or a typed array');
+  const { indices, times } = checkDetected(detected, ['indices', 'times'], 'beatsFromEcg(ecg, detected)') ?? detectBeats(ecg.samples, ecg.rateHz, { startTime: ecg.startTime ?? 0 });
   const timestamps = new Float64Array(times.length * g.patchLen);
   for (let j = 0; j < times.length; j++) timestamps.fill(times[j], j * g.patchLen, (j + 1) * g.patchLen);
   const waves = beatWaveforms(ecg.samples, ecg.rateHz, indices, g);
   const samples = g.rrContext ? beatTokens(waves, intervalsOf(ecg.samples, ecg.rateHz, indices), g) : waves;
   return { sensor: ecg.sensor, modality: g.modality, placement: ecg.placement, timestamps, samples };
+}
+
+// `detected` as detectBeats returns it (the fields `fields` read), or null / undefined: detect.
+function checkDetected(detected, fields, where) {
+  if (detected === null || detected === undefined) return null;
+  if (typeof detected !== 'object' || !fields.every((f) => detected[f] != null && typeof detected[f] === 'object' && typeof detected[f].length === 'number'))
+    throw bad(`${where}: detected must be what detectBeats returns ({ ${fields.join(', ')}, ... }) or null`);
+  return detected;
 }
 
 // intervals[i]: the RR interval ending at beat i (index difference / rate), NaN for the first beat
@@ -407,7 +423,8 @@ const DETECT_EVERY_S = 0.25;
  * strap that sends ECG but no beat times). Each push runs detectBeats over the last `seconds` of
  * ECG and gives the beats that are now final: at least `hold` seconds before the newest sample
  * (the detector's search back reaches 1.66 mean RR behind, and a beat's waveform 0.384 s ahead),
- * each once, in time order (it detects again once DETECT_EVERY_S, 0.25 s, of new ECG has come).
+ * each once, in time order (it detects on a fixed grid of the stream, every DETECT_EVERY_S, 0.25 s,
+ * of ECG from its first sample, so that the same ECG cut into other pushes gives the same beats).
  * Its `until` is the beat stream's watermark (no later push gives a beat before it), so the chunk
  * goes to the session as it is:
  *
@@ -428,6 +445,7 @@ const DETECT_EVERY_S = 0.25;
 export class BeatTracker {
   #rate; #start; #span; #hold; #every; #buf; #grid; #count = 0; #first = 0; #next = 0; #given = -Infinity; #counted = -Infinity; #until;
   #detected = -Infinity;  // the cut of the last detection
+  #fresh = 0;  // the first index of a window nothing was given from (the start, or after a gap longer than the window)
   // The newest absolute index, before the buffer's first sample or at a dropped late beat, where
   // the rhythm is not known (a missing sample, a long gap, a late beat): an interval across it is
   // NaN. And the intervals ending at the last beats given (oldest first), for the next tokens.
@@ -453,8 +471,8 @@ export class BeatTracker {
     this.#start = startTime;
     this.#span = Math.ceil(seconds * rateHz);
     this.#hold = Math.ceil(hold * rateHz);
-    // A detection runs once DETECT_EVERY_S of new ECG has come (a push of a few samples, or one
-    // sample at a time, costs a copy, not a detection over the whole window each time).
+    // A detection runs every DETECT_EVERY_S of ECG, on a grid from the first sample (a push of a
+    // few samples, or one sample at a time, costs a copy, not a detection over the whole window).
     this.#every = Math.max(1, Math.round(DETECT_EVERY_S * rateHz));
     this.#buf = new Float64Array(this.#span);
     this.#until = startTime;
@@ -480,27 +498,42 @@ export class BeatTracker {
     const parts = [], piece = this.#span >> 3;
     if (startTime !== undefined) {
       const expected = this.#first + this.#count;
-      const slot = Math.round((startTime - this.#start) * this.#rate);
-      if (!Number.isFinite(startTime) || slot < expected)
+      const slot = typeof startTime === 'number' ? Math.round((startTime - this.#start) * this.#rate) : NaN;
+      if (!Number.isFinite(slot) || slot < expected)
         throw new SensorformerError('INVALID_ARGUMENT', `BeatTracker.push(samples, startTime): startTime must be at or after the next sample's time ${this.#start + expected / this.#rate}, got ${startTime}`);
       if (slot - expected > this.#span) {
         // A long gap: its first `hold` slots missing, as a shorter gap gives them, make the beats
         // before it final (up to 150 ms before it, as detectBeats reports beats next to a missing
         // sample); then nothing before the gap is needed any more.
-        for (let k = 0; k < this.#hold; k += piece) parts.push(this.#step(new Float64Array(Math.min(piece, this.#hold - k)).fill(NaN)));
-        this.#first = slot, this.#count = 0;
+        this.#feed(new Float64Array(this.#hold).fill(NaN), parts, piece);
+        this.#first = slot, this.#count = 0, this.#fresh = slot;
         this.#broken = slot - 1;
         this.#next = Math.max(this.#next, slot);
       } else {
-        for (let k = expected; k < slot; k += piece) parts.push(this.#step(new Float64Array(Math.min(piece, slot - k)).fill(NaN)));
+        this.#feed(new Float64Array(slot - expected).fill(NaN), parts, piece);
       }
     }
-    for (let k = 0; k < samples.length || k === 0; k += piece) parts.push(this.#step(Array.prototype.slice.call(samples, k, k + piece)));
+    if (samples.length) this.#feed(samples, parts, piece);
+    else parts.push(this.#step([]));
     const n = parts.reduce((a, p) => a + p.timestamps.length, 0);
     const timestamps = new Float64Array(n), values = new Float64Array(n);
     let at = 0;
     for (const p of parts) timestamps.set(p.timestamps, at), values.set(p.samples, at), at += p.timestamps.length;
     return { timestamps, samples: values, until: this.#until };
+  }
+
+  // The samples in steps that end where detections may run (a multiple of #every samples from
+  // the tracker's first), whatever the pushes' sizes: each detection then sees the same window,
+  // so a live ECG gives the same beats however its notifications cut it. At most `piece` samples
+  // a step (see push).
+  #feed(samples, parts, piece) {
+    for (let k = 0; k < samples.length;) {
+      const cut = this.#first + this.#count - this.#hold;
+      const toGrid = this.#every - (((cut % this.#every) + this.#every) % this.#every);
+      const m = Math.min(toGrid, piece, samples.length - k);
+      parts.push(this.#step(Array.prototype.slice.call(samples, k, k + m)));
+      k += m;
+    }
   }
 
   /**
@@ -526,13 +559,19 @@ export class BeatTracker {
     }
     const end = this.#first + this.#count;        // absolute index after the newest sample
     const cut = final ? end : end - this.#hold;   // beats before this are final
-    if (cut <= this.#next || (!final && cut < this.#detected + this.#every)) return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
+    if (cut <= this.#next) {
+      // Nothing can be final before #next (a long gap moved it past the samples): the watermark
+      // still reaches the cut.
+      this.#until = Math.max(this.#until, this.#start + cut / this.#rate);
+      return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
+    }
+    if (!final && (cut % this.#every !== 0 || cut <= this.#detected)) return { timestamps: new Float64Array(0), samples: new Float64Array(0) };
     this.#detected = cut;
     const window = this.#buf.subarray(0, this.#count);
     const found = this.#count >= 2 ? detectBeats(window, this.#rate).indices : new Int32Array(0);
     // A window that starts after the recording did has its first 2 s still learning thresholds:
     // beats there were candidates of an earlier push already.
-    const from = this.#first === 0 ? 0 : Math.round(2 * this.#rate);
+    const from = this.#first === this.#fresh ? 0 : Math.round(2 * this.#rate);
     const refractory = Math.round(0.2 * this.#rate);
     const keep = [];
     for (const i of found) {
