@@ -280,8 +280,8 @@ class RegularTrack {
     this.pending.splice(0, i);
     if (this.held?.size === 0) this.held = null;
     this.stats.pending = this.pending.length;
-    // Missing up to the end of a marked gap, up to now at the end, or up to now - lateness for a
-    // stream with nothing held (silent): `until` half a period before the first slot kept open, so
+    // Missing up to now at the end, up to a silent stream's bound, or through a marked gap, and
+    // never past the first sample held: `until` half a period before the first slot kept open, so
     // that the session counts exactly the slots counted here.
     // Silent is judged against the newest sample of any regular stream, not against now alone:
     // after the page stalled (a long task, a throttled tab), the notifications queued meanwhile
@@ -488,15 +488,15 @@ class BeatTrack {
   }
 }
 
-/**
- * Samples and gap marks in (the device layer's sink interface, like WindowAssembler's), session
- * chunks out (flush). See the header for the grid, the watermarks and the bounds.
- */
 // Seconds without a sample from any regular stream after which a regular stream's silence is
 // judged against now (see RegularTrack.flush): longer than a stalled page's backlog, short next
 // to a stopped PMD stream's lifetime.
 const SILENT_AFTER = 10;
 
+/**
+ * Samples and gap marks in (the device layer's sink interface, like WindowAssembler's), session
+ * chunks out (flush). See the header for the grid, the watermarks and the bounds.
+ */
 export class SessionFeeder {
   #tracks = new Map();  // id -> track, in the order streams were added
   #newest = -Infinity;  // the latest time of a sample pushed to a regular stream
