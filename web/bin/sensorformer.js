@@ -270,8 +270,9 @@ async function readInput(path) {
   return Buffer.concat(chunks, size).toString('utf8');
 }
 
-// A recording's streams follow the device layer's defaults; keep those the model knows.
-function streamFilter(config) {
+// A recording's streams follow the device layer's defaults; keep those the model knows. `name`:
+// how a stream left out is said (`dropped`).
+function streamFilter(config, name = (s) => `${s.modality}@${s.placement}#${s.sensor}`) {
   const modalities = new Set(config.modalities.map((m) => m.name)), placements = new Set(config.placements);
   const dropped = new Set();
   return {
@@ -280,7 +281,7 @@ function streamFilter(config) {
       ...w,
       streams: w.streams.filter((s) => {
         const ok = modalities.has(s.modality) && placements.has(s.placement) && s.sensor < config.n_sensors;
-        if (!ok) dropped.add(`${s.modality}@${s.placement}#${s.sensor}`);
+        if (!ok) dropped.add(name(s));
         return ok;
       }),
     }),
@@ -397,8 +398,7 @@ async function openInput(values, options) {
       if (s.modality === 'ecg' && units[j] !== 'mV' && /^(?:[uµnk]?V)$/.test(units[j]))
         note(`${name} signal ${s.sensor} is in ${units[j]}, given to the model as it is (a model trained on PhysioNet's ECG, like models/af.safetensors, takes mV)`);
     });
-    let kept = [];
-    const dropped = [];
+    let kept = [], filter;
     return {
       kind,
       count: 1,
@@ -407,21 +407,19 @@ async function openInput(values, options) {
       // (as for CSV). Signals the model has no input for (a respiration channel; leads past its
       // sensor count) are left out and said, as a recording's streams are.
       windows: (config) => {
-        const modalities = config.modalities.map((m) => m.name);
-        const placement = values.placement ?? config.placements[0];  // one it does not know: checkKnown says so
-        kept = [];
-        for (const s of streams) {
-          if (modalities.includes(s.modality) && s.sensor < config.n_sensors) kept.push({ ...s, placement });
-          else dropped.push(`signal ${s.sensor} (${s.modality}${s.sensor >= config.n_sensors ? `, sensor ${s.sensor}: the model has ${config.n_sensors}` : ''})`);
-        }
+        // Filtered on the model's first placement (one it knows), then given --placement: a
+        // placement the model does not know is checkKnown's error, naming it, not a left-out signal.
+        filter = streamFilter(config, (s) => `signal ${s.sensor} (${s.modality}${s.sensor >= config.n_sensors ? `, sensor ${s.sensor}: the model has ${config.n_sensors}` : ''})`);
+        const placement = values.placement ?? config.placements[0];
+        kept = filter.apply({ streams: streams.map((s) => ({ ...s, placement: config.placements[0] })) }).streams.map((s) => ({ ...s, placement }));
         if (!kept.length)
-          throw new SensorformerError('INVALID_ARGUMENT', `${name}: no signal the model takes (its signals: ${streams.map((s) => s.modality).join(', ')}; the model's modalities: ${modalities.join(', ')}, ${config.n_sensors} sensor${config.n_sensors === 1 ? '' : 's'})`);
+          throw new SensorformerError('INVALID_ARGUMENT', `${name}: no signal the model takes (its signals: ${streams.map((s) => s.modality).join(', ')}; the model's modalities: ${config.modalities.map((m) => m.name).join(', ')}, ${config.n_sensors} sensor${config.n_sensors === 1 ? '' : 's'})`);
         return [addBeatStreams({ streams: kept }, config)];
       },
       // Streams past the header's kept signals are the event streams derived from its ECG.
       label: (j) => (j < kept.length ? `${name} signal ${kept[j].sensor}` : `the event stream derived from ${name}'s ECG (stream ${j})`),
       finish() {
-        if (dropped.length) note(`the model has no use for ${name}'s ${dropped.join(', ')}: left out`);
+        if (filter?.dropped.size) note(`the model has no use for ${name}'s ${[...filter.dropped].join(', ')}: left out`);
       },
     };
   }

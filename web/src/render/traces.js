@@ -110,7 +110,7 @@ export function valueTicks(lo, hi, pixels, minPixels = 20) {
   let ticks = ticksOf(lo, hi, step);
   while (ticks.length < 2) {
     const smaller = stepBelow(step);
-    if (!(smaller * pixels / span >= minPixels * 0.6) || !tickRange(lo, hi, smaller)) break;
+    if (!(smaller * pixels / span >= minPixels * 0.6) || !tickNumbers(lo, hi, smaller)) break;
     step = smaller;
     ticks = ticksOf(lo, hi, step);
   }
@@ -129,24 +129,18 @@ export function formatTick(v, decimals = 0) {
 const MAX_TICKS = 1000;
 
 // The tick numbers k of multiples `origin + k * step` in [from, to] (the 1e-9 margins keep a tick
-// that lands on either end within rounding), as [first, last]; null when there are none to draw:
-// a step that is not positive and finite, more than MAX_TICKS ticks, or k past 2^53, where k++
-// would no longer move and the loops below would never end (values 1e16 a few units apart, a
-// reference 1e17 s from the view).
-function tickRange(from, to, step, origin = 0) {
+// that lands on either end within rounding), ascending; null for a step that cannot be drawn: not
+// positive and finite, more than MAX_TICKS ticks, or k past 2^53, where k++ would no longer move
+// and a loop over them would never end (values 1e16 a few units apart, a reference 1e17 s from
+// the view).
+function tickNumbers(from, to, step, origin = 0) {
   if (!(step > 0 && Number.isFinite(step))) return null;
   const first = Math.ceil((from - origin) / step - 1e-9), last = Math.floor((to - origin) / step + 1e-9);
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last) || last - first > MAX_TICKS) return null;
-  return [first, last];
+  return Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
 }
 
-function ticksOf(lo, hi, step) {
-  const out = [];
-  const r = tickRange(lo, hi, step);
-  if (!r) return out;
-  for (let k = r[0]; k <= r[1] + 1 && k * step <= hi + step * 1e-9; k++) out.push(k * step);
-  return out;
-}
+const ticksOf = (lo, hi, step) => (tickNumbers(lo, hi, step) ?? []).map((k) => k * step);
 
 // The next smaller step of the 1/2/5 ladder: 5 -> 2 -> 1 -> 0.5 ...
 function stepBelow(step) {
@@ -336,8 +330,7 @@ export function drawTrace(ctx, series, options) {
   ctx.beginPath();
   const step = tickStep(t1 - t0, L.x1 - L.x0);
   const ref = o.reference ?? t1;
-  const grid = tickRange(t0, t1, step, ref) ?? [1, 0];
-  for (let k = grid[0]; k <= grid[1] + 1 && ref + k * step <= t1; k++) {
+  for (const k of tickNumbers(t0, t1, step, ref) ?? []) {
     const x = Math.round(L.x(ref + k * step)) + 0.5;
     if (x < L.x0 || x > L.x1) continue;
     ctx.moveTo(x, L.y0);
@@ -502,8 +495,7 @@ function timeTickLabels(ctx, L, { reference, format, unit, color, axis = color, 
   ctx.textBaseline = 'top';
   ctx.beginPath();
   const ticks = [];
-  const range = tickRange(t0, t1, step, reference) ?? [1, 0];
-  for (let k = range[0]; k <= range[1] + 1 && reference + k * step <= t1 + 1e-9; k++) {
+  for (const k of tickNumbers(t0, t1, step, reference) ?? []) {
     const t = reference + k * step;
     const x = Math.round(L.x(t)) + 0.5;
     if (x < L.x0 - 0.5 || x > L.x1 + 0.5) continue;
