@@ -19,14 +19,15 @@
 // mask (key j hidden when t_j > t_i or t_i - t_j > W, and when absent) as a dense (T, T) mask,
 // the 4 layers, the final norm, the masked mean and the head. The JS side is timed with the graph.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createPhysiology } from '../web/src/simulator/physiology.js';
-import { beatsFromEcg, detectBeats, rrFromEcg } from '../web/src/qrs.js';
+import { beatModalities, beatsFromEcg, detectBeats, isBeatModality, rrFromEcg } from '../web/src/qrs.js';
 import { ensembleMembers } from '../web/src/ensemble.js';
+import { loadModel } from '../web/src/index.js';
 import { fmt, interleaved, median, readF32, relError, table } from './lib.mjs';
 import { compareRows } from './stream.mjs';
 
@@ -40,21 +41,21 @@ export const AF_CASE = Object.freeze({ seed: 20, seconds: 30, rateHz: 300, start
 
 /**
  * A seeded single-lead ECG (mV, Float32Array) of `seconds` from the simulator's physiology (at rest;
- * sinus rhythm, atrial fibrillation from afFromS on), its RR stream from rrFromEcg and its beat
- * stream from beatsFromEcg (one detection). Returns { ecg, rr, beat }: a regular stream and two
- * event streams in the window format.
+ * sinus rhythm, atrial fibrillation from afFromS on), its RR stream from rrFromEcg and a beat
+ * stream from beatsFromEcg for each of `grids` (beatModalities(model.config); one detection).
+ * Returns { ecg, rr, [grid.modality]: ... }: a regular stream and event streams in the window format.
  */
-export function synthesize(seconds, { seed, rateHz, startTime, placement, afFromS } = AF_CASE) {
+export function synthesize(seconds, grids, { seed, rateHz, startTime, placement, afFromS } = AF_CASE) {
   const ph = createPhysiology({ seed, activities: [{ activity: 'rest' }], af: [{ at: afFromS, duration: 1e6 }] });
   const n = Math.round(seconds * rateHz);
   const samples = new Float32Array(n);
   for (let i = 0; i < n; i++) samples[i] = ph.ecgAt(i / rateHz) / 1000;  // the simulator gives µV
   const ecg = { sensor: 0, modality: 'ecg', placement, rateHz, startTime, samples };
   const detected = detectBeats(samples, rateHz, { startTime });
-  return { ecg, rr: rrFromEcg(ecg, detected), beat: beatsFromEcg(ecg, detected) };
+  return { ecg, rr: rrFromEcg(ecg, detected), ...Object.fromEntries(grids.map((g) => [g.modality, beatsFromEcg(ecg, detected, g)])) };
 }
 
-// The model's event streams (rr, and beat for a model with a beat stream), in its config's order
+// The model's event streams (rr, and its beat modalities), in its config's order
 // after the ECG: the graph's inputs and the session's streams follow that order.
 const eventNames = (cfg) => cfg.modalities.map((m) => m.name).filter((n) => n !== 'ecg');
 
@@ -180,7 +181,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   const errOrt = Math.max(check('af 30 s ORT embeddings vs float64 torch', relError(o.embeddings, wantEmb)), check('af 30 s ORT head logits vs float64 torch', relError(o.head, wantHead)));
   const T = sf.dims[0];
   const what = first.modalities.map((m) => `${K[m.name]} ${m.name === 'ecg' ? 'ECG' : m.name === 'rr' ? 'RR' : m.name}`).join(' + ')
-    + (cfg.ensemble ? `, the first member's; the second's with ${EV.filter((n) => !EV1.includes(n)).map((n) => `${K[n]} ${n} tokens`).join(', ')} too` : '');
+    + (cfg.ensemble ? `, the first member's; the others' with ${EV.filter((n) => !EV1.includes(n)).map((n) => `${K[n]} ${n} tokens`).join(', ')} too` : '');
   if (T !== Ke + Kev) throw new Error(`bench af: the 30 s case gave ${T} tokens, the peer's inputs ${Ke + Kev}`);
   log(`af forward: ${T} tokens (${what})`);
   const rows = [];
@@ -208,7 +209,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   // 9 s a round at most, 1-2 s on average; generated with room, and the loop says if it runs out.
   const updates = CHECK ? 3 : timing.warmup + timing.maxRounds + 2;
   const feedS = prerollS + Math.min(9 * updates, 60 + 3 * updates);
-  const feed = synthesize(feedS, { ...AF_CASE, seed: AF_CASE.seed + 1 });
+  const feed = synthesize(feedS, beatModalities(cfg), { ...AF_CASE, seed: AF_CASE.seed + 1 });
   const rate = feed.ecg.rateHz, Pe = mE.patch_len, START = feed.ecg.startTime;
   // An event (an RR interval, a beat's points) is pushed with the second its beat falls in (the
   // beat stream's values are computed from the whole feed: here only the times of the pushes matter).
@@ -348,7 +349,7 @@ export async function runAf({ CHECK, QUICK, TIMING, check, log, ort, ORT_OPTIONS
   model.dispose();
   await session.release();
   // The notes are built under --check too (and dropped), so the checks run every line of this function.
-  const notes = `Model: models/af.safetensors (sha256 ${sha.slice(0, 12)}; ${cfg.ensemble ? `${configs.length} models in one file, their class probabilities averaged (docs/model.md "Ensembles"; the first takes ECG and RR, the second ${configs.slice(1).map((c) => c.modalities.map((m) => m.name).join(', ')).join('; ')}), each ` : ''}d ${d}, ${cfg.n_heads} heads, ${cfg.n_layers} layers, ff ${cfg.dim_feedforward}, flattened, causal, look-back W = ${cfg.attention_lookback_s} s; ECG patches of ${Pe} at 300 Hz, ${EV.map((n) => `${n} events in patches of ${P[n]}`).join(", ")}); peer: bench/models/af.onnx, exported from the same file by \`npm run bench:models\` (weights as stored, F16 cast to float32 in the graph). Input: a synthetic single-lead ECG (web/src/simulator/physiology.js, seed ${AF_CASE.seed}, at rest, sinus rhythm then atrial fibrillation from ${AF_CASE.afFromS} s; mV at 300 Hz, the data set's rate) and its RR events from \`rrFromEcg\`${EV.includes('beat') ? ' and beat events from \`beatsFromEcg\`' : ''}; the 30 s recording is the committed case (bench/models/af_case_*), the streaming feed the same physiology with seed ${AF_CASE.seed + 1}. onnxruntime-web's inputs are computed in JS inside its timed call (patches normalised, presence flags, token times; as sensorformer's forward and push tokenize inside theirs). The graph attends with a dense (T, T) mask, what a torch user would export; sensorformer computes only each query's keys in [t - W, t]. GFLOP/s uses one nominal count for both (projections and feed-forward per token, Q.K^T and P.V over the pairs in reach), not the dense graph's work. Streaming: a session fed 1 s chunks (300 samples and the ${EV.join(' and ')} events in them) after ${prerollS} s (key caches full and evicting, the ${HISTORY_S} s pooling history full and dropping); the RR stream's incomplete 4-beat patch holds the frontier, so tokens become final in bursts (when a patch's 4th beat arrives, and when the next patch's first does). Each round times the push of the next chunk that makes tokens final; the chunks before it make nothing final and are pushed untimed (${fillers.length} of them in the timed rounds, median ${fmt.ms(median(fillers))} ms a push). onnxruntime-web, without a session, runs the graph over the tokens the new ones can see, [first new token - n_layers x W, frontier), the new tokens' rows being exact there (a token depends only on tokens at most n_layers x W = ${L} s older). Output checks (max |diff| / max(1, max |ref|), tolerance 1e-4: float32 sums of at most 128 terms over 4 layers land near 1e-6, a weight, mask or time mix-up is off by O(0.1-1)): the 30 s case against float64 torch (the reference module on the same file), embeddings and head logits: sensorformer ${fmt.err(errSf)}, onnxruntime-web ${fmt.err(errOrt)}; onnxruntime-web's rows against the session's new tokens, on every timed update: ${fmt.err(ortErrMax)} (untimed checks before and after: ${fmt.err(verified.ort)}); the session's new tokens against a forward of everything received, before and after timing: ${fmt.err(verified.session)}. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
+  const notes = `Model: models/af.safetensors (sha256 ${sha.slice(0, 12)}; ${cfg.ensemble ? `${configs.length} models in one file, their class probabilities averaged (docs/model.md "Ensembles"; ${configs.map((c, k) => `member ${k} takes ${c.modalities.map((m) => m.name).join(', ')}`).join('; ')}), each ` : ''}d ${d}, ${cfg.n_heads} heads, ${cfg.n_layers} layers, ff ${cfg.dim_feedforward}, flattened, causal, look-back W = ${cfg.attention_lookback_s} s; ECG patches of ${Pe} at 300 Hz, ${EV.map((n) => `${n} events in patches of ${P[n]}`).join(", ")}); peer: bench/models/af.onnx, exported from the same file by \`npm run bench:models\` (weights as stored, F16 cast to float32 in the graph). Input: a synthetic single-lead ECG (web/src/simulator/physiology.js, seed ${AF_CASE.seed}, at rest, sinus rhythm then atrial fibrillation from ${AF_CASE.afFromS} s; mV at 300 Hz, the data set's rate) and its RR events from \`rrFromEcg\`${EV.some(isBeatModality) ? ' and beat events from \`beatsFromEcg\` on each beat modality\'s grid' : ''}; the 30 s recording is the committed case (bench/models/af_case_*), the streaming feed the same physiology with seed ${AF_CASE.seed + 1}. onnxruntime-web's inputs are computed in JS inside its timed call (patches normalised, presence flags, token times; as sensorformer's forward and push tokenize inside theirs). The graph attends with a dense (T, T) mask, what a torch user would export; sensorformer computes only each query's keys in [t - W, t]. GFLOP/s uses one nominal count for both (projections and feed-forward per token, Q.K^T and P.V over the pairs in reach), not the dense graph's work. Streaming: a session fed 1 s chunks (300 samples and the ${EV.join(' and ')} events in them) after ${prerollS} s (key caches full and evicting, the ${HISTORY_S} s pooling history full and dropping); the RR stream's incomplete 4-beat patch holds the frontier, so tokens become final in bursts (when a patch's 4th beat arrives, and when the next patch's first does). Each round times the push of the next chunk that makes tokens final; the chunks before it make nothing final and are pushed untimed (${fillers.length} of them in the timed rounds, median ${fmt.ms(median(fillers))} ms a push). onnxruntime-web, without a session, runs the graph over the tokens the new ones can see, [first new token - n_layers x W, frontier), the new tokens' rows being exact there (a token depends only on tokens at most n_layers x W = ${L} s older). Output checks (max |diff| / max(1, max |ref|), tolerance 1e-4: float32 sums of at most 128 terms over 4 layers land near 1e-6, a weight, mask or time mix-up is off by O(0.1-1)): the 30 s case against float64 torch (the reference module on the same file), embeddings and head logits: sensorformer ${fmt.err(errSf)}, onnxruntime-web ${fmt.err(errOrt)}; onnxruntime-web's rows against the session's new tokens, on every timed update: ${fmt.err(ortErrMax)} (untimed checks before and after: ${fmt.err(verified.ort)}); the session's new tokens against a forward of everything received, before and after timing: ${fmt.err(verified.session)}. Load average at the end: ${os.loadavg()[0].toFixed(1)} (1 min) on ${os.availableParallelism()} cores.`;
   if (CHECK) return { markdown: null };
   return {
     markdown: table(['workload', 'sensorformer ms', 'GFLOP/s', 'onnxruntime-web runs', 'onnxruntime-web ms', 'GFLOP/s', 'ORT / sf', 'rounds'], rows) + `\n\n${notes}`,
@@ -364,11 +365,15 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   const dir = process.argv[at + 1];
   mkdirSync(dir, { recursive: true });
-  const { ecg, rr, beat } = synthesize(AF_CASE.seconds);
-  writeFileSync(path.join(dir, 'af_case_ecg.f32'), new Uint8Array(ecg.samples.buffer));
+  // the event streams the model in models/af.safetensors takes: RR and one per beat modality
+  const model = await loadModel(AF_WEIGHTS, { numThreads: 1, warmup: false });
+  const grids = beatModalities(model.config);
+  model.dispose();
+  const feed = synthesize(AF_CASE.seconds, grids);
+  for (const f of readdirSync(dir)) if (/^af_case_.*\.json$/.test(f)) rmSync(path.join(dir, f));  // another model's streams
+  writeFileSync(path.join(dir, 'af_case_ecg.f32'), new Uint8Array(feed.ecg.samples.buffer));
   // NaN (a missing value) as null
   const events = (x) => JSON.stringify({ timestamps: [...x.timestamps], samples: Array.from(x.samples, (v) => (Number.isNaN(v) ? null : v)) }) + '\n';
-  writeFileSync(path.join(dir, 'af_case_rr.json'), events(rr));
-  writeFileSync(path.join(dir, 'af_case_beat.json'), events(beat));
-  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: ecg.samples.length, rrEvents: rr.timestamps.length, beats: beat.timestamps.length / 40 }));
+  for (const name of ['rr', ...grids.map((g) => g.modality)]) writeFileSync(path.join(dir, `af_case_${name}.json`), events(feed[name]));
+  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: feed.ecg.samples.length, rrEvents: feed.rr.timestamps.length, beats: detectBeats(feed.ecg.samples, AF_CASE.rateHz, { startTime: AF_CASE.startTime }).times.length }));
 }

@@ -90,7 +90,7 @@ MHA_SHAPES = [(16, 1), (64, 4), (64, 1), (256, 4)]
 MHA_CHECK_N = 128
 MASK_OFF = -1e9             # additive mask off the group: exp underflows to exactly 0 in float32
 AF_WEIGHTS = ROOT / "models" / "af.safetensors"
-AF_FILES = ["af.onnx", "af_case_ecg.f32", "af_case_rr.json", "af_case_beat.json", "af_check_embeddings.f32", "af_check_head.f32"]
+AF_FILES = ["af.onnx", "af_case_*", "af_check_*"]  # globs in bench/models
 
 
 def mha_math(x, in_w, in_b, out_w, out_b, num_heads):
@@ -332,7 +332,7 @@ def make_demo(meta):
 
 class AfPeer(nn.Module):
     """The AF model after what a JS user computes (bench/af.mjs peerFeeds): per modality of the
-    config, in its order (ecg, rr and, for a model with a beat stream, beat), the normalised
+    config, in its order (ecg, rr and the model's beat streams, "beat" or "beat_*"), the normalised
     patches (K, P) (missing samples 0), <name>_present (bool) and <name>_time (float64 absolute
     seconds) per patch; then reference_time (float64), placement and ecg_rate_bucket (int64
     indices) -> embeddings (sum K, d) (the modalities' tokens in that order) and head. The ECG is
@@ -350,7 +350,7 @@ class AfPeer(nn.Module):
                           ("activation", "gelu"), ("final_norm", True)]:
             assert cfg.get(key) == want, f"AfPeer is written for {key} = {want!r}, the model has {cfg.get(key)!r}"
         self.names = [m["name"] for m in cfg["modalities"]]
-        assert self.names[:2] == ["ecg", "rr"] and set(self.names[2:]) <= {"beat"} and cfg["n_sensors"] == 1
+        assert self.names[:2] == ["ecg", "rr"] and all(n == "beat" or n.startswith("beat_") for n in self.names[2:]) and cfg["n_sensors"] == 1
         self.cfg, self.compute = cfg, compute
         for name, t in ref.state_dict().items():
             keep = torch.float64 if name == INV_FREQ else storage
@@ -451,7 +451,7 @@ def af_inputs(config, window, dtype):
 
 def make_af(meta, previous):
     if not AF_WEIGHTS.exists():
-        kept = [f for f in AF_FILES if (OUT / f).exists()]
+        kept = sorted(f.name for g in AF_FILES for f in OUT.glob(g))
         print(f"af: {AF_WEIGHTS.relative_to(ROOT)} is not in this checkout: the AF peer files "
               f"({', '.join(kept) or 'none'}) and models.json's \"af\" entry are kept as they were")
         if "af" in previous:

@@ -7,17 +7,17 @@ import { ProbabilityBars, percent } from './prediction.js';
 
 // How the AF model takes the strap's streams: what it was trained on (tools/af/afmodel.py
 // "Inputs"): one sensor (0); the ECG in mV (a Polar H10 sends µV: x 1e-3) at the strap's own rate
-// (the feeder measures it; 130 Hz is the model's rate bucket 1, below 200 Hz); RR intervals in
+// (the feeder measures it; the model file reads it at 300 Hz, "upsample_hz"); RR intervals in
 // seconds as an event stream, one per beat (the strap's own, from its Heart Rate Measurement
-// notifications); for a model with a `beat` modality, each beat's waveform, derived from the ECG
-// the session is given (the feeder's BeatTrack: the strap sends no beat times; left out for a
-// model without that modality). The strap's other streams (ACC, HR) are left out by the feeder:
-// the model has no such modality.
+// notifications). A model's beat streams (models/af.safetensors: two, each beat's ECG on its own
+// grid with the RR intervals before it) are not listed: the feeder, given the model's config,
+// derives each of its beat modalities from the ECG by itself (a BeatTracker per grid; the strap
+// sends no beat times). The strap's other streams (ACC, HR) are left out by the feeder: the model
+// has no such modality.
 export const AF_FEED = Object.freeze({
   streams: Object.freeze({
     ecg: Object.freeze({ sensor: 0, modality: 'ecg', placement: 'chest', rateHz: 130, scale: 1e-3 }),
     rr: Object.freeze({ sensor: 0, modality: 'rr', placement: 'chest', rateHz: null }),
-    beat: Object.freeze({ sensor: 0, modality: 'beat', placement: 'chest', rateHz: null, from: 'ecg' }),
   }),
 });
 

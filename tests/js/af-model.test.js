@@ -14,26 +14,31 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { loadModel, readWfdb } from '../../web/src/index.js';
+import { beatModalities, loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, rewrite, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_BEATSRR_CONDITIONS_MARKERS, CV_BEATSRR_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, rewrite, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const modelPath = join(root, 'models', 'af.safetensors');
 const metrics = JSON.parse(readFileSync(join(root, 'models', 'af-metrics.json'), 'utf8'));
 
-test('the AF model file: <= 1 MB, the pair of two causal models with a look-back, the four classes, as its metrics say', async () => {
+test('the AF model file: <= 1 MB, three causal models with a look-back, the four classes, as its metrics say', async () => {
   assert.ok(statSync(modelPath).size <= 1_000_000, `${statSync(modelPath).size} bytes`);
   const model = await loadModel(modelPath);
   try {
     const c = model.config;
-    // the pair (docs/models.md): main 10 s (ECG, RR) and the beat-stream model (ECG, RR, beats)
-    assert.deepEqual(c.ensemble.members.map((m) => [m.causal, m.attention_lookback_s, m.modalities.map((x) => x.name)]),
-      [[true, 10, ['ecg', 'rr']], [true, 10, ['ecg', 'rr', 'beat']]]);
-    assert.deepEqual(metrics.members.map((m) => [m.variant, m.config, m.epochs_run]), [['main', { attention_lookback_s: 10 }, 40], ['beats', { attention_lookback_s: 10 }, 40]]);
+    // the three (docs/models.md): main 10 s (ECG, RR) and two beat-stream models (ECG, RR, beats on
+    // a grid of 40 points 16 ms apart / 80 points 8 ms apart, each beat's token with the 2 RR
+    // intervals before it), each reading the ECG at 300 Hz
+    assert.deepEqual(c.ensemble.members.map((m) => [m.causal, m.attention_lookback_s, m.modalities.map((x) => x.name), m.modalities[0].upsample_hz]),
+      [[true, 10, ['ecg', 'rr'], 300], [true, 10, ['ecg', 'rr', 'beat_40x16ms_rr2'], 300], [true, 10, ['ecg', 'rr', 'beat_80x8ms_rr2'], 300]]);
+    assert.deepEqual(beatModalities(c).map((g) => [g.modality, g.patchLen, g.points, g.first, g.stepS, g.rrContext]),
+      [['beat_40x16ms_rr2', 42, 40, -15, 0.016, 2], ['beat_80x8ms_rr2', 82, 80, -30, 0.008, 2]]);
+    assert.deepEqual(metrics.members.map((m) => [m.variant, m.config, m.epochs_run]),
+      [['main', { attention_lookback_s: 10 }, 40], ['beats-rr', { attention_lookback_s: 10 }, 40], ['beats-fine', { attention_lookback_s: 10 }, 40]]);
     assert.deepEqual(c.labels, ['normal', 'af', 'other', 'noisy']);
-    assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr', 'beat']);
+    assert.deepEqual(c.modalities.map((m) => m.name), ['ecg', 'rr', 'beat_40x16ms_rr2', 'beat_80x8ms_rr2']);
     assert.equal(statSync(modelPath).size, metrics.bytes);
   } finally {
     model.dispose();
@@ -61,15 +66,21 @@ test('the model card\'s cross-validation tables are the ones the fold runs give;
   // from before train_af.py recorded the schedule were all v1)
   const configurations = [['main', CV_MARKERS, 5, 'main', 'full'], ['main-v1', CV_MAIN_V1_MARKERS, 2, 'main', 'v1'],
     ['nan-rr', CV_NAN_RR_MARKERS, 5, 'nan-rr', 'v1'], ['lb10', CV_LB10_MARKERS, 5, 'main', 'full'],
-    ['lb10-e60', CV_E60_MARKERS, 5, 'main', 'full'], ['pair-lb10-beats', CV_PAIR_MARKERS, 4, 'ensemble', null],
+    ['lb10-e60', CV_E60_MARKERS, 5, 'main', 'full'], ['pair-lb10-beats', CV_PAIR_MARKERS, 5, 'ensemble', null],
+    ['triple-lb10-beatsrr-beatsfine', CV_BEATSRR_MARKERS, 5, 'ensemble', null],
     ['strap50', CV_STRAP50_MARKERS, 2, 'main', 'full'], ['pair-up300', CV_UP300_MARKERS, 2, 'ensemble', null]];
+  // the ensembles' members' variants, in order (train_af.py --variant)
+  const ensembleMembers = { 'pair-lb10-beats': ['main', 'beats'], 'pair-up300': ['main', 'beats'], 'triple-lb10-beatsrr-beatsfine': ['main', 'beats-rr', 'beats-fine'] };
+  // the shipped configuration's fold 0 is the shipped file's metrics (models/af-metrics.json)
+  assert.equal(SHIPPED, 'triple-lb10-beatsrr-beatsfine');
+  assert.deepEqual(folds(SHIPPED)[0], metrics);
   for (const [configuration, markers, count, variant, schedule] of configurations) {
     const list = folds(configuration);
     assert.ok(list.length >= count, `${configuration}: ${list.length} folds`);
     assert.deepEqual(list.map((m) => m.fold), list.map((_, i) => i), `${configuration}: folds 0, 1, ... in order, none twice`);
     for (const m of list) assert.equal(m.test.records, splitSize(m.fold), `${configuration} fold ${m.fold}: ${m.test.records} test records`);
     for (const m of list) {
-      if (variant === 'ensemble') assert.deepEqual(m.members.map((x) => [x.variant, x.schedule, x.config]), [['main', 'full', { attention_lookback_s: 10 }], ['beats', 'full', { attention_lookback_s: 10 }]], `${configuration} fold ${m.fold}`);
+      if (variant === 'ensemble') assert.deepEqual(m.members.map((x) => [x.variant, x.schedule, x.config]), ensembleMembers[configuration].map((v) => [v, 'full', { attention_lookback_s: 10 }]), `${configuration} fold ${m.fold}`);
       else assert.deepEqual([m.variant, m.schedule ?? 'v1'], [variant, schedule], `${configuration} fold ${m.fold}`);
     }
     assert.equal(documented(undefined, markers), cvTable(list, configuration), `docs/models.md or docs/af-experiments.md, once, between the ${markers[0]} markers: run \`node tools/af/table.mjs --write\``);
@@ -92,6 +103,7 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     ['lb10', [0, 1, 2, 3, 4], CV_LB10_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10')],
     ['lb10-e60', [0, 1, 2, 3, 4], CV_E60_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10-e60')],
     ['pair-lb10-beats', [0, 1, 2, 3, 4], CV_PAIR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-lb10-beats', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
+    ['triple-lb10-beatsrr-beatsfine', [0, 1, 2, 3, 4], CV_BEATSRR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'triple-lb10-beatsrr-beatsfine', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     ['strap50', [0, 1, 2, 3, 4], CV_STRAP50_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'strap50', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     // fold 0's rows are in results/pair-up300-fold0.json (scored under more conditions), folds 1-4's here
     ['pair-up300', [1, 2, 3, 4], CV_UP300_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-up300', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
@@ -176,6 +188,9 @@ test('the candidates to replace the pair: each fold\'s members as named, evaluat
   assert.equal(decide(g, [0.818, 0.802, 0.795, 0.795, 0.795], [0.790, 0.793, 0.770, 0.760, 0.760]), '');  // 1 of folds 2-4 within (3 of 5)
   assert.equal(decide('pair-up300', [0.818, 0.802, 0.791, 0.791, 0.791], [0.790, 0.793, 0.770, 0.770, 0.770]), '(E)');  // (E)'s rule alone would take it
   assert.equal(decide(g, [0.790, 0.790, 0.800, 0.800, 0.800], [0.770, 0.770, 0.790, 0.790, 0.790]), '');  // five folds 0.796
+  // on its committed folds (G) qualifies by that rule, and is what ships
+  assert.equal(candidate(g, byKey).qualifies, G);
+  assert.equal(SHIPPED, g);
   assert.equal(documented(undefined, CANDIDATES_MARKERS), candidatesTable(byKey), 'docs/models.md or docs/af-experiments.md, once, between the af-candidates markers: run `node tools/af/table.mjs --write`');
 });
 

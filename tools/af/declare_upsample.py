@@ -3,7 +3,11 @@ an ensemble file) gains "upsample_hz" (docs/model.md, "Tokenizer"): the runtime 
 regular stream of that modality slower than the rate at that rate, interpolated, before patching.
 The tensors are written back unchanged; only the metadata moves.
 
-    /usr/bin/python3 tools/af/declare_upsample.py models/af.safetensors --modality ecg --hz 300
+    /usr/bin/python3 tools/af/declare_upsample.py models/af.safetensors --modality ecg --hz 300 \
+        [--metrics models/af-metrics.json]
+
+--metrics: the metrics file ensemble.py --export wrote for FILE gets the declared file's size
+("bytes": the metadata grows) and this step appended to its "command".
 
 The shipped AF model (docs/models.md, "Inputs", and its ablation "(b) ... and reading a strap's
 ECG at the training rate carries it further") is ensemble.py's export followed by this command:
@@ -33,6 +37,7 @@ def main():
     ap.add_argument("--modality", required=True)
     ap.add_argument("--hz", type=float, required=True)
     ap.add_argument("--out", type=pathlib.Path, default=None, help="write here instead of over FILE")
+    ap.add_argument("--metrics", type=pathlib.Path, default=None, help="the metrics file of FILE: its bytes and command follow")
     args = ap.parse_args()
     meta, arrays, dtypes = read_safetensors(args.file, with_dtypes=True)
     assert all(d != "BF16" for d in dtypes.values()), "BF16 tensors are not written back bit for bit"
@@ -44,7 +49,15 @@ def main():
     else:
         meta = {**meta, "config": json.dumps(declare(json.loads(meta["config"]), args.modality, args.hz))}
     # the tensors in their stored order (read_safetensors returns them by offset)
-    write_safetensors(args.out or args.file, [(n, dtypes[n], a) for n, a in arrays.items()], meta)
+    out = args.out or args.file
+    write_safetensors(out, [(n, dtypes[n], a) for n, a in arrays.items()], meta)
+    if args.metrics:
+        metrics = json.loads(args.metrics.read_text())
+        step = f"/usr/bin/python3 tools/af/declare_upsample.py {out} --modality {args.modality} --hz {args.hz:g}"
+        metrics["bytes"] = out.stat().st_size
+        if step not in metrics.get("command", ""):
+            metrics["command"] = f"{metrics['command']} && {step}" if metrics.get("command") else step
+        args.metrics.write_text(json.dumps(metrics, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@
 // any model; model.js runs them and this file combines their heads.
 //
 // Streams go to the members whose modalities include theirs (a member never sees a stream of a
-// modality it does not know: the AF pair's first member takes ECG and RR, the second ECG, RR and
-// beats); a stream no member knows goes to the first, whose error names it.
+// modality it does not know: the AF model's first member takes ECG and RR, the second and third
+// ECG, RR and a beat stream each); a stream no member knows goes to the first, whose error names it.
 import { SensorformerError } from './errors.js';
 
 const bad = (message) => new SensorformerError('BAD_FORMAT', message);

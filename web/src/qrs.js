@@ -212,13 +212,13 @@ const unknownBetween = (missingBefore, a, b) => missingBefore[b] - missingBefore
  * not seen). By default it is an event valued NaN, a missing value (nothing the ECG said is
  * dropped), and each model takes it the way it was trained: a model whose `rr` modality says
  * `"missing_events": "leave-out"` (docs/model.md, "Tokenizer") drops it before patching, as the
- * AF pair's first member (models/af.safetensors) was trained; its second member was trained with
- * such events and reads them as missing values. With `{ gaps: 'leave-out' }` the interval is left
+ * AF model's first member (models/af.safetensors) was trained; its beat-stream members were
+ * trained with such events and read them as missing values. With `{ gaps: 'leave-out' }` the interval is left
  * out of the stream for every model, as a strap's own RR stream leaves out what a lost
  * notification held. On the CinC 2017 test part at 130 Hz with 20 % of the ECG lost in 0.56 s
- * notifications the pair scores 0.727 fed this default and 0.714 with `'leave-out'` (until
- * 2026-12-05 the default: its second member then never saw the missing events it was trained
- * with; docs/models.md, "RR across gaps").
+ * notifications the pair shipped before it (its first member and one beat-stream member) scored
+ * 0.727 fed this default and 0.714 with `'leave-out'` (until 2026-12-05 the default: its second
+ * member then never saw the missing events it was trained with; docs/models.md, "RR across gaps").
  * @param {{ sensor: number, placement: string, rateHz: number, startTime?: number, samples: ArrayLike<number|null> }} ecg
  *   a regular stream in the window format
  * @param {{ times: ArrayLike<number>, rr: ArrayLike<number> } | null} [detected] detectBeats(ecg.samples, ecg.rateHz, { startTime })
