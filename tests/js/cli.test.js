@@ -107,6 +107,9 @@ test('usage errors exit 2, model errors exit 1 with the error code', async () =>
   r = await run('run', '--model', modelPath, '--input', bad);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /INVALID_ARGUMENT: window\.streams\[0\]\.samples\[0\]/);
+  // a failure in the first window leaves no partial document on stdout (a pipe into a JSON reader
+  // sees nothing rather than '{"windows":[')
+  assert.equal(r.stdout, '');
 });
 
 test('a recorded Bluetooth session runs through the CLI as hop windows', async () => {

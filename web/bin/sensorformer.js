@@ -541,8 +541,9 @@ function toJson(r, { embeddings }) {
   return out;
 }
 
-// The document is written window by window, its start before the first window is computed (an
-// error in window 0 leaves `{"windows":[`). --pretty gives JSON.stringify(doc, null, 2) exactly,
+// The document is written window by window, its start with the first window (an error in window 0
+// leaves nothing on stdout; one in window k the k windows before it, an unclosed document whose
+// windows are complete). --pretty gives JSON.stringify(doc, null, 2) exactly,
 // except that no window at all is written "[\n  ]", not "[]".
 const LAYOUT = {
   compact: { open: '{"windows":[', sep: ',', close: ']}\n', closeEmpty: ']}\n', window: (w) => JSON.stringify(w) },
@@ -708,10 +709,9 @@ async function main() {
       }
       throw e;
     }
-    await sink.write(`${written ? layout.sep : ''}${layout.window(toJson(result, values))}`);
+    await sink.write(`${written ? layout.sep : layout.open}${layout.window(toJson(result, values))}`);
     written++;
   };
-  await sink.write(layout.open);
   const source = windows[Symbol.asyncIterator]?.() ?? windows[Symbol.iterator]();
   for (;;) {
     let next;
@@ -734,7 +734,7 @@ async function main() {
     if (inFlight.length >= lookahead) await writeNext();
   }
   while (inFlight.length) await writeNext();
-  await sink.write(written ? layout.close : layout.closeEmpty);
+  await sink.write(written ? layout.close : `${layout.open}${layout.closeEmpty}`);
   await sink.close();
   input.finish?.(written);
   await model.dispose();
