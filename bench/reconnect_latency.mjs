@@ -43,7 +43,9 @@ async function run(seed, streams) {
     })();
   }
   let frontier = -Infinity;
-  const feeding = feedSession(strap, model.stream(), { streams, onUpdate: (u) => { frontier = u.frontier; } });
+  // config: as the demo's feeder (demo/ui/stream-inference.js), so the model's beat streams are
+  // derived from the ECG and the strap's other streams left out
+  const feeding = feedSession(strap, model.stream(), { config: model.config, streams, onUpdate: (u) => { frontier = u.frontier; } });
   const lags = [];
   for (let t = 0.5; t <= RUN; t += 0.5) {
     await clock.advanceAsync(0.5);
