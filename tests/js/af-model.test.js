@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { beatModalities, loadModel, readWfdb } from '../../web/src/index.js';
 import { compare, dataFromEnv, evaluate } from '../../tools/af/eval_af.mjs';
-import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_BEATSRR_CONDITIONS_MARKERS, CV_BEATSRR_MARKERS, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, rewrite, scores, table } from '../../tools/af/table.mjs';
+import { CANDIDATES, CANDIDATES_MARKERS, CV_CONDITIONS_MARKERS, CV_E60_CONDITIONS_MARKERS, CV_E60_MARKERS, CV_BEATSRR_CONDITIONS_MARKERS, CV_BEATSRR_MARKERS, CV_QRS2_CONDITIONS_MARKERS, QRS2, CV_PAIR_CONDITIONS_MARKERS, CV_PAIR_MARKERS, CV_STRAP50_CONDITIONS_MARKERS, CV_STRAP50_MARKERS, CV_UP300_CONDITIONS_MARKERS, CV_UP300_MARKERS, CV_LB10_CONDITIONS_MARKERS, CV_LB10_MARKERS, CV_MAIN_V1_MARKERS, CV_MARKERS, CV_NAN_RR_MARKERS, SHIPPED, candidate, candidatesTable, decide, qualifies, screening, conditionRows, cvConditionsTable, cvTable, documented, folds, rewrite, scores, table } from '../../tools/af/table.mjs';
 import { challengeF1, tuneOffsets } from '../../tools/af/tune_offsets.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -104,11 +104,13 @@ test('the model card\'s conditions-per-fold tables are the ones the committed sc
     ['lb10-e60', [0, 1, 2, 3, 4], CV_E60_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'lb10-e60')],
     ['pair-lb10-beats', [0, 1, 2, 3, 4], CV_PAIR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-lb10-beats', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     ['triple-lb10-beatsrr-beatsfine', [0, 1, 2, 3, 4], CV_BEATSRR_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'triple-lb10-beatsrr-beatsfine', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
+    // the same runs with the QRS detector of 2026-12-07: their clean rows the same runs' scores
+    [QRS2, [0, 1, 2, 3, 4], CV_QRS2_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), QRS2, ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     ['strap50', [0, 1, 2, 3, 4], CV_STRAP50_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'strap50', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
     // fold 0's rows are in results/pair-up300-fold0.json (scored under more conditions), folds 1-4's here
     ['pair-up300', [1, 2, 3, 4], CV_UP300_CONDITIONS_MARKERS, () => cvConditionsTable(scores(), 'pair-up300', ['clean', 'strap-r130-drop20', 'r130-drop20'])],
   ]) {
-    const byFold = new Map(folds(configuration).map((m) => [m.fold, m]));
+    const byFold = new Map(folds(configuration === QRS2 ? 'triple-lb10-beatsrr-beatsfine' : configuration).map((m) => [m.fold, m]));
     const clean = conditionRows(configuration).filter((r) => r.condition === 'clean');
     const scored = clean.map((r) => r.fold).sort();
     assert.deepEqual(scored, [...new Set(scored)], `${configuration}: each fold scored once`);

@@ -47,6 +47,7 @@ const ABLATIONS_MARKERS = markers('af-ablations');
 // its one change, and its row compares with nan-rr's clean score.
 const MODELS = {
   'triple-lb10-beatsrr-beatsfine-fold0': ['the three: main 10 s (40 epochs) and two beat-stream models with the RR intervals in their beat tokens, their mean probability (the shipped model)', 'the three'],
+  'triple-lb10-beatsrr-beatsfine-qrs2-fold0': ['the three, their beats from the QRS detector as changed on 2026-12-07 (first thresholds learnt on received samples; the package\'s since)', 'the three, detector of 2026-12-07'],
   'pair-lb10-beats-fold0': ['the pair: main 10 s (40 epochs) and the beat-stream model, their mean probability (shipped before)', 'pair'],
   'pair-lb10-beats-native-rate-fold0': ['the pair, a 130 Hz ECG read at 130 Hz (the shipped file until 2026-12-06, before it declared "upsample_hz": 300)'],
   'pair-up300-fold0': ['the pair trained as it is read: both members trained with --upsample-hz 300 (candidate (E): did not qualify)', 'candidate'],
@@ -80,7 +81,7 @@ const CONDITIONS = {
   'r130-drop20-known': '130 Hz + 20 % dropouts, RR from the ECG, across gaps left out at test only',
 };
 // [claim, run, condition, the run whose clean score the last column compares with]: the rows in order
-const G = 'triple-lb10-beatsrr-beatsfine-fold0', P = 'pair-lb10-beats-fold0', E = 'lb10-e60-fold0', L = 'lb10-fold0', M = 'main-fold0', V1 = 'main-v1-fold0', N = 'nan-rr-fold0';
+const G = 'triple-lb10-beatsrr-beatsfine-fold0', Q = 'triple-lb10-beatsrr-beatsfine-qrs2-fold0', P = 'pair-lb10-beats-fold0', E = 'lb10-e60-fold0', L = 'lb10-fold0', M = 'main-fold0', V1 = 'main-v1-fold0', N = 'nan-rr-fold0';
 // Each claim compares like with like: the shipped model against the pair it replaced, the pair
 // against its first member alone (main 10 s, 40 epochs); that one against main with the 5 s look-back; main against main v1 for the schedule; main v1 against
 // NaN RR (both v1) for the RR intervals across gaps; the ablations against NaN RR, with the shipped
@@ -90,6 +91,9 @@ const ROWS = [
   ['goal', G, 'strap-drop20', G],
   ['goal', G, 'strap-r130-drop20', G],
   ['goal', G, 'r130-drop20', G],
+  ['goal', Q, 'strap-drop20', G],
+  ['goal', Q, 'strap-r130-drop20', G],
+  ['goal', Q, 'r130-drop20', G],
   ['ensemble', P, 'clean', G],
   ['goal', P, 'strap-drop20', P],
   ['goal', P, 'strap-r130-drop20', P],
@@ -145,6 +149,8 @@ const ROWS = [
   ['(c) missing data', G, 'drop20', G],
   ['(c) missing data', G, 'drop5-zeros', G],
   ['(c) missing data', G, 'drop20-zeros', G],
+  ['(c) missing data', Q, 'drop5', G],
+  ['(c) missing data', Q, 'drop20', G],
   ['(c) missing data', P, 'drop5', P],
   ['(c) missing data', P, 'drop20', P],
   ['(c) missing data', P, 'drop5-zeros', P],
@@ -354,6 +360,13 @@ export const CV_ROPE4_CONDITIONS_MARKERS = markers('af-cv-pair-rope4-conditions'
 // triple-lb10-beatsrr-beatsfine-fold<k>.json) and their conditions (...-conditions.json).
 export const CV_BEATSRR_MARKERS = markers('af-cv-triple-beatsrr');
 export const CV_BEATSRR_CONDITIONS_MARKERS = markers('af-cv-triple-beatsrr-conditions');
+// The same three scored again with the QRS detector as changed on 2026-12-07 (its first thresholds
+// learnt on the samples received: docs/models.md "QRS detector"), which changes beats only where
+// samples are missing: the dropout conditions (results/cv/triple-lb10-beatsrr-beatsfine-qrs2-conditions.json,
+// run names ...-qrs2-fold<k>; fold 0's other conditions in results/triple-lb10-beatsrr-beatsfine-qrs2-fold0.json).
+// The candidates' table keeps the numbers (G) was judged on.
+export const QRS2 = 'triple-lb10-beatsrr-beatsfine-qrs2';
+export const CV_QRS2_CONDITIONS_MARKERS = markers('af-cv-triple-qrs2-conditions');
 
 // What would replace the shipped pair (docs/af-experiments.md, "The strap goal at 130 Hz": the rule written on
 // 2026-12-05 before any candidate was scored), applied to the committed numbers: per candidate its
@@ -502,6 +515,7 @@ export function parts() {
     [CV_ROPE4_CONDITIONS_MARKERS, cvConditionsTable(scores(), 'pair-rope4-rope4', PAIR_CONDITIONS), 'candidate (F) conditions-per-fold table'],
     [CV_BEATSRR_MARKERS, cvTable(folds('triple-lb10-beatsrr-beatsfine'), 'triple-lb10-beatsrr-beatsfine'), 'candidate (G) cross-validation table'],
     [CV_BEATSRR_CONDITIONS_MARKERS, cvConditionsTable(scores(), 'triple-lb10-beatsrr-beatsfine', PAIR_CONDITIONS), 'candidate (G) conditions-per-fold table'],
+    [CV_QRS2_CONDITIONS_MARKERS, cvConditionsTable(scores(), QRS2, PAIR_CONDITIONS), 'the shipped model\'s conditions-per-fold table with the QRS detector of 2026-12-07'],
     [CANDIDATES_MARKERS, candidatesTable(), 'table of the candidates to replace the pair']];
 }
 

@@ -131,12 +131,23 @@ export function detectBeats(samples, rateHz, options = null) {
     for (let i = Math.max(1, p - win); i <= p; i++) s = Math.max(s, Math.abs(bp[i] - bp[i - 1]));
     return s;
   };
-  // Learning phase (the first 2 s, or all of a shorter window).
+  // Learning phase: the first 2 s of samples that were received (or all of a shorter window).
+  // Held samples (missing ones, and those within one integration window of them, where the step
+  // at the data's return looks like a QRS) say nothing of the signal's or the noise's level: a
+  // window that starts inside a gap would learn thresholds near 0 over its held stretch and take
+  // noise peaks after it as beats. Without missing samples this is the first 2 s.
+  const missingBefore = missingCounts(samples);
+  const nearMissing = (i) => missingBefore[Math.min(n, i + win + 1)] - missingBefore[Math.max(0, i - win)] > 0;
   const learn = Math.min(n, Math.round(2 * fs));
-  let spk = 0, npk = 0;
-  for (let i = 0; i < learn; i++) spk = Math.max(spk, mwi[i]), npk += mwi[i];
+  let spk = 0, npk = 0, learnt = 0;
+  for (let i = first; i < n && learnt < learn; i++) {
+    if (nearMissing(i)) continue;
+    spk = Math.max(spk, mwi[i]), npk += mwi[i], learnt++;
+  }
+  if (learnt === 0)  // every sample is held or next to a missing one: the first 2 s as they are
+    for (let i = 0; i < learn; i++) spk = Math.max(spk, mwi[i]), npk += mwi[i], learnt++;
   spk *= 0.25;
-  npk = (0.5 * npk) / learn;
+  npk = (0.5 * npk) / learnt;
   const beats = [];
   const rrs = [];
   let lastSlope = 0;
@@ -173,8 +184,6 @@ export function detectBeats(samples, rateHz, options = null) {
   // Each beat at the largest |band-passed value| within the window around its integrated peak.
   // A beat within one integration window of a missing sample is dropped: the held value's step
   // where the data resumes looks like a QRS to the band-pass.
-  const missingBefore = missingCounts(samples);
-  const nearMissing = (i) => missingBefore[Math.min(n, i + win + 1)] - missingBefore[Math.max(0, i - win)] > 0;
   const indices = [];
   for (const p of beats) {
     let at = p, best = -1;
