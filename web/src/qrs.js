@@ -54,12 +54,11 @@ function filtfilt([b0, b1, b2, a1, a2], x) {
   return run(run(x).reverse()).reverse();
 }
 
-// A sample as every function here reads it: a number, or NaN when missing. null, NaN and the
-// non-finite values (+-Infinity, which a window refuses) are missing: no beat is detected next to
-// one, an interval across one is unknown and a beat's waveform is NaN there.
-// A sample as a number: null, NaN, +-Infinity, what is not a number (a Symbol, a BigInt) and
-// values past +-1e100 are missing (the zero-phase filter would carry such a value's overflow over
-// the whole recording: no beat at all).
+// A sample as every function here reads it: a number, or NaN when missing. null, NaN, +-Infinity
+// (which a window refuses), what is not a number (a Symbol, a BigInt) and values past +-1e100 (the
+// zero-phase filter would carry such a value's overflow over the whole recording: no beat at all)
+// are missing: no beat is detected next to one, an interval across one is unknown and a beat's
+// waveform is NaN there.
 const reading = (v) => {
   const x = typeof v === 'number' ? v : v == null || typeof v === 'symbol' || typeof v === 'bigint' ? NaN : Number(v);
   return Number.isFinite(x) && Math.abs(x) <= 1e100 ? x : NaN;
@@ -87,12 +86,15 @@ export function detectBeats(samples, rateHz, options = null) {
   if (samples.length > MAX_SAMPLES) throw new SensorformerError('RESOURCE_EXHAUSTED', `detectBeats: ${samples.length} samples, more than ${MAX_SAMPLES} (a day at 1000 Hz): detect over parts of the recording`);
   const n = samples.length, fs = rateHz;
   const empty = { indices: new Int32Array(0), times: new Float64Array(0), rr: new Float64Array(0) };
-  const x = new Float64Array(n);
+  // The samples read once: held at the last value where missing, and missingBefore (as
+  // missingCounts gives it) for the learning phase, the beats next to a gap and the intervals.
+  const x = new Float64Array(n), missingBefore = new Int32Array(n + 1);
   let last = NaN;
   for (let i = 0; i < n; i++) {
     const v = reading(samples[i]);
     if (!Number.isNaN(v)) last = v;
     x[i] = last;
+    missingBefore[i + 1] = missingBefore[i] + (Number.isNaN(v) ? 1 : 0);
   }
   const first = x.findIndex((v) => Number.isFinite(v));
   if (first < 0) return empty;
@@ -136,7 +138,6 @@ export function detectBeats(samples, rateHz, options = null) {
   // at the data's return looks like a QRS) say nothing of the signal's or the noise's level: a
   // window that starts inside a gap would learn thresholds near 0 over its held stretch and take
   // noise peaks after it as beats. Without missing samples this is the first 2 s.
-  const missingBefore = missingCounts(samples);
   const nearMissing = (i) => missingBefore[Math.min(n, i + win + 1)] - missingBefore[Math.max(0, i - win)] > 0;
   const learn = Math.min(n, Math.round(2 * fs));
   let spk = 0, npk = 0, learnt = 0;
