@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attend/multihead_attention.hpp"
@@ -53,6 +54,10 @@ bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
 // first: `bytes` is their total (web/src makes them typed arrays of the element types copy_in
 // reads). `what`: "the window's arrays", "the model file", ...
 SF_GLUE_MINSIZE sf::Status check_copy(double bytes, const char* what) {
+  // budget(n) is n when n bytes fit, found without walking the allocator's free blocks when the
+  // heap has room above its break (every call's usual case); what is left is computed for the message.
+  if (bytes < static_cast<double>(SIZE_MAX) && static_cast<double>(sf::limits::budget(static_cast<std::size_t>(bytes))) >= bytes)
+    return sf::Status::Ok();
   const std::size_t left = sf::limits::budget(SIZE_MAX);
   if (bytes <= static_cast<double>(left)) return sf::Status::Ok();
   return {sf::ErrorCode::kResourceExhausted, std::string(what) + " would take " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
@@ -79,10 +84,24 @@ std::vector<T> copy_in(const val& typed_array) {
   return emscripten::convertJSArrayToNumberVector<T>(typed_array);
 }
 
-// Copies out of the wasm heap: the caller's array stays valid when the heap grows.
+// The typed array that holds a copy of a std::vector<T>.
 template <class T>
-val copy_out(const char* ctor, const std::vector<T>& v) {
-  return val::global(ctor).new_(val(emscripten::typed_memory_view(v.size(), v.data())));
+constexpr const char* typed_array_name() {
+  if constexpr (std::is_same_v<T, float>) return "Float32Array";
+  else if constexpr (std::is_same_v<T, double>) return "Float64Array";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "Int32Array";
+  else {
+    static_assert(std::is_same_v<T, std::uint8_t>, "copy_out: no typed array for this element type");
+    return "Uint8Array";
+  }
+}
+
+// Copies out of the wasm heap: the caller's array stays valid when the heap grows. (The
+// constructor is looked up by name on every call: a handle kept across calls would stay alive
+// for good, and tests/js/memory.test.js counts the live ones.)
+template <class T>
+val copy_out(const std::vector<T>& v) {
+  return val::global(typed_array_name<T>()).new_(val(emscripten::typed_memory_view(v.size(), v.data())));
 }
 
 // times: Float64Array (n) seconds; inv_freq: null (computed from max_period) or Float64Array
@@ -110,7 +129,7 @@ SF_GLUE_MINSIZE val time_encoding(val times, double t_ref, int d_model, double m
   if (!s.ok()) return failure(s);
   val r = val::object();
   r.set("ok", true);
-  r.set("data", copy_out("Float32Array", out));
+  r.set("data", copy_out(out));
   return r;
 }
 
@@ -159,8 +178,8 @@ val run_mha(const sf::MhaWeights& w, val query, int L, val kv, int S, val key_pa
   if (!s.ok()) return failure(s);
   val r = val::object();
   r.set("ok", true);
-  r.set("output", copy_out("Float32Array", out));
-  if (weights_mode != 0) r.set("attention", copy_out("Float32Array", attn));
+  r.set("output", copy_out(out));
+  if (weights_mode != 0) r.set("attention", copy_out(attn));
   return r;
 }
 
@@ -237,10 +256,10 @@ sf::Window window_from_js(const val& w) {
 
 // Per token: the input stream's index, modality index, time and presence (forward and stream push).
 void set_token_labels(const sf::Tokens& t, val* out) {
-  out->set("tokenStream", copy_out("Int32Array", t.stream));
-  out->set("tokenModality", copy_out("Int32Array", t.modality));
-  out->set("tokenTime", copy_out("Float64Array", t.time));
-  out->set("tokenPresent", copy_out("Uint8Array", t.present));
+  out->set("tokenStream", copy_out(t.stream));
+  out->set("tokenModality", copy_out(t.modality));
+  out->set("tokenTime", copy_out(t.time));
+  out->set("tokenPresent", copy_out(t.present));
 }
 
 // A model instance owned by JavaScript (delete() frees it; the package wraps that in dispose()).
@@ -322,9 +341,9 @@ class ModelHandle {
     if (!s.ok()) return failure(s);
     const sf::Tokens& t = r.tokens;
     val out = ok_object();
-    out.set("embeddings", copy_out("Float32Array", r.embeddings));
-    out.set("pooled", copy_out("Float32Array", r.pooled));
-    out.set("head", copy_out("Float32Array", r.head));
+    out.set("embeddings", copy_out(r.embeddings));
+    out.set("pooled", copy_out(r.pooled));
+    out.set("head", copy_out(r.head));
     set_token_labels(t, &out);
     out.set("referenceTime", t.reference_time);
     val maps = val::array();
@@ -334,8 +353,8 @@ class ModelHandle {
       map.set("layer", m.layer);
       map.set("block", std::string(sf::block_name(m.block)));
       map.set("group", m.group);
-      map.set("tokens", copy_out("Int32Array", m.tokens));
-      map.set("weights", copy_out("Float32Array", m.weights));
+      map.set("tokens", copy_out(m.tokens));
+      map.set("weights", copy_out(m.weights));
       maps.set(i, map);
     }
     out.set("attention", maps);
@@ -411,8 +430,8 @@ class StreamHandle {
     const sf::Tokens& t = u.tokens;
     val out = ok_object();
     set_token_labels(t, &out);
-    out.set("tokenIndex", copy_out("Float64Array", std::vector<double>(u.index.begin(), u.index.end())));
-    out.set("embeddings", copy_out("Float32Array", u.embeddings));
+    out.set("tokenIndex", copy_out(std::vector<double>(u.index.begin(), u.index.end())));
+    out.set("embeddings", copy_out(u.embeddings));
     out.set("frontier", u.frontier);
     out.set("referenceTime", reference_time());
     val rows = val::array();
@@ -422,9 +441,9 @@ class StreamHandle {
       r.set("query", static_cast<double>(a.query));
       r.set("layer", a.layer);
       r.set("block", std::string(sf::block_name(a.block)));
-      r.set("keys", copy_out("Float64Array", std::vector<double>(a.keys.begin(), a.keys.end())));
-      r.set("keyTimes", copy_out("Float64Array", a.key_times));
-      r.set("weights", copy_out("Float32Array", a.weights));
+      r.set("keys", copy_out(std::vector<double>(a.keys.begin(), a.keys.end())));
+      r.set("keyTimes", copy_out(a.key_times));
+      r.set("weights", copy_out(a.weights));
       rows.set(i, r);
     }
     out.set("attention", rows);
@@ -434,7 +453,7 @@ class StreamHandle {
       const sf::SkippedRun& k = u.skipped[i];
       skipped[4 * i] = k.stream, skipped[4 * i + 1] = k.from, skipped[4 * i + 2] = k.to, skipped[4 * i + 3] = static_cast<double>(k.patches);
     }
-    out.set("skipped", copy_out("Float64Array", skipped));
+    out.set("skipped", copy_out(skipped));
     return out;
   }
 
@@ -443,8 +462,8 @@ class StreamHandle {
     const sf::Status s = session_.pooled(seconds, &r);
     if (!s.ok()) return failure(s);
     val out = ok_object();
-    out.set("pooled", copy_out("Float32Array", r.pooled));
-    out.set("head", copy_out("Float32Array", r.head));
+    out.set("pooled", copy_out(r.pooled));
+    out.set("head", copy_out(r.head));
     out.set("presentTokens", r.present_tokens);
     out.set("from", r.from);
     out.set("to", r.to);
