@@ -23,6 +23,9 @@
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
 #endif
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 namespace sf::kernels {
 
@@ -217,6 +220,30 @@ void tile_pv(const float* p, int n, const float* v, int ldv, int Dhp, const floa
   }
 }
 
+// dst[c * ldd + i] = scale * src[i * lds + c] for i, c < 4: a 4 x 4 block transposed (SSE, which
+// Emscripten lowers to WebAssembly SIMD). Each value is the same one multiply as the scalar
+// loops it replaces, so the packed K and Q are the same bits. Returns false (nothing done) where
+// SSE is unavailable.
+inline bool transpose4(const float* src, std::size_t lds, float* dst, std::size_t ldd, float scale) {
+#if defined(__SSE__)
+  __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + lds), r2 = _mm_loadu_ps(src + 2 * lds),
+         r3 = _mm_loadu_ps(src + 3 * lds);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  if (scale != 1.0f) {
+    const __m128 f = _mm_set1_ps(scale);
+    r0 = _mm_mul_ps(r0, f), r1 = _mm_mul_ps(r1, f), r2 = _mm_mul_ps(r2, f), r3 = _mm_mul_ps(r3, f);
+  }
+  _mm_storeu_ps(dst, r0);
+  _mm_storeu_ps(dst + ldd, r1);
+  _mm_storeu_ps(dst + 2 * ldd, r2);
+  _mm_storeu_ps(dst + 3 * ldd, r3);
+  return true;
+#else
+  (void)src, (void)lds, (void)dst, (void)ldd, (void)scale;
+  return false;
+#endif
+}
+
 float hmax(const float* x, int n) {  // n a lane multiple
   fbatch m = fbatch::load_aligned(x);
   for (int j = kW; j < n; j += kW) m = vmax(m, fbatch::load_aligned(x + j));
@@ -281,11 +308,24 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     // Columns past S are read only up to the next whole column pair (see nc below).
     const int cols = std::min(kKeyBlock, (S - t * kKeyBlock + 2 * kW - 1) / (2 * kW) * (2 * kW));
     int masked = 0;
-    for (int jj = 0; jj < cols; ++jj) {
+    // Four keys at a time where all four are in S and Dh is a multiple of 4: 4 x 4 transposes.
+    int jv = 0;
+    if (Dh % 4 == 0)
+      for (; jv + 4 <= cols && t * kKeyBlock + jv + 4 <= S; jv += 4) {
+        const float* kj = k + static_cast<size_t>(t * kKeyBlock + jv) * ldk;
+        int d = 0;
+        for (; d < Dh; d += 4)
+          if (!transpose4(kj + d, ldk, kt_t + d * kKeyBlock + jv, kKeyBlock, 1.0f)) break;
+        if (d < Dh) break;  // no SSE: the scalar loop below packs these keys
+      }
+    for (int jj = jv; jj < cols; ++jj) {
       const int j = t * kKeyBlock + jj;
       const bool in = j < S;
       for (int d = 0; d < Dh; ++d) kt_t[d * kKeyBlock + jj] = in ? k[j * ldk + d] : 0.0f;
-      const bool off = !in || (key_ignore && key_ignore[j]);
+    }
+    for (int jj = 0; jj < cols; ++jj) {
+      const int j = t * kKeyBlock + jj;
+      const bool off = j >= S || (key_ignore && key_ignore[j]);
       bias[j] = off ? kNegInf : 0.0f;
       masked += off;
     }
@@ -315,8 +355,19 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
       kmin = std::min(kmin, blk.start[r]);
       blk.m[r] = kNegInf;
       blk.l[r] = 0.0f;
-      float* qr = qs + (r / kRows) * kRows * Dh + r % kRows;
-      for (int d = 0; d < Dh; ++d) qr[d * kRows] = r < nq ? qscale * q[(i0 + r) * ldq + d] : 0.0f;
+    }
+    // The queries, scaled, interleaved by micro-tile: four whole rows at a time by 4 x 4
+    // transposes when Dh is a multiple of 4, the rest (and rows past nq, zero) one by one.
+    for (int r0 = 0; r0 < nr; r0 += kRows) {
+      int d = 0;
+      if (r0 + kRows <= nq && Dh % 4 == 0)
+        for (; d < Dh; d += 4)
+          if (!transpose4(q + static_cast<size_t>(i0 + r0) * ldq + d, ldq, qs + r0 * Dh + d * kRows, 4, qscale)) break;
+      if (d >= Dh) continue;
+      for (int r = r0; r < r0 + kRows; ++r) {
+        float* qr = qs + r0 * Dh + r % kRows;
+        for (int dd = 0; dd < Dh; ++dd) qr[dd * kRows] = r < nq ? qscale * q[(i0 + r) * ldq + dd] : 0.0f;
+      }
     }
     std::fill(o, o + nr * Dhp, 0.0f);
     if (tile_m) std::fill(tile_m, tile_m + static_cast<size_t>(nr) * tiles, kNegInf);
@@ -364,7 +415,9 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           // Rows that have seen no unmasked key keep m = -inf; exponentiating against 0 instead
           // keeps their probabilities at exactly 0 (never -inf - -inf = NaN).
           const float m_use = m_new == kNegInf ? 0.0f : m_new;
-          corr[rr] = std::exp2(blk.m[r] - m_use);  // 1 when the max did not grow, 0 at first
+          // 1 when the max did not grow, 0 at first: exp2 gives exactly those, so they skip its
+          // call (a row pays one per key tile; at Dh 16 that is a tenth of the tile's vector work).
+          corr[rr] = blk.m[r] == m_use ? 1.0f : blk.m[r] == kNegInf ? 0.0f : std::exp2(blk.m[r] - m_use);
           const fbatch vm(m_use);
           fbatch sum(0.0f);
           for (int j = 0; j < nc; j += kW) {
@@ -389,7 +442,9 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     for (int r = 0; r < nq; ++r) {
       const float inv = blk.l[r] > 0.0f ? 1.0f / blk.l[r] : 0.0f;  // l = 0: every key masked
       float* orow = out + (i0 + r) * ldo;
-      for (int d = 0; d < Dh; ++d) orow[d] = o[r * Dhp + d] * inv;
+      const int dv = simd_end(Dh, kW);
+      for (int d = 0; d < dv; d += kW) (fbatch::load_unaligned(o + r * Dhp + d) * fbatch(inv)).store_unaligned(orow + d);
+      for (int d = dv; d < Dh; ++d) orow[d] = o[r * Dhp + d] * inv;
       if (!weights) continue;
       // Each tile's probabilities were taken against the running max of their time; one factor
       // per (row, tile) brings them to the final max and divides by the sum.
