@@ -318,11 +318,14 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           if (!transpose4(kj + d, ldk, kt_t + d * kKeyBlock + jv, kKeyBlock, 1.0f)) break;
         if (d < Dh) break;  // no SSE: the scalar loop below packs these keys
       }
+    SF_SMALL_LOOP
     for (int jj = jv; jj < cols; ++jj) {
       const int j = t * kKeyBlock + jj;
       const bool in = j < S;
+      SF_SMALL_LOOP
       for (int d = 0; d < Dh; ++d) kt_t[d * kKeyBlock + jj] = in ? k[j * ldk + d] : 0.0f;
     }
+    SF_SMALL_LOOP
     for (int jj = 0; jj < cols; ++jj) {
       const int j = t * kKeyBlock + jj;
       const bool off = j >= S || (key_ignore && key_ignore[j]);
@@ -364,8 +367,10 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
         for (; d < Dh; d += 4)
           if (!transpose4(q + static_cast<size_t>(i0 + r0) * ldq + d, ldq, qs + r0 * Dh + d * kRows, 4, qscale)) break;
       if (d >= Dh) continue;
+      SF_SMALL_LOOP
       for (int r = r0; r < r0 + kRows; ++r) {
         float* qr = qs + r0 * Dh + r % kRows;
+        SF_SMALL_LOOP
         for (int dd = 0; dd < Dh; ++dd) qr[dd * kRows] = r < nq ? qscale * q[(i0 + r) * ldq + dd] : 0.0f;
       }
     }
@@ -444,6 +449,7 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
       float* orow = out + (i0 + r) * ldo;
       const int dv = simd_end(Dh, kW);
       for (int d = 0; d < dv; d += kW) (fbatch::load_unaligned(o + r * Dhp + d) * fbatch(inv)).store_unaligned(orow + d);
+      SF_SMALL_LOOP
       for (int d = dv; d < Dh; ++d) orow[d] = o[r * Dhp + d] * inv;
       if (!weights) continue;
       // Each tile's probabilities were taken against the running max of their time; one factor

@@ -21,13 +21,6 @@
 #include "kernels/activation_simd.hpp"
 #include "kernels/simd.hpp"
 
-// Packing loops run once per weight at load (or once per panel in gemm_nt): clang's vectorized,
-// unrolled transposes of them cost 4 KB of WebAssembly for no measurable time.
-#if defined(__clang__)
-#define SF_SMALL_LOOP _Pragma("clang loop vectorize(disable) unroll(disable)")
-#else
-#define SF_SMALL_LOOP
-#endif
 
 namespace sf::kernels {
 
