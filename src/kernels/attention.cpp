@@ -420,8 +420,8 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
           // Rows that have seen no unmasked key keep m = -inf; exponentiating against 0 instead
           // keeps their probabilities at exactly 0 (never -inf - -inf = NaN).
           const float m_use = m_new == kNegInf ? 0.0f : m_new;
-          // 1 when the max did not grow, 0 at first: exp2 gives exactly those, so they skip its
-          // call (a row pays one per key tile; at Dh 16 that is a tenth of the tile's vector work).
+          // 1 when the max did not grow, 0 at the row's first tile: exp2 gives exactly those, so
+          // they skip its libm call (one per row and key tile before; BENCHMARKS.md, "Small windows").
           corr[rr] = blk.m[r] == m_use ? 1.0f : blk.m[r] == kNegInf ? 0.0f : std::exp2(blk.m[r] - m_use);
           const fbatch vm(m_use);
           fbatch sum(0.0f);
