@@ -43,7 +43,8 @@ export const AF_CASE = Object.freeze({ seed: 20, seconds: 30, rateHz: 300, start
  * A seeded single-lead ECG (mV, Float32Array) of `seconds` from the simulator's physiology (at rest;
  * sinus rhythm, atrial fibrillation from afFromS on), its RR stream from rrFromEcg and a beat
  * stream from beatsFromEcg for each of `grids` (beatModalities(model.config); one detection).
- * Returns { ecg, rr, [grid.modality]: ... }: a regular stream and event streams in the window format.
+ * Returns { ecg, rr, [grid.modality]: ..., detected }: a regular stream and event streams in the window
+ * format, and the detection they come from (detectBeats' result).
  */
 export function synthesize(seconds, grids, { seed, rateHz, startTime, placement, afFromS } = AF_CASE) {
   const ph = createPhysiology({ seed, activities: [{ activity: 'rest' }], af: [{ at: afFromS, duration: 1e6 }] });
@@ -52,7 +53,7 @@ export function synthesize(seconds, grids, { seed, rateHz, startTime, placement,
   for (let i = 0; i < n; i++) samples[i] = ph.ecgAt(i / rateHz) / 1000;  // the simulator gives µV
   const ecg = { sensor: 0, modality: 'ecg', placement, rateHz, startTime, samples };
   const detected = detectBeats(samples, rateHz, { startTime });
-  return { ecg, rr: rrFromEcg(ecg, detected), ...Object.fromEntries(grids.map((g) => [g.modality, beatsFromEcg(ecg, detected, g)])) };
+  return { ecg, rr: rrFromEcg(ecg, detected), ...Object.fromEntries(grids.map((g) => [g.modality, beatsFromEcg(ecg, detected, g)])), detected };
 }
 
 // The model's event streams (rr, and its beat modalities), in its config's order
@@ -375,5 +376,5 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   // NaN (a missing value) as null
   const events = (x) => JSON.stringify({ timestamps: [...x.timestamps], samples: Array.from(x.samples, (v) => (Number.isNaN(v) ? null : v)) }) + '\n';
   for (const name of ['rr', ...grids.map((g) => g.modality)]) writeFileSync(path.join(dir, `af_case_${name}.json`), events(feed[name]));
-  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: feed.ecg.samples.length, rrEvents: feed.rr.timestamps.length, beats: detectBeats(feed.ecg.samples, AF_CASE.rateHz, { startTime: AF_CASE.startTime }).times.length }));
+  console.log(JSON.stringify({ ...AF_CASE, ecgSamples: feed.ecg.samples.length, rrEvents: feed.rr.timestamps.length, beats: feed.detected.times.length }));
 }

@@ -222,10 +222,11 @@ void tile_pv(const float* p, int n, const float* v, int ldv, int Dhp, const floa
 
 // dst[c * ldd + i] = scale * src[i * lds + c] for i, c < 4: a 4 x 4 block transposed (SSE, which
 // Emscripten lowers to WebAssembly SIMD). Each value is the same one multiply as the scalar
-// loops it replaces, so the packed K and Q are the same bits. Returns false (nothing done) where
-// SSE is unavailable.
-inline bool transpose4(const float* src, std::size_t lds, float* dst, std::size_t ldd, float scale) {
+// loops it replaces, so the packed K and Q are the same bits. Without SSE (kTranspose4 false) the
+// callers take their scalar loops only.
 #if defined(__SSE__)
+constexpr bool kTranspose4 = true;
+inline void transpose4(const float* src, std::size_t lds, float* dst, std::size_t ldd, float scale) {
   __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + lds), r2 = _mm_loadu_ps(src + 2 * lds),
          r3 = _mm_loadu_ps(src + 3 * lds);
   _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
@@ -237,12 +238,11 @@ inline bool transpose4(const float* src, std::size_t lds, float* dst, std::size_
   _mm_storeu_ps(dst + ldd, r1);
   _mm_storeu_ps(dst + 2 * ldd, r2);
   _mm_storeu_ps(dst + 3 * ldd, r3);
-  return true;
-#else
-  (void)src, (void)lds, (void)dst, (void)ldd, (void)scale;
-  return false;
-#endif
 }
+#else
+constexpr bool kTranspose4 = false;
+inline void transpose4(const float*, std::size_t, float*, std::size_t, float) {}
+#endif
 
 float hmax(const float* x, int n) {  // n a lane multiple
   fbatch m = fbatch::load_aligned(x);
@@ -310,13 +310,10 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     int masked = 0;
     // Four keys at a time where all four are in S and Dh is a multiple of 4: 4 x 4 transposes.
     int jv = 0;
-    if (Dh % 4 == 0)
+    if (kTranspose4 && Dh % 4 == 0)
       for (; jv + 4 <= cols && t * kKeyBlock + jv + 4 <= S; jv += 4) {
         const float* kj = k + static_cast<size_t>(t * kKeyBlock + jv) * ldk;
-        int d = 0;
-        for (; d < Dh; d += 4)
-          if (!transpose4(kj + d, ldk, kt_t + d * kKeyBlock + jv, kKeyBlock, 1.0f)) break;
-        if (d < Dh) break;  // no SSE: the scalar loop below packs these keys
+        for (int d = 0; d < Dh; d += 4) transpose4(kj + d, ldk, kt_t + d * kKeyBlock + jv, kKeyBlock, 1.0f);
       }
     SF_SMALL_LOOP
     for (int jj = jv; jj < cols; ++jj) {
@@ -362,11 +359,11 @@ void attention_head(int L, int S, int Dh, float scale, const float* q, int ldq, 
     // The queries, scaled, interleaved by micro-tile: four whole rows at a time by 4 x 4
     // transposes when Dh is a multiple of 4, the rest (and rows past nq, zero) one by one.
     for (int r0 = 0; r0 < nr; r0 += kRows) {
-      int d = 0;
-      if (r0 + kRows <= nq && Dh % 4 == 0)
-        for (; d < Dh; d += 4)
-          if (!transpose4(q + static_cast<size_t>(i0 + r0) * ldq + d, ldq, qs + r0 * Dh + d * kRows, 4, qscale)) break;
-      if (d >= Dh) continue;
+      if (kTranspose4 && r0 + kRows <= nq && Dh % 4 == 0) {
+        for (int d = 0; d < Dh; d += 4)
+          transpose4(q + static_cast<size_t>(i0 + r0) * ldq + d, ldq, qs + r0 * Dh + d * kRows, 4, qscale);
+        continue;
+      }
       SF_SMALL_LOOP
       for (int r = r0; r < r0 + kRows; ++r) {
         float* qr = qs + r0 * Dh + r % kRows;
